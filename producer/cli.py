@@ -1,0 +1,104 @@
+"""Producer commands: ``memq send``, ``memq replay FILE.jsonl``, ``memq flush``,
+``memq status``."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from producer.client import Producer
+from producer.replay import batches, count_lines
+from shared.errors import ValidationError
+
+
+@click.command("send")
+@click.argument("conversation_id")
+@click.argument("role")
+@click.argument("content")
+@click.option("--timestamp", help="ISO-8601 with timezone (default: now).")
+@click.option("--message-id", help="Idempotency key: a repeat is accepted once.")
+@click.option("--metadata", help="JSON object.")
+def send_cmd(conversation_id, role, content, timestamp, message_id, metadata) -> None:
+    """Queue one message."""
+    meta = None
+    if metadata:
+        try:
+            meta = json.loads(metadata)
+        except json.JSONDecodeError as exc:
+            raise ValidationError(f"--metadata is not valid JSON ({exc.msg})", field="metadata") from None
+    result = Producer().add_message(conversation_id, role, content, timestamp, message_id, meta)
+    click.echo(f"{result.status} seq={result.seq} message_id={result.message_id}")
+
+
+def replay_file(
+    producer: Producer, path: Path, *, conversation_id: str | None, batch_size: int, quiet: bool = False
+) -> tuple[dict[str, int], set[str]]:
+    """Queue a JSONL file; return counts by status and the conversation ids seen."""
+    total = count_lines(path)
+    counts = {"accepted": 0, "clamped": 0, "duplicate": 0}
+    conversations: set[str] = set()
+    with Progress(
+        TextColumn("[bold]replay[/] {task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        disable=quiet,
+    ) as progress:
+        task = progress.add_task(path.name, total=total)
+        for batch in batches(path, batch_size, conversation_id):
+            try:
+                results = producer.add_messages([item for _, item in batch])
+            except ValidationError as exc:
+                line = batch[exc.index][0] if exc.index is not None else "?"
+                raise ValidationError(f"{path}:{line}: {exc} (earlier lines were queued; this batch was not)") from None
+            for r in results:
+                counts[r.status] += 1
+                conversations.add(r.conversation_id)
+            progress.advance(task, len(batch))
+    return counts, conversations
+
+
+@click.command("replay")
+@click.argument("path", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--conversation-id", help="Override the file's conversation ids.")
+@click.option("--batch-size", default=100, show_default=True, help="Messages per Redis round trip.")
+@click.option("--flush/--no-flush", default=False, help="Close open events afterwards.")
+def replay_cmd(path: Path, conversation_id, batch_size: int, flush: bool) -> None:
+    """Queue every message of a JSON Lines file, in order, with a progress bar."""
+    producer = Producer()
+    counts, conversations = replay_file(producer, path, conversation_id=conversation_id, batch_size=batch_size)
+    click.echo(", ".join(f"{k}={v}" for k, v in counts.items()) + f", conversations={len(conversations)}")
+    if flush:
+        for cid in sorted(conversations):
+            producer.flush(cid)
+
+
+@click.command("flush")
+@click.argument("conversation_id")
+@click.option("--wait/--no-wait", default=False, help="Block until every message is in an episode.")
+@click.option("--timeout", default=300.0, show_default=True)
+def flush_cmd(conversation_id: str, wait: bool, timeout: float) -> None:
+    """Close the conversation's open event into an episode once its inbox is drained."""
+    producer = Producer()
+    had_work = producer.flush(conversation_id)
+    click.echo("flush requested" if had_work else "nothing to flush")
+    if wait and had_work:
+        producer.wait_idle(conversation_id, timeout=timeout)
+        click.echo("idle: every accepted message is in an episode")
+
+
+@click.command("status")
+@click.argument("conversation_id")
+def status_cmd(conversation_id: str) -> None:
+    """Show a conversation's queue state in Redis."""
+    s = Producer().status(conversation_id)
+    click.echo(
+        f"inbox={s.inbox} open_event={s.buffer} segments_waiting={s.segments} "
+        f"drain_queued={s.drain_queued} flush_requested={s.flush_requested} messages_accepted={s.next_seq}"
+    )
+
+
+__all__ = ["send_cmd", "replay_cmd", "flush_cmd", "status_cmd", "replay_file"]

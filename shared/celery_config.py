@@ -1,0 +1,53 @@
+"""Celery configuration derived from settings, shared by the worker app and the
+producer's publish-only app so both agree on broker, routes and transport options.
+
+The values follow ../shared/NOTES.md: Redis has no real acks, so the visibility
+timeout is kept well above the task time limit; late acks and reject-on-worker-lost
+make a killed worker's task run again elsewhere (every task is idempotent).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from shared import tasks
+from shared.settings import Settings
+
+
+def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
+    transport = {
+        "visibility_timeout": settings.visibility_timeout_seconds,
+        "socket_timeout": 30,
+        "socket_connect_timeout": 10,
+        "retry_on_timeout": True,
+        "health_check_interval": 30,
+    }
+    return {
+        "broker_url": broker_url,
+        "broker_transport_options": transport,
+        "broker_connection_retry_on_startup": True,
+        "result_backend": None,
+        "task_ignore_result": True,
+        "task_serializer": "json",
+        "accept_content": ["json"],
+        "task_routes": tasks.ROUTES,
+        "task_default_queue": tasks.SEGMENTATION_QUEUE,
+        "task_acks_late": True,
+        "task_reject_on_worker_lost": True,
+        "task_acks_on_failure_or_timeout": True,
+        "task_time_limit": settings.task_time_limit_seconds,
+        "task_soft_time_limit": max(5, settings.task_time_limit_seconds - 10),
+        "worker_prefetch_multiplier": 1,
+        "worker_concurrency": settings.worker_concurrency,
+        "worker_hijack_root_logger": False,
+        "worker_cancel_long_running_tasks_on_connection_loss": True,
+        "worker_send_task_events": True,
+        "task_send_sent_event": True,
+        "timezone": "UTC",
+        "enable_utc": True,
+        "beat_scheduler": "redbeat.RedBeatScheduler",
+        "redbeat_redis_url": broker_url,
+        "redbeat_key_prefix": f"{settings.key_prefix}:redbeat",
+        "beat_max_loop_interval": 30,
+        "redbeat_lock_timeout": 150,
+    }

@@ -1,0 +1,41 @@
+"""The ``memq`` command line: one entry point assembling the commands of each part."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from shared.errors import MemqError
+
+
+class _Group(click.Group):
+    def invoke(self, ctx: click.Context):
+        try:
+            return super().invoke(ctx)
+        except MemqError as exc:
+            click.secho(f"error: {exc}", fg="red", err=True)
+            sys.exit(2)
+
+
+@click.group(cls=_Group)
+@click.version_option(package_name="memq")
+def main() -> None:
+    """memq: turn live conversations into long-term memory for LLM agents."""
+
+
+def _register() -> None:
+    from producer.cli import flush_cmd, replay_cmd, send_cmd, status_cmd
+    from shared.cli.demo import demo_cmd
+    from shared.cli.episodes import episodes_cmd
+    from shared.cli.services import migrate_cmd, services_group
+    from worker.cli import beat_cmd, flower_cmd, worker_cmd
+
+    for command in (
+        services_group, migrate_cmd, send_cmd, replay_cmd, flush_cmd, status_cmd,
+        episodes_cmd, worker_cmd, beat_cmd, flower_cmd, demo_cmd,
+    ):
+        main.add_command(command)
+
+
+_register()

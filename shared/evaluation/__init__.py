@@ -1,0 +1,1 @@
+"""Offline evaluation helpers: topic-segmentation data loaders and metrics."""

@@ -1,0 +1,120 @@
+"""The LLM adapter: every call goes through litellm, asks for JSON matching a
+schema, and is bounded in time.
+
+litellm is imported only when an LLM is configured (it costs seconds and, without
+``LITELLM_LOCAL_MODEL_COST_MAP``, tries the network). Retries are ours, not
+litellm's: litellm's own retry layers can multiply a timeout several times over,
+so each attempt runs with retries off and this module retries retryable failures
+(timeouts, 429, 5xx, malformed output) with a short backoff within one deadline.
+Any failure ends in ``LLMError``; callers fall back to their no-LLM path.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import os
+import random
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+from pydantic import BaseModel, ValidationError
+
+from shared.errors import MemqError
+from shared.settings import Settings
+
+log = structlog.get_logger("memq.llm")
+
+
+class LLMError(MemqError):
+    """The LLM gave no usable answer (after retries)."""
+
+
+@functools.lru_cache(maxsize=1)
+def import_litellm():
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    import litellm
+
+    litellm.suppress_debug_info = True
+    litellm.telemetry = False
+    return litellm
+
+
+@dataclass(frozen=True)
+class LLMResult:
+    value: BaseModel
+    model: str
+    attempts: int
+    seconds: float
+
+
+def _schema_for(model_cls: type[BaseModel]) -> dict[str, Any]:
+    schema = model_cls.model_json_schema()
+    schema["additionalProperties"] = False
+    return schema
+
+
+def complete_json(
+    settings: Settings,
+    messages: list[dict[str, str]],
+    output: type[BaseModel],
+    *,
+    purpose: str,
+) -> LLMResult:
+    """Ask the configured model for a JSON object shaped like ``output``."""
+    if not settings.llm_enabled:
+        raise LLMError("no LLM configured (MEMQ_LLM_MODEL is unset)")
+    litellm = import_litellm()
+    response_format = {
+        "type": "json_schema",
+        "json_schema": {"name": output.__name__, "schema": _schema_for(output), "strict": True},
+    }
+    kwargs: dict[str, Any] = {
+        "model": settings.llm_model,
+        "messages": messages,
+        "response_format": response_format,
+        "temperature": settings.llm_temperature,
+        "timeout": settings.llm_timeout_seconds,
+        "num_retries": 0,
+        "max_retries": 0,
+    }
+    if settings.llm_api_base:
+        kwargs["api_base"] = settings.llm_api_base
+    if settings.llm_api_key:
+        kwargs["api_key"] = settings.llm_api_key
+
+    attempts = settings.llm_max_retries + 1
+    started = time.monotonic()
+    last_error = "no attempt made"
+    for attempt in range(1, attempts + 1):
+        try:
+            response = litellm.completion(**kwargs)
+            content = response.choices[0].message.content or ""
+            value = output.model_validate(json.loads(_strip_fences(content)))
+            seconds = time.monotonic() - started
+            log.info("llm_ok", purpose=purpose, model=settings.llm_model, attempt=attempt, seconds=round(seconds, 3))
+            return LLMResult(value, settings.llm_model or "", attempt, seconds)
+        except (json.JSONDecodeError, ValidationError) as exc:
+            last_error = f"malformed output: {exc.__class__.__name__}: {str(exc)[:200]}"
+            retryable = True
+        except Exception as exc:  # litellm maps provider errors onto its own classes
+            status = getattr(exc, "status_code", None)
+            last_error = f"{exc.__class__.__name__}: {str(exc)[:200]}"
+            retryable = status is None or status in (408, 409, 429) or (isinstance(status, int) and status >= 500)
+        log.warning("llm_attempt_failed", purpose=purpose, attempt=attempt, error=last_error, retryable=retryable)
+        if not retryable or attempt == attempts:
+            break
+        time.sleep(min(4.0, 0.25 * 2 ** (attempt - 1)) * (0.75 + random.random() / 2))
+    raise LLMError(f"{purpose}: {last_error}")
+
+
+def _strip_fences(content: str) -> str:
+    """Some models wrap JSON in a Markdown fence despite the schema."""
+    text = content.strip()
+    if text.startswith("```"):
+        text = text.split("\n", 1)[1] if "\n" in text else ""
+        if text.rstrip().endswith("```"):
+            text = text.rstrip()[:-3]
+    return text.strip()

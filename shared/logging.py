@@ -1,0 +1,54 @@
+"""structlog configuration: JSON in production (MEMQ_LOG_FORMAT=json), readable
+console lines otherwise. stdlib logging (Celery's own lines included) goes through
+the same renderer, so one process writes one format."""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import structlog
+
+from shared.settings import Settings
+
+_configured = False
+
+
+def configure_logging(settings: Settings, *, force: bool = False) -> None:
+    global _configured
+    if _configured and not force:
+        return
+    shared_processors = [
+        structlog.contextvars.merge_contextvars,
+        structlog.stdlib.add_log_level,
+        structlog.stdlib.add_logger_name,
+        structlog.processors.TimeStamper(fmt="iso", utc=True),
+        structlog.processors.StackInfoRenderer(),
+    ]
+    renderer = (
+        structlog.processors.JSONRenderer()
+        if settings.log_format == "json"
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+    )
+    structlog.configure(
+        processors=[*shared_processors, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        logger_factory=structlog.stdlib.LoggerFactory(),
+        wrapper_class=structlog.stdlib.BoundLogger,
+        cache_logger_on_first_use=True,
+    )
+    formatter = structlog.stdlib.ProcessorFormatter(
+        foreign_pre_chain=shared_processors,
+        processors=[
+            structlog.stdlib.ProcessorFormatter.remove_processors_meta,
+            structlog.processors.format_exc_info if settings.log_format == "json" else (lambda _, __, e: e),
+            renderer,
+        ],
+    )
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(formatter)
+    root = logging.getLogger()
+    root.handlers[:] = [handler]
+    root.setLevel(settings.log_level.upper())
+    for noisy in ("httpx", "LiteLLM", "litellm", "sentence_transformers", "transformers", "urllib3", "alembic"):
+        logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
+    _configured = True

@@ -1,0 +1,181 @@
+"""One typed settings object for producer, workers and tools.
+
+Every value comes from an environment variable (``MEMQ_<NAME>``, except the two
+service URLs, which use the conventional ``REDIS_URL`` and ``DATABASE_URL``),
+has a documented default and is validated when the process starts. Constants
+from the seed documents are settings whose defaults are the seeds' values;
+the comment on each names the seed it comes from.
+"""
+
+from __future__ import annotations
+
+import functools
+import re
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, field_validator, model_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]*$"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(
+        env_prefix="MEMQ_",
+        env_file=None,
+        extra="ignore",
+        validate_assignment=True,
+    )
+
+    # --- services -------------------------------------------------------------
+    redis_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REDIS_URL", "MEMQ_REDIS_URL"),
+        description="Redis for the mailbox, conversation state and Celery broker. "
+        "Unset: the embedded redis-server under data_dir.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "MEMQ_DATABASE_URL"),
+        description="PostgreSQL (>= 15, pgvector >= 0.7). Unset: the embedded server under data_dir.",
+    )
+    data_dir: Path = Field(default=Path(".memq"), description="Embedded services' data folder.")
+    embedded_redis_port: int = Field(default=6399, ge=1024, le=65535)
+    embedded_database_name: str = "memq"
+    tenant: str = Field(default="default", description="Tenant scope used when a caller names none.")
+    key_prefix: str = Field(default="memq", description="Prefix of every Redis key memq writes.")
+
+    # --- producer validation --------------------------------------------------
+    conversation_id_max_length: int = Field(default=128, ge=8, le=512)
+    message_max_chars: int = Field(default=100_000, ge=1)
+    metadata_max_bytes: int = Field(default=16_384, ge=0)
+    out_of_order_policy: str = Field(
+        default="clamp",
+        description="A timestamp older than the conversation's last accepted one: 'clamp' "
+        "(accept, order by arrival, use the previous timestamp for segmentation and keep "
+        "the original) or 'reject' (refuse the message with an error).",
+    )
+    dedup_ttl_days: int = Field(default=30, ge=1, description="How long message ids are remembered.")
+
+    # --- rule layer (seed 000, Plast Mem) -------------------------------------
+    min_messages: int = Field(default=3, ge=1, description="seed 000: fewer messages -> skip")
+    max_messages: int = Field(default=50, ge=2, description="seed 000: this many -> force-create, drain all")
+    time_gap_minutes: float = Field(default=15.0, gt=0, description="seed 000: larger gap -> time boundary")
+    min_total_chars: int = Field(default=100, ge=0, description="seed 000: fewer chars in buffer -> skip")
+    min_message_chars: int = Field(default=5, ge=0, description="seed 000: shorter latest message -> skip")
+
+    # --- token budget and overlap (seed 003, agent-memory) --------------------
+    token_budget: int = Field(default=4000, ge=1, description="seed 003: buffer tokens -> boundary")
+    tool_result_max_chars: int = Field(default=1000, ge=1, description="seed 003: tool text counted")
+    overlap_minutes: float = Field(default=5.0, ge=0, description="seed 003: overlap time window")
+    overlap_tokens: int = Field(default=500, ge=0, description="seed 003: overlap token cap")
+    tokenizer_encoding: str = "cl100k_base"
+
+    # --- inactivity collapse (seed 002, MIRA) ---------------------------------
+    segment_timeout_minutes: float = Field(default=60.0, gt=0, description="seed 002: idle -> collapse")
+    collapse_check_seconds: float = Field(default=300.0, gt=0, description="seed 002: check every 5 min")
+    stalled_after_seconds: float = Field(
+        default=120.0, gt=0, description="Queued drain or pending episode older than this is re-queued."
+    )
+
+    # --- boundary detection (seed 000 dual channel; issue 3 extends) ----------
+    detector: str = Field(default="rules", description="Detector profile name.")
+    surprise_threshold: float = Field(default=0.35, description="seed 000: event-model cosine below -> boundary")
+    topic_threshold: float = Field(default=0.5, description="seed 000: last-embedding cosine below -> ask LLM")
+    topic_rolling_alpha: float = Field(default=0.2, ge=0, le=1, description="seed 000: rolling average")
+    llm_confidence_threshold: float = Field(default=0.7, ge=0, le=1, description="seed 000")
+
+    # --- episodes and FSRS (seeds 000/001) ------------------------------------
+    surprise_stability_boost: float = Field(default=0.5, ge=0, description="seed 000: S x (1 + boost x surprise)")
+    desired_retention: float = Field(default=0.9, gt=0, lt=1)
+    title_min_words: int = Field(default=5, ge=1, description="seed 000: title 5-15 words")
+    title_max_words: int = Field(default=15, ge=1)
+    summary_max_sentences: int = Field(default=4, ge=1, description="Extractive summary length.")
+
+    # --- embeddings -----------------------------------------------------------
+    embedding_model: str = Field(
+        default="local/all-MiniLM-L6-v2",
+        description="'local/all-MiniLM-L6-v2' (bundled, offline) or any litellm embedding model.",
+    )
+    embedding_dim: int = Field(default=384, ge=1, le=2000)
+    embedding_api_base: str | None = None
+    embedding_api_key: str | None = None
+    embedding_batch_size: int = Field(default=64, ge=1)
+
+    # --- LLM (litellm) --------------------------------------------------------
+    llm_model: str | None = Field(default=None, description="litellm model name; unset = no LLM.")
+    llm_api_base: str | None = None
+    llm_api_key: str | None = None
+    llm_timeout_seconds: float = Field(default=30.0, gt=0)
+    llm_max_retries: int = Field(default=2, ge=0)
+    llm_temperature: float = Field(default=0.2, ge=0, le=2)
+
+    # --- worker / Celery ------------------------------------------------------
+    drain_max_messages: int = Field(default=200, ge=1, description="Messages per drain task before re-queue.")
+    drain_max_seconds: float = Field(default=60.0, gt=0)
+    embed_prefetch: int = Field(default=32, ge=1, description="Inbox messages embedded per batch.")
+    lock_lease_seconds: float = Field(default=120.0, gt=0, description="Conversation lock lease.")
+    lock_retry_seconds: float = Field(default=1.0, gt=0)
+    task_time_limit_seconds: int = Field(default=300, ge=10)
+    visibility_timeout_seconds: int = Field(default=900, ge=60)
+    worker_concurrency: int = Field(default=2, ge=1)
+
+    # --- logging --------------------------------------------------------------
+    log_format: str = Field(default="console", description="'console' or 'json'")
+    log_level: str = "INFO"
+
+    @field_validator("out_of_order_policy")
+    @classmethod
+    def _policy(cls, v: str) -> str:
+        if v not in {"clamp", "reject"}:
+            raise ValueError("MEMQ_OUT_OF_ORDER_POLICY must be 'clamp' or 'reject'")
+        return v
+
+    @field_validator("log_format")
+    @classmethod
+    def _log_format(cls, v: str) -> str:
+        if v not in {"console", "json"}:
+            raise ValueError("MEMQ_LOG_FORMAT must be 'console' or 'json'")
+        return v
+
+    @field_validator("tenant", "key_prefix")
+    @classmethod
+    def _simple_name(cls, v: str) -> str:
+        if not re.fullmatch(r"[A-Za-z0-9_\-]{1,64}", v):
+            raise ValueError("must be 1-64 characters of letters, digits, '_' or '-'")
+        return v
+
+    @model_validator(mode="after")
+    def _consistent(self) -> "Settings":
+        if self.title_min_words > self.title_max_words:
+            raise ValueError("MEMQ_TITLE_MIN_WORDS must not exceed MEMQ_TITLE_MAX_WORDS")
+        if self.min_messages >= self.max_messages:
+            raise ValueError("MEMQ_MIN_MESSAGES must be below MEMQ_MAX_MESSAGES")
+        if self.task_time_limit_seconds * 2 > self.visibility_timeout_seconds:
+            raise ValueError(
+                "MEMQ_VISIBILITY_TIMEOUT_SECONDS must be at least twice MEMQ_TASK_TIME_LIMIT_SECONDS, "
+                "or Redis redelivers tasks that are still running"
+            )
+        return self
+
+    def __hash__(self) -> int:  # identity: caches keyed by "this settings object"
+        return id(self)
+
+    @property
+    def llm_enabled(self) -> bool:
+        return bool(self.llm_model)
+
+    @property
+    def data_path(self) -> Path:
+        return self.data_dir.expanduser().resolve()
+
+
+@functools.lru_cache(maxsize=1)
+def get_settings() -> Settings:
+    """The process-wide settings, read once from the environment."""
+    return Settings()
+
+
+def reset_settings() -> None:
+    """Forget the cached settings (tests and CLI options that change the environment)."""
+    get_settings.cache_clear()

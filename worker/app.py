@@ -1,0 +1,52 @@
+"""The Celery application: settings map one-to-one onto Celery's configuration
+(``shared.celery_config``), tasks come from ``worker.tasks``, and logging is bound
+to task and conversation ids.
+
+    celery -A worker.app worker      # or: memq worker
+    celery -A worker.app beat        # or: memq beat (one per deployment; RedBeat locks)
+"""
+
+from __future__ import annotations
+
+import structlog
+from celery import Celery, signals
+
+from shared import tasks
+from shared.celery_config import celery_config
+from shared.connections import service_urls
+from shared.logging import configure_logging
+from shared.settings import get_settings
+
+
+def create_app() -> Celery:
+    settings = get_settings()
+    configure_logging(settings)
+    app = Celery("memq", include=["worker.tasks.segmentation", "worker.tasks.episodes", "worker.tasks.maintenance"])
+    app.conf.update(celery_config(settings, service_urls(settings).redis_url))
+    app.conf.beat_schedule = {
+        "collapse-idle-conversations": {"task": tasks.COLLAPSE_IDLE, "schedule": settings.collapse_check_seconds},
+        "sweep-stalled-work": {"task": tasks.SWEEP_STALLED, "schedule": max(5.0, min(60.0, settings.stalled_after_seconds / 2))},
+    }
+    return app
+
+
+app = create_app()
+
+
+@signals.setup_logging.connect
+def _setup_logging(**_: object) -> None:
+    configure_logging(get_settings(), force=True)
+
+
+@signals.task_prerun.connect
+def _bind_task(task_id=None, task=None, args=None, **_: object) -> None:
+    structlog.contextvars.clear_contextvars()
+    context = {"task_id": task_id, "task_name": getattr(task, "name", None)}
+    if args and len(args) >= 2:
+        context.update(tenant=args[0], conversation_id=args[1])
+    structlog.contextvars.bind_contextvars(**context)
+
+
+@signals.task_postrun.connect
+def _unbind_task(**_: object) -> None:
+    structlog.contextvars.clear_contextvars()

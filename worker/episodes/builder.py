@@ -1,0 +1,79 @@
+"""Turn a closed segment (as stored in Redis by segmentation) into an episode row:
+title and summary (LLM when configured and working, else extractive), embedding of
+the summary, tools used, and the initial FSRS state."""
+
+from __future__ import annotations
+
+import uuid
+from datetime import datetime
+from typing import Any
+
+import structlog
+
+from shared.db.episodes import EpisodeRow
+from shared.embeddings import Embedder
+from shared.llm import LLMError
+from shared.settings import Settings
+from worker.episodes.extractive import extractive_summary, extractive_title
+from worker.episodes.fsrs_card import initial_memory
+from worker.episodes.llm_summary import llm_title_and_summary
+from worker.episodes.tools_used import tools_used
+
+log = structlog.get_logger("memq.episodes")
+
+
+def build_episode(segment: dict[str, Any], settings: Settings, embedder: Embedder) -> EpisodeRow:
+    messages = segment["messages"]
+    overlap = segment.get("overlap") or []
+    tools = tools_used(messages)
+
+    source, model, error = "extractive", None, None
+    if settings.llm_enabled:
+        try:
+            title, summary, model = llm_title_and_summary(settings, messages, overlap, tools)
+            source = "llm"
+        except LLMError as exc:
+            error = str(exc)[:500]
+            log.warning("summary_fallback_extractive", episode_id=segment["episode_id"], error=error)
+    if source == "extractive":
+        title = extractive_title(messages, settings.title_min_words, settings.title_max_words)
+        summary = extractive_summary(messages, settings.summary_max_sentences, tools)
+
+    embedding = embedder.embed([summary])[0]
+    start_at = datetime.fromisoformat(messages[0]["timestamp"])
+    end_at = datetime.fromisoformat(messages[-1]["timestamp"])
+    surprise = float(segment.get("surprise") or 0.0)
+    memory = initial_memory(
+        uuid.UUID(segment["episode_id"]).int >> 65,
+        end_at,
+        surprise,
+        boost=settings.surprise_stability_boost,
+        desired_retention=settings.desired_retention,
+    )
+    return EpisodeRow(
+        id=segment["episode_id"],
+        tenant_id=segment["tenant"],
+        conversation_id=segment["conversation_id"],
+        messages=messages,
+        first_seq=messages[0]["seq"],
+        last_seq=messages[-1]["seq"],
+        title=title,
+        summary=summary,
+        embedding=embedding,
+        stability=memory.stability,
+        difficulty=memory.difficulty,
+        fsrs_card=memory.card,
+        surprise=surprise,
+        boundary_reason=segment["reason"],
+        boundary_source=segment.get("source") or "rules",
+        detector=segment.get("detector") or "rules",
+        summary_source=source,
+        summary_model=model,
+        summary_error=error,
+        embedding_model=embedder.name,
+        start_at=start_at,
+        end_at=end_at,
+        tools_used=tools,
+        overlap=overlap,
+        token_count=int(segment.get("token_count") or 0),
+    )

@@ -1,0 +1,128 @@
+"""Extractive titles and summaries: the no-LLM path (and the fallback when the LLM
+fails). Pure and deterministic.
+
+Sentences are scored by how many of the segment's frequent content words they carry
+(a SumBasic-style centrality); the summary quotes the best few in their original
+order, attributed to their speakers, so it stays faithful and third-person.
+"""
+
+from __future__ import annotations
+
+import re
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
+
+_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]+|\d+(?:[.,]\d+)?")
+_SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+STOPWORDS = frozenset(
+    """a about above after again against all also am an and any are aren't as at be because been before being
+    below between both but by can can't could couldn't did didn't do does doesn't doing don't down during each
+    few for from further get got had hadn't has hasn't have haven't having he he'd he'll he's her here here's
+    hers herself him himself his how how's i i'd i'll i'm i've if in into is isn't it it's its itself just
+    let's like me maybe more most much my myself no nor not now of off ok okay on once only or other ought our ours
+    ourselves out over own really same she she'd she'll she's should shouldn't so some such sure than that
+    that's the their theirs them themselves then there there's these they they'd they'll they're they've
+    thing things think this those through to too under until up us very was wasn't we we'd we'll we're we've
+    well were weren't what what's when when's where where's which while who who's whom why why's will with
+    won't would wouldn't yeah yes you you'd you'll you're you've your yours yourself yourselves thanks thank
+    please hi hello hey great good right one two also would could want need know see make go going""".split()
+)
+ROLE_NAMES = {"user": "The user", "assistant": "The assistant", "system": "The system", "tool": "A tool"}
+
+
+def content_words(text: str) -> list[str]:
+    return [w.lower() for w in _WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 2]
+
+
+def keywords(messages: Sequence[dict[str, Any]], k: int = 5) -> list[str]:
+    """Most frequent content words, user and assistant text only (tool dumps excluded)."""
+    counts: Counter[str] = Counter()
+    for m in messages:
+        if m["role"] in ("user", "assistant"):
+            counts.update(set(content_words(m["content"])))
+    return [w for w, _ in counts.most_common(k)]
+
+
+@dataclass(frozen=True)
+class Sentence:
+    position: int
+    role: str
+    text: str
+
+
+def _sentences(messages: Sequence[dict[str, Any]]) -> list[Sentence]:
+    out: list[Sentence] = []
+    for m in messages:
+        if m["role"] not in ("user", "assistant"):
+            continue
+        for part in _SENTENCE.split(m["content"]):
+            part = " ".join(part.split())
+            if len(part.split()) >= 3:
+                out.append(Sentence(len(out), m["role"], part))
+    return out
+
+
+def _scores(sentences: Sequence[Sentence]) -> list[float]:
+    freq: Counter[str] = Counter()
+    for s in sentences:
+        freq.update(set(content_words(s.text)))
+    scores = []
+    for s in sentences:
+        words = content_words(s.text)
+        if not words:
+            scores.append(0.0)
+            continue
+        scores.append(sum(freq[w] for w in set(words)) / (len(set(words)) ** 0.5 + 1))
+    return scores
+
+
+def _clip_words(text: str, limit: int) -> str:
+    words = text.split()
+    return " ".join(words[:limit])
+
+
+def extractive_title(messages: Sequence[dict[str, Any]], min_words: int = 5, max_words: int = 15) -> str:
+    sentences = _sentences(messages)
+    scores = _scores(sentences)
+    user = [(sc, s) for sc, s in zip(scores, sentences) if s.role == "user"]
+    pool = user or list(zip(scores, sentences))
+    if pool:
+        _, best = max(pool, key=lambda p: (p[0], -p[1].position))
+        title = _clip_words(best.text, min(max_words, 12)).rstrip(" ,;:-")
+    else:
+        title = ""
+    title = title.rstrip(".!?") if title else title
+    if len(title.split()) < min_words:
+        kws = keywords(messages, 4) or ["conversation"]
+        extra = "Conversation about " + ", ".join(kws)
+        title = f"{title}: {extra}" if title else extra
+        while len(title.split()) < min_words:
+            title += " (short exchange)"
+    return _clip_words(title, max_words)
+
+
+def extractive_summary(messages: Sequence[dict[str, Any]], max_sentences: int = 4, tools: Sequence[str] = ()) -> str:
+    sentences = _sentences(messages)
+    roles = Counter(m["role"] for m in messages)
+    head = f"An exchange of {len(messages)} message{'s' if len(messages) != 1 else ''}"
+    parts = [f"{roles[r]} {r}" for r in ("user", "assistant", "tool", "system") if roles[r]]
+    head += f" ({', '.join(parts)})."
+    body: list[str] = []
+    if sentences:
+        scores = _scores(sentences)
+        ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))[:max_sentences]
+        for i in sorted(ranked):
+            s = sentences[i]
+            body.append(f"{ROLE_NAMES.get(s.role, s.role)} said: \u201c{s.text}\u201d")
+    else:
+        text = " ".join(" ".join(m["content"].split()) for m in messages)[:300]
+        body.append(f"Content: \u201c{text}\u201d")
+    kws = keywords(messages, 5)
+    tail = []
+    if kws:
+        tail.append("Key terms: " + ", ".join(kws) + ".")
+    if tools:
+        tail.append("Tools used: " + ", ".join(tools) + ".")
+    return " ".join([head, *body, *tail])

@@ -1,0 +1,50 @@
+"""The segmenter's memory of the open event, persisted in the conversation's Redis
+state hash (field ``event``) after every step so any worker can resume.
+
+Embeddings are stored as base64 float32 to keep each step's write small.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import asdict, dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+
+def _vec_out(v: np.ndarray | None) -> str | None:
+    return None if v is None else base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode()
+
+
+def _vec_in(s: str | None) -> np.ndarray | None:
+    return None if s is None else np.frombuffer(base64.b64decode(s), dtype=np.float32).copy()
+
+
+@dataclass(frozen=True, eq=False)
+class EventState:
+    event_model: str | None = None  # textual description of "what is happening now" (LLM path)
+    event_model_embedding: np.ndarray | None = None
+    last_embedding: np.ndarray | None = None  # rolling context embedding of the open event
+    armed: bool = True  # hysteresis: may trigger again
+    overlap: list[dict[str, Any]] = field(default_factory=list)  # tail of the previous segment
+    extras: dict[str, Any] = field(default_factory=dict)  # detector-specific small values
+
+    def evolve(self, **changes: Any) -> "EventState":
+        return replace(self, **changes)
+
+    def to_json(self) -> str:
+        data = asdict(self)
+        data["event_model_embedding"] = _vec_out(self.event_model_embedding)
+        data["last_embedding"] = _vec_out(self.last_embedding)
+        return json.dumps(data, separators=(",", ":"))
+
+    @classmethod
+    def from_json(cls, raw: str | None) -> "EventState":
+        if not raw:
+            return cls()
+        data = json.loads(raw)
+        data["event_model_embedding"] = _vec_in(data.get("event_model_embedding"))
+        data["last_embedding"] = _vec_in(data.get("last_embedding"))
+        return cls(**data)
