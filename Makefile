@@ -1,0 +1,55 @@
+# memq: two commands on a fresh machine.
+#   make demo   installs everything, starts the services, runs the sample conversation
+#   make test   runs the whole test suite (unit + real-service integration)
+# With REDIS_URL / DATABASE_URL unset, embedded servers run from .memq/ (git-ignored).
+
+PYTHON ?= python3
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+MEMQ   := $(VENV)/bin/memq
+STAMP  := $(VENV)/.installed-stamp
+DATA   ?= ../shared/eval
+
+.PHONY: install demo test test-unit test-integration services-up services-down migrate worker beat flower clean
+
+$(STAMP): pyproject.toml
+	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memq needs Python >= 3.11; set PYTHON=python3.11")'
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	@touch $(STAMP)
+
+install: $(STAMP)
+
+services-up: install
+	$(MEMQ) services up
+
+services-down:
+	@if [ -x $(MEMQ) ]; then $(MEMQ) services down; else echo "nothing installed"; fi
+
+migrate: services-up
+	$(MEMQ) migrate
+
+demo: migrate
+	$(MEMQ) demo
+
+test: install
+	$(PY) -m pytest
+
+test-unit: install
+	$(PY) -m pytest tests/unit
+
+test-integration: install
+	$(PY) -m pytest tests/integration
+
+worker: migrate
+	$(MEMQ) worker
+
+beat: services-up
+	$(MEMQ) beat
+
+flower: services-up
+	$(MEMQ) flower
+
+clean: services-down
+	rm -rf .memq $(VENV) *.egg-info

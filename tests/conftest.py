@@ -1,0 +1,8 @@
+"""Test-wide set-up. Integration tests get real services from tests/integration/conftest.py."""
+
+import os
+
+# Quiet, fast and offline defaults for every test process (and the workers they start).
+os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")

@@ -1,0 +1,174 @@
+"""Real services for integration tests: Redis, PostgreSQL with pgvector (embedded unless
+REDIS_URL / DATABASE_URL are set) and a real Celery worker running in this process
+(``celery.contrib.testing.worker.start_worker``, solo pool) against the real broker.
+
+Isolation: tests use Redis database 15 (flushed at session start, so the demo's data in
+database 0 is untouched) and a fresh tenant per test, so PostgreSQL rows never collide.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+from urllib.parse import urlsplit, urlunsplit
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+TEST_REDIS_DB = 15
+sys.path.insert(0, str(ROOT / "tests"))  # for tests/support
+
+
+def _with_db(url: str, db: int) -> str:
+    parts = urlsplit(url)
+    return urlunsplit((parts.scheme, parts.netloc, f"/{db}", parts.query, parts.fragment))
+
+
+def _prepare_environment() -> dict[str, str]:
+    from shared.embedded import services
+    from shared.settings import Settings, reset_settings
+
+    base = Settings()
+    urls = services.up(base)
+    env = {
+        "REDIS_URL": _with_db(urls.redis_url, TEST_REDIS_DB),
+        "DATABASE_URL": urls.database_url,
+        "MEMQ_DATA_DIR": str(base.data_path),
+        "MEMQ_LOG_LEVEL": "WARNING",
+        # Short timings so inactivity collapse and the stalled-work sweep are testable.
+        "MEMQ_SEGMENT_TIMEOUT_MINUTES": "0.05",
+        "MEMQ_COLLAPSE_CHECK_SECONDS": "1",
+        "MEMQ_STALLED_AFTER_SECONDS": "30",
+        "MEMQ_LOCK_RETRY_SECONDS": "0.2",
+        "MEMQ_LLM_TIMEOUT_SECONDS": "2",
+        "MEMQ_LLM_MAX_RETRIES": "1",
+    }
+    os.environ.update(env)
+    reset_settings()
+    return env
+
+
+@pytest.fixture(scope="session")
+def service_env() -> dict[str, str]:
+    env = _prepare_environment()
+    import redis
+
+    redis.Redis.from_url(env["REDIS_URL"]).flushdb()
+    from shared.db.migrate import upgrade
+    from shared.settings import get_settings
+
+    upgrade(get_settings())
+    return env
+
+
+@pytest.fixture(scope="session")
+def settings(service_env):
+    from shared.settings import get_settings
+
+    return get_settings()
+
+
+@pytest.fixture(scope="session")
+def celery_app(service_env):
+    from worker.app import app
+
+    return app
+
+
+@pytest.fixture(scope="session")
+def worker(celery_app, settings):
+    """A real Celery worker consuming memq's queues in a thread of this process."""
+    from celery.contrib.testing.worker import start_worker
+
+    from shared import tasks
+    from shared.embeddings import get_embedder
+
+    get_embedder(settings)  # load the model before tasks arrive (first load takes seconds)
+    with start_worker(
+        celery_app,
+        pool="solo",
+        concurrency=1,
+        perform_ping_check=False,
+        loglevel="WARNING",
+        queues=list(tasks.ALL_QUEUES),
+        shutdown_timeout=30,
+    ) as w:
+        yield w
+
+
+@pytest.fixture
+def tenant() -> str:
+    return f"t{uuid.uuid4().hex[:12]}"
+
+
+@pytest.fixture
+def producer(settings, tenant):
+    from producer.client import Producer
+
+    p = Producer(settings)
+    p.settings = settings.model_copy(update={"tenant": tenant})
+    return p
+
+
+@pytest.fixture
+def db(settings):
+    from shared.connections import pg_connect
+
+    with pg_connect(settings, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def scripted_llm(settings):
+    """Point the in-process worker's LLM at a scripted OpenAI-compatible server on
+    127.0.0.1 for one test; litellm's real request path is used."""
+    from support.scripted_llm import ScriptedLLM
+
+    saved = (settings.llm_model, settings.llm_api_base, settings.llm_api_key)
+    with ScriptedLLM() as llm:
+        settings.llm_model = "openai/scripted"
+        settings.llm_api_base = llm.base_url
+        settings.llm_api_key = "test-key"
+        try:
+            yield llm
+        finally:
+            settings.llm_model, settings.llm_api_base, settings.llm_api_key = saved
+
+
+def spawn_worker(env: dict[str, str], name: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+    from worker.cli import worker_argv
+
+    full = {**os.environ, **env, **(extra_env or {})}
+    return subprocess.Popen(
+        worker_argv(concurrency=1, hostname=f"{name}@%h", pool="solo", loglevel="WARNING"),
+        cwd=ROOT,
+        env=full,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+
+
+def wait_for_workers(app, names: set[str], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        replies = app.control.ping(timeout=1.0) or []
+        seen = {next(iter(r)).split("@")[0] for r in replies}
+        if names <= seen:
+            return
+    raise AssertionError(f"workers {names} did not answer a ping within {timeout} s")
+
+
+def stop_process(p: subprocess.Popen, timeout: float = 30.0) -> str:
+    p.terminate()
+    try:
+        _, err = p.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        p.kill()
+        _, err = p.communicate()
+    return err or ""
+

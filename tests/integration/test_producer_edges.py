@@ -1,0 +1,124 @@
+"""The producer on a real Redis: validation before writing, duplicates, out-of-order
+timestamps, one round trip per batch."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from shared.errors import ValidationError
+from shared.mailbox.codec import decode_item
+from shared.mailbox.keys import ConversationKeys
+
+T0 = datetime(2026, 2, 1, 12, 0, tzinfo=UTC)
+
+
+@pytest.fixture(autouse=True)
+def no_drains(producer):
+    """These tests inspect the inbox itself: publish no drain task for a worker to take."""
+    producer._publish_drain = lambda tenant, conversation_id: None
+
+
+def _keys(producer, conv):
+    return ConversationKeys(producer.settings.key_prefix, producer.settings.tenant, conv)
+
+
+def _nothing_written(producer, conv):
+    keys = _keys(producer, conv)
+    return not any(producer.redis.exists(k) for k in (keys.inbox, keys.state, keys.ids, keys.buffer))
+
+
+@pytest.mark.parametrize(
+    "bad, field",
+    [
+        ({"conversation_id": "has space", "role": "user", "content": "hello there"}, "conversation_id"),
+        ({"conversation_id": "x" * 300, "role": "user", "content": "hello there"}, "conversation_id"),
+        ({"conversation_id": "ok", "role": "robot", "content": "hello there"}, "role"),
+        ({"conversation_id": "ok", "role": "user", "content": "   "}, "content"),
+        ({"conversation_id": "ok", "role": "user", "content": "x" * 100_001}, "content"),
+        ({"conversation_id": "ok", "role": "user", "content": "nul\x00byte"}, "content"),
+        ({"conversation_id": "ok", "role": "user", "content": "hi", "timestamp": "2026-02-01T12:00:00"}, "timestamp"),
+        ({"conversation_id": "ok", "role": "user", "content": "hi", "timestamp": "yesterday"}, "timestamp"),
+        ({"conversation_id": "ok", "role": "user", "content": "hi", "timestamp": datetime(2026, 2, 1)}, "timestamp"),
+        ({"conversation_id": "ok", "role": "user", "content": "hi", "metadata": ["not", "a", "dict"]}, "metadata"),
+        ({"conversation_id": "ok", "role": "user", "content": "hi", "message_id": "with space"}, "message_id"),
+        ({"conversation_id": "ok", "role": "user", "content": "hi", "colour": "blue"}, None),
+    ],
+)
+def test_bad_input_is_rejected_with_a_clear_error_and_nothing_is_written(producer, bad, field):
+    good = {"conversation_id": "ok", "role": "user", "content": "a good message before the bad one"}
+    with pytest.raises(ValidationError) as err:
+        producer.add_messages([good, bad])
+    assert err.value.index == 1
+    assert err.value.field == field
+    assert str(err.value).startswith("message #1: ")
+    assert _nothing_written(producer, "ok")
+
+
+def test_a_message_id_sent_twice_is_accepted_once(producer):
+    first = producer.add_message("dup", "user", "hello, remember this", T0, message_id="m-1")
+    again = producer.add_message("dup", "user", "hello, remember this", T0, message_id="m-1")
+    batch = producer.add_messages(
+        [
+            {"role": "user", "content": "second", "timestamp": T0 + timedelta(seconds=5), "message_id": "m-2"},
+            {"role": "user", "content": "second", "timestamp": T0 + timedelta(seconds=5), "message_id": "m-2"},
+        ],
+        conversation_id="dup",
+    )
+    assert (first.status, first.seq) == ("accepted", 1)
+    assert (again.status, again.seq) == ("duplicate", None)
+    assert [(r.status, r.seq) for r in batch] == [("accepted", 2), ("duplicate", None)]
+    assert producer.redis.llen(_keys(producer, "dup").inbox) == 2
+
+
+def test_older_timestamp_is_clamped_keeping_arrival_order_and_the_original(producer):
+    producer.add_message("late", "user", "first message", T0 + timedelta(minutes=10))
+    late = producer.add_message("late", "user", "sent earlier, arrived later", T0)
+    assert late.status == "clamped" and late.seq == 2
+    items = [decode_item(i) for i in producer.redis.lrange(_keys(producer, "late").inbox, 0, -1)]
+    assert [m.seq for m in items] == [1, 2]
+    assert items[1].timestamp == T0 + timedelta(minutes=10)  # used for segmentation
+    assert items[1].sent_at == T0  # kept, and stored on the episode as sent_at
+    assert items[1].to_record()["sent_at"] == T0.isoformat()
+
+
+def test_reject_policy_refuses_an_older_timestamp_and_writes_nothing_of_the_batch(producer):
+    producer.settings = producer.settings.model_copy(update={"out_of_order_policy": "reject"})
+    producer.add_message("strict", "user", "first message", T0 + timedelta(minutes=10))
+    with pytest.raises(ValidationError, match="older than the conversation's last message"):
+        producer.add_messages(
+            [
+                {"role": "user", "content": "fine", "timestamp": T0 + timedelta(minutes=11)},
+                {"role": "user", "content": "too old", "timestamp": T0},
+            ],
+            conversation_id="strict",
+        )
+    assert producer.redis.llen(_keys(producer, "strict").inbox) == 1
+
+
+def test_a_future_timestamp_beyond_clock_skew_is_refused(producer):
+    with pytest.raises(ValidationError, match="in the future"):
+        producer.add_message("future", "user", "from the future", datetime.now(UTC) + timedelta(hours=1))
+    assert _nothing_written(producer, "future")
+
+
+def test_a_batch_costs_one_round_trip_and_queues_at_most_one_drain(producer, monkeypatch):
+    calls = []
+    real_execute = type(producer.redis.pipeline()).execute
+
+    def counting_execute(self, *a, **kw):
+        calls.append(len(self.command_stack))
+        return real_execute(self, *a, **kw)
+
+    published = []
+    monkeypatch.setattr(type(producer.redis.pipeline()), "execute", counting_execute)
+    monkeypatch.setattr(producer, "_publish_drain", lambda tenant, conv: published.append(conv))
+    results = producer.add_messages(
+        [{"conversation_id": f"c{i % 3}", "role": "user", "content": f"message {i}"} for i in range(30)]
+    )
+    assert len(calls) == 1 and calls[0] == 3  # one pipeline, one script call per conversation
+    assert [r.seq for r in results[:6]] == [1, 1, 1, 2, 2, 2]
+    assert sorted(published) == ["c0", "c1", "c2"]
+    producer.add_messages([{"conversation_id": "c0", "role": "user", "content": "more"}])
+    assert sorted(published) == ["c0", "c1", "c2"]  # a drain is already queued for c0
