@@ -78,12 +78,26 @@ class Settings(BaseSettings):
         default=120.0, gt=0, description="Queued drain or pending episode older than this is re-queued."
     )
 
-    # --- boundary detection (seed 000 dual channel; issue 3 extends) ----------
-    detector: str = Field(default="rules", description="Detector profile name.")
+    # --- boundary detection (seed 000 dual channel, seed 004 hysteresis) -------
+    detector: str = Field(default="default", description="Detector profile (see `memq eval --list`).")
+    lookahead_messages: int = Field(
+        default=0, ge=0, le=10, description="Decide a boundary before message i once i..i+w arrived (0 = streaming)."
+    )
+    boundary_verbose: bool = Field(default=False, description="Log every message's boundary score and factors.")
     surprise_threshold: float = Field(default=0.35, description="seed 000: event-model cosine below -> boundary")
     topic_threshold: float = Field(default=0.5, description="seed 000: last-embedding cosine below -> ask LLM")
     topic_rolling_alpha: float = Field(default=0.2, ge=0, le=1, description="seed 000: rolling average")
     llm_confidence_threshold: float = Field(default=0.7, ge=0, le=1, description="seed 000")
+    hysteresis_high: float = Field(default=0.8, description="seed 004: trigger at or above")
+    hysteresis_low: float = Field(default=0.3, description="seed 004: re-arm below")
+    hysteresis_time_interval: int = Field(default=100, ge=1, description="seed 004: time factor saturates")
+    hysteresis_prediction_weight: float = Field(default=0.3, description="seed 004 prediction_weight")
+    hysteresis_drift_weight: float = Field(default=0.5, description="seed 004 event_weight (topic drift here)")
+    hysteresis_drop_weight: float = Field(default=0.0, description="previous-message dissimilarity weight")
+    hysteresis_marker_weight: float = Field(default=1.0, description="seed 004 location_weight (discourse marker)")
+    hysteresis_time_weight: float = Field(default=0.2, description="seed 004 time factor weight")
+    hysteresis_bias: float = 0.0
+    hysteresis_window: int = Field(default=3, ge=1, le=16, description="left-window messages for topic drift")
 
     # --- episodes and FSRS (seeds 000/001) ------------------------------------
     surprise_stability_boost: float = Field(default=0.5, ge=0, description="seed 000: S x (1 + boost x surprise)")

@@ -35,6 +35,18 @@ class DrainOutcome:
     flushed: bool = False
 
 
+def log_boundary_score(seq: int, result) -> None:
+    """Seed 004's debug line: ``Boundary score: 0.85 (pred=.., drift=..) -> TRIGGER``."""
+    v = result.verdict
+    if v is None:
+        log.info(f"seq {seq}: rule layer -> {result.action}", seq=seq, action=result.action)
+        return
+    parts = ", ".join(f"{k}={val:.2f}" for k, val in v.factors.items())
+    score = f"{v.score:.2f}" if v.score is not None else "-"
+    verdict = f"-> TRIGGER ({v.reason}, {v.source})" if v.boundary else f"({v.reason})"
+    log.info(f"seq {seq}: Boundary score: {score} ({parts}) {verdict}", seq=seq, score=v.score, boundary=v.boundary)
+
+
 def drain(
     store: ConversationStore,
     settings: Settings,
@@ -53,19 +65,27 @@ def drain(
     outcome = DrainOutcome()
     started = time.monotonic()
 
+    lookahead = settings.lookahead_messages if detector.needs_embeddings else 0
     while True:
         if outcome.processed >= settings.drain_max_messages or time.monotonic() - started > settings.drain_max_seconds:
             outcome.more = bool(store.peek_inbox(1))
             return outcome
-        batch = store.peek_inbox(min(settings.embed_prefetch, settings.drain_max_messages - outcome.processed))
-        if not batch:
+        flushing = store.flush_requested() is not None
+        want = min(settings.embed_prefetch, settings.drain_max_messages - outcome.processed)
+        batch = store.peek_inbox(want + lookahead)
+        # With look-ahead, a message is decided once the next w messages are here, or
+        # when the conversation is being flushed (its end is known).
+        decidable = len(batch) if flushing else min(want, len(batch) - lookahead)
+        if decidable <= 0:
             break
         vectors = (
             embedder().embed([m.content for m in batch]) if detector.needs_embeddings and embedder else [None] * len(batch)
         )
-        for message, vector in zip(batch, vectors):
+        for j in range(decidable):
+            message, vector = batch[j], vectors[j]
+            ahead = [v for v in vectors[j + 1 : j + 1 + lookahead]] if lookahead else []
             new = Buffered(message, tokens(message))
-            result = step(buffer, new, vector, state, detector, rules, overlap)
+            result = step(buffer, new, vector, state, detector, rules, overlap, ahead)
             episode_id = store.commit(
                 head=message,
                 drop=result.drop,
@@ -76,16 +96,8 @@ def drain(
             buffer = buffer[result.drop :] + ([new] if result.push else [])
             state = result.state
             outcome.processed += 1
-            if result.verdict is not None and settings.log_level.upper() == "DEBUG":
-                v = result.verdict
-                log.debug(
-                    "boundary_score",
-                    seq=message.seq,
-                    score=v.score,
-                    factors=v.factors,
-                    boundary=v.boundary,
-                    reason=v.reason,
-                )
+            if settings.boundary_verbose:
+                log_boundary_score(message.seq, result)
             if episode_id:
                 log.info(
                     "segment_closed",
@@ -99,6 +111,8 @@ def drain(
                 outcome.episodes.append(episode_id)
                 on_episode(episode_id)
 
+    if store.peek_inbox(1):
+        return outcome  # messages wait for look-ahead; a later message or a flush decides them
     reason = store.flush_requested()
     if reason is not None:
         result = close_open_event(buffer, state, detector, overlap, reason="inactivity" if reason == "inactivity" else "flush")

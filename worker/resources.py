@@ -42,10 +42,10 @@ def embedder() -> Embedder:
 
 
 @functools.lru_cache(maxsize=8)
-def _detector(settings: Settings, name: str) -> Detector:
-    return build_detector(settings, name)
+def _detector(settings: Settings, name: str, llm: str | None) -> Detector:
+    return build_detector(settings, name, embed_text=lambda text: embedder().embed([text])[0])
 
 
 def detector() -> Detector:
     s = settings()
-    return _detector(s, s.detector)
+    return _detector(s, s.detector, s.llm_model)

@@ -99,6 +99,7 @@ def step(
     detector: Detector,
     rules: RuleParams,
     overlap: OverlapParams,
+    lookahead: Sequence[np.ndarray] = (),
 ) -> Step:
     action = decide([b.unit for b in buffer], new.unit, rules)
 
@@ -120,7 +121,9 @@ def step(
         state = detector.observe(new.message, embedding, state)
         return Step(drop=0, push=True, segment=None, state=state, action=action.value)
 
-    verdict = detector.check(DetectionInput(buffer=[b.message for b in buffer], new=new.message, embedding=embedding, state=state))
+    verdict = detector.check(
+        DetectionInput(buffer=[b.message for b in buffer], new=new.message, embedding=embedding, state=state, lookahead=lookahead)
+    )
     if not verdict.boundary:
         return Step(drop=0, push=True, segment=None, state=verdict.state, action="continue", verdict=verdict)
     segment, state = _close(

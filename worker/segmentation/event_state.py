@@ -28,6 +28,8 @@ class EventState:
     event_model_embedding: np.ndarray | None = None
     last_embedding: np.ndarray | None = None  # rolling context embedding of the open event
     armed: bool = True  # hysteresis: may trigger again
+    recent: list[np.ndarray] = field(default_factory=list)  # last few message embeddings (left window)
+    event_size: int = 0  # messages in the open event
     overlap: list[dict[str, Any]] = field(default_factory=list)  # tail of the previous segment
     extras: dict[str, Any] = field(default_factory=dict)  # detector-specific small values
 
@@ -38,6 +40,7 @@ class EventState:
         data = asdict(self)
         data["event_model_embedding"] = _vec_out(self.event_model_embedding)
         data["last_embedding"] = _vec_out(self.last_embedding)
+        data["recent"] = [_vec_out(v) for v in self.recent]
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
@@ -47,4 +50,5 @@ class EventState:
         data = json.loads(raw)
         data["event_model_embedding"] = _vec_in(data.get("event_model_embedding"))
         data["last_embedding"] = _vec_in(data.get("last_embedding"))
+        data["recent"] = [_vec_in(v) for v in data.get("recent") or []]
         return cls(**data)

@@ -25,6 +25,7 @@ class DetectionInput:
     new: QueuedMessage
     embedding: np.ndarray | None  # unit-normalised; None when the detector needs none
     state: EventState
+    lookahead: Sequence[np.ndarray] = ()  # embeddings of the next messages, when look-ahead is on
 
 
 @dataclass(frozen=True)

@@ -1,26 +1,105 @@
 """Named detector profiles: a profile selects a detector and its parameters
-(seed 004's profiles). ``MEMQ_DETECTOR`` or ``memq ... --detector`` picks one."""
+(seed 004's profiles). ``MEMQ_DETECTOR`` (or ``--detector`` on ``memq demo`` and
+``memq eval``) picks one; ``memq eval`` scores them all side by side.
+
+The LLM, when configured (``MEMQ_LLM_MODEL``), confirms dual-channel topic
+candidates; without one, the hysteresis detector does.
+"""
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from shared.errors import ConfigError
 from shared.settings import Settings
 from worker.segmentation.detectors.base import Detector
+from worker.segmentation.detectors.dual_channel import DualChannelDetector, DualChannelParams
+from worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams
 from worker.segmentation.detectors.rules_only import RulesOnlyDetector
 
-Factory = Callable[[Settings], Detector]
+EmbedText = Callable[[str], "object"]
 
-PROFILES: dict[str, tuple[str, Factory]] = {
-    "rules": ("time gaps, token budget and buffer size only (no embeddings)", lambda s: RulesOnlyDetector()),
+
+def seed_hysteresis(settings: Settings) -> HysteresisParams:
+    """Seed 004's parameters, overridable by settings."""
+    return HysteresisParams(
+        high=settings.hysteresis_high,
+        low=settings.hysteresis_low,
+        time_interval=settings.hysteresis_time_interval,
+        prediction_weight=settings.hysteresis_prediction_weight,
+        drift_weight=settings.hysteresis_drift_weight,
+        drop_weight=settings.hysteresis_drop_weight,
+        marker_weight=settings.hysteresis_marker_weight,
+        time_weight=settings.hysteresis_time_weight,
+        bias=settings.hysteresis_bias,
+        window=settings.hysteresis_window,
+    )
+
+
+# Tuned on TIAGE train only (``memq eval --tune``); see README "Boundary detection".
+TUNED_HYSTERESIS = HysteresisParams(
+    high=0.8, low=0.3, time_interval=100, prediction_weight=0.3, drift_weight=0.5,
+    drop_weight=0.0, marker_weight=1.0, time_weight=0.2, bias=0.0, window=3,
+)
+
+
+def _dual(settings: Settings, hysteresis: HysteresisParams, embed_text, use_llm: bool) -> DualChannelDetector:
+    confirm = None
+    if use_llm and settings.llm_enabled:
+        from worker.segmentation.detectors.topic_shift_llm import llm_topic_shift
+
+        def confirm(event_model, history, new):
+            return llm_topic_shift(settings, event_model, history, new)
+
+    return DualChannelDetector(
+        params=DualChannelParams(
+            surprise_threshold=settings.surprise_threshold,
+            topic_threshold=settings.topic_threshold,
+            alpha=settings.topic_rolling_alpha,
+            confidence=settings.llm_confidence_threshold,
+        ),
+        confirm_llm=confirm,
+        embed_text=embed_text,
+        hysteresis=HysteresisDetector(hysteresis),
+    )
+
+
+@dataclass(frozen=True)
+class Profile:
+    description: str
+    build: Callable[[Settings, EmbedText | None], Detector]
+
+
+PROFILES: dict[str, Profile] = {
+    "rules": Profile(
+        "rule layer only: 50 messages, 15-minute gaps, 4,000-token budget (no embeddings)",
+        lambda s, e: RulesOnlyDetector(),
+    ),
+    "dual_channel": Profile(
+        "seed 000: surprise < 0.35 or topic < 0.5 confirmed by the LLM (else by seed-004 hysteresis)",
+        lambda s, e: _dual(s, seed_hysteresis(s), e, use_llm=True),
+    ),
+    "hysteresis": Profile(
+        "seed 004: weighted factors with high/low thresholds, seed weights",
+        lambda s, e: HysteresisDetector(seed_hysteresis(s)),
+    ),
+    "tuned": Profile(
+        "hysteresis with weights and thresholds tuned on TIAGE train (no LLM)",
+        lambda s, e: HysteresisDetector(TUNED_HYSTERESIS, name="tuned"),
+    ),
+    "default": Profile(
+        "dual channel with LLM confirmation when an LLM is configured, else the tuned hysteresis",
+        lambda s, e: _dual(s, TUNED_HYSTERESIS, e, use_llm=True) if s.llm_enabled else HysteresisDetector(TUNED_HYSTERESIS, name="default"),
+    ),
 }
 
 
-def build_detector(settings: Settings, name: str | None = None) -> Detector:
+def build_detector(settings: Settings, name: str | None = None, embed_text: EmbedText | None = None) -> Detector:
     name = name or settings.detector
     try:
-        _, factory = PROFILES[name]
+        profile = PROFILES[name]
     except KeyError:
         raise ConfigError(f"unknown detector profile {name!r}; choose one of: {', '.join(PROFILES)}") from None
-    return factory(settings)
+    detector = profile.build(settings, embed_text)
+    return detector

@@ -1,0 +1,63 @@
+"""``memq eval [DATA]``: segmentation quality of every detector profile (Pk,
+WindowDiff, boundary F1) next to trivial baselines, per labelled file."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+DEFAULT_DATA = Path("../shared/eval")
+
+
+@click.command("eval")
+@click.argument("data", type=click.Path(path_type=Path), default=DEFAULT_DATA)
+@click.option("--profile", "profiles", multiple=True, help="Profiles to score (default: all).")
+@click.option("--lookahead", type=int, default=None, help="Look-ahead messages (default MEMQ_LOOKAHEAD_MESSAGES).")
+@click.option("--file", "files", multiple=True, help="Only these files of the data directory.")
+@click.option("--list", "list_profiles", is_flag=True, help="List the detector profiles and exit.")
+def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files: tuple[str, ...], list_profiles: bool) -> None:
+    """Score detector profiles on topic-segmentation sets (TIAGE-style JSON and
+    [BOUNDARY]-marked JSONL files in DATA/segmentation or DATA)."""
+    from shared.embeddings import get_embedder
+    from shared.evaluation.runner import evaluate
+    from shared.settings import get_settings
+    from worker.segmentation.detectors.registry import PROFILES, build_detector
+
+    settings = get_settings()
+    console = Console()
+    if list_profiles:
+        for name, p in PROFILES.items():
+            console.print(f"[bold]{name:13}[/] {p.description}")
+        return
+    chosen = list(profiles) or list(PROFILES)
+    w = settings.lookahead_messages if lookahead is None else lookahead
+
+    def embed_text(text):
+        return get_embedder(settings).embed([text])[0]
+
+    llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM"
+    console.print(f"[bold]memq eval[/] data={data} profiles={', '.join(chosen)} look-ahead={w} {llm} embeddings={settings.embedding_model}")
+    rows = evaluate(
+        data,
+        settings,
+        chosen,
+        lookahead=w,
+        embedder_factory=lambda: get_embedder(settings),
+        build=lambda name: build_detector(settings, name, embed_text),
+        progress=lambda msg: console.print(f"[dim]… {msg}[/]"),
+        files=files or None,
+    )
+    for file in dict.fromkeys(r.file for r in rows):
+        table = Table(title=file)
+        for col in ("method", "Pk ↓", "WinDiff ↓", "P", "R", "F1", "bounds/dlg", "gold/dlg", "dialogues", "s"):
+            table.add_column(col, justify="left" if col == "method" else "right")
+        file_rows = [r for r in rows if r.file == file]
+        best = min(r.pk for r in file_rows)
+        for r in file_rows:
+            pk = f"[bold green]{r.pk:.3f}[/]" if r.pk == best else f"{r.pk:.3f}"
+            table.add_row(r.method, pk, f"{r.windowdiff:.3f}", f"{r.precision:.3f}", f"{r.recall:.3f}", f"{r.f1:.3f}",
+                          f"{r.boundaries:.2f}", f"{r.gold:.2f}", str(r.dialogues), f"{r.seconds:.1f}")
+        console.print(table)
