@@ -18,7 +18,13 @@ DEFAULT_DATA = Path("../shared/eval")
 @click.option("--lookahead", type=int, default=None, help="Look-ahead messages (default MEMQ_LOOKAHEAD_MESSAGES).")
 @click.option("--file", "files", multiple=True, help="Only these files of the data directory.")
 @click.option("--list", "list_profiles", is_flag=True, help="List the detector profiles and exit.")
-def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files: tuple[str, ...], list_profiles: bool) -> None:
+@click.option("--train", "train_file", default=None, metavar="FILE",
+              help="Instead of scoring: fit the learned boundary scorer on FILE of DATA (e.g. tiage_train.json) "
+              "and write worker/segmentation/detectors/models/<name>.json.")
+@click.option("--model-name", default=None, help="With --train: model name (default tiage_w<look-ahead>).")
+@click.option("--width", type=int, default=150, show_default=True, help="Table width.")
+def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files: tuple[str, ...], list_profiles: bool,
+             train_file: str | None, model_name: str | None, width: int) -> None:
     """Score detector profiles on topic-segmentation sets (TIAGE-style JSON and
     [BOUNDARY]-marked JSONL files in DATA/segmentation or DATA)."""
     from shared.embeddings import get_embedder
@@ -27,7 +33,10 @@ def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files
     from worker.segmentation.detectors.registry import PROFILES, build_detector
 
     settings = get_settings()
-    console = Console()
+    console = Console(width=width)
+    if train_file:
+        _train(data, train_file, 2 if lookahead is None else lookahead, model_name, settings, console)
+        return
     if list_profiles:
         for name, p in PROFILES.items():
             console.print(f"[bold]{name:13}[/] {p.description}")
@@ -61,3 +70,27 @@ def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files
             table.add_row(r.method, pk, f"{r.windowdiff:.3f}", f"{r.precision:.3f}", f"{r.recall:.3f}", f"{r.f1:.3f}",
                           f"{r.boundaries:.2f}", f"{r.gold:.2f}", str(r.dialogues), f"{r.seconds:.1f}")
         console.print(table)
+
+
+def _train(data: Path, train_file: str, lookahead: int, model_name: str | None, settings, console: Console) -> None:
+    from shared.embeddings import get_embedder
+    from shared.evaluation.datasets import load_directory
+    from shared.evaluation.runner import dialogue_embeddings
+    from shared.evaluation.training import train
+    from worker.segmentation.detectors.learned import MODELS
+
+    sets = load_directory(data / "segmentation" if (data / "segmentation").is_dir() else data)
+    if train_file not in sets:
+        raise click.ClickException(f"{train_file} is not a labelled file in {data}; found: {', '.join(sets)}")
+    dialogues = sets[train_file]
+    vectors = dialogue_embeddings(dialogues, get_embedder(settings), settings.data_path / "cache" / "eval-embeddings")
+    console.print(f"training on {train_file}: {len(dialogues)} dialogues, look-ahead {lookahead}, 5-fold CV over C")
+    result = train(
+        dialogues, vectors, settings, lookahead=lookahead, progress=lambda m: console.print(f"[dim]… {m}[/]"),
+        info={"trained_on": train_file, "embedding_model": settings.embedding_model},
+    )
+    name = model_name or f"tiage_w{lookahead}"
+    path = MODELS / f"{name}.json"
+    path.write_text(result.model.to_json() + "\n")
+    m = result.model
+    console.print(f"wrote {path}: C={m.info['c']} high={m.high:.2f} low={m.low:.2f} train Pk={m.info['train_pk']}")

@@ -85,10 +85,11 @@ def evaluate(
                 vectors = dialogue_embeddings(dialogues, embedder, cache)
             progress(f"{name}: {profile}")
             started = time.monotonic()
+            w = max(lookahead, detector.lookahead) if detector.needs_embeddings else 0
             hyps = [
-                segment_dialogue(d, vectors[i] if detector.needs_embeddings else None, build(profile), settings, lookahead)
+                segment_dialogue(d, vectors[i] if detector.needs_embeddings else None, build(profile), settings, w)
                 for i, d in enumerate(dialogues)
             ]
-            label = profile + (f" (look-ahead {lookahead})" if lookahead and detector.needs_embeddings else "")
+            label = profile + (f" (look-ahead {w})" if w else "")
             rows.append(_row(name, label, dialogues, hyps, time.monotonic() - started))
     return rows

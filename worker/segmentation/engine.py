@@ -104,6 +104,7 @@ def step(
     action = decide([b.unit for b in buffer], new.unit, rules)
 
     if action is RuleAction.FORCE_CREATE:
+        state = detector.observe(new.message, embedding, state)  # the last message of this event
         segment, state = _close(
             [*buffer, new], state, reason=action.value, surprise=0.0, detector=detector.name, source="rules", overlap=overlap
         )

@@ -26,6 +26,7 @@ from shared.llm import LLMError
 from shared.mailbox.codec import QueuedMessage
 from worker.segmentation.detectors.base import DetectionInput, Verdict
 from worker.segmentation.detectors.hysteresis import HysteresisDetector, new_event, remember
+from worker.segmentation.detectors.learned import LearnedDetector
 from worker.segmentation.detectors.topic_shift_llm import TopicShift
 from worker.segmentation.event_state import EventState
 from worker.segmentation.signals import cosine, rolling
@@ -50,9 +51,13 @@ class DualChannelDetector:
     params: DualChannelParams = field(default_factory=DualChannelParams)
     confirm_llm: ConfirmFn | None = None
     embed_text: EmbedFn | None = None
-    hysteresis: HysteresisDetector = field(default_factory=HysteresisDetector)
+    hysteresis: HysteresisDetector | LearnedDetector = field(default_factory=HysteresisDetector)
     name: str = "dual_channel"
     needs_embeddings: bool = True
+
+    @property
+    def lookahead(self) -> int:
+        return getattr(self.hysteresis, "lookahead", 0)
 
     def check(self, data: DetectionInput) -> Verdict:
         e, state, p = data.embedding, data.state, self.params
@@ -66,11 +71,11 @@ class DualChannelDetector:
                 return Verdict(True, state, surprise, "surprise", "embedding", score=surprise, factors=factors)
 
         if state.last_embedding is None:
-            return Verdict(False, self._absorb(state, e, None), surprise, "topic_init", "embedding", factors=factors)
+            return Verdict(False, self._absorb(state, e, None, data.new.content), surprise, "topic_init", "embedding", factors=factors)
         sim_topic = cosine(state.last_embedding, e)
         factors["topic_sim"] = sim_topic
         if sim_topic >= p.topic_threshold:
-            return Verdict(False, self._absorb(state, e, rolling(state.last_embedding, e, p.alpha)), surprise, "same_topic", "embedding", factors=factors)
+            return Verdict(False, self._absorb(state, e, rolling(state.last_embedding, e, p.alpha), data.new.content), surprise, "same_topic", "embedding", factors=factors)
 
         # A topic-shift candidate: the LLM decides when there is one.
         if self.confirm_llm is not None:
@@ -80,7 +85,7 @@ class DualChannelDetector:
                 if shift.is_boundary and shift.confidence >= p.confidence:
                     nxt = state.evolve(extras={**state.extras, "next_event_model": shift.updated_event_model})
                     return Verdict(True, nxt, surprise, "topic_shift", "llm", score=shift.confidence, factors=factors)
-                absorbed = self._absorb(state, e, rolling(state.last_embedding, e, p.alpha))
+                absorbed = self._absorb(state, e, rolling(state.last_embedding, e, p.alpha), data.new.content)
                 model_vec = self.embed_text(shift.updated_event_model) if self.embed_text else absorbed.event_model_embedding
                 absorbed = absorbed.evolve(event_model=shift.updated_event_model, event_model_embedding=model_vec)
                 return Verdict(False, absorbed, surprise, "topic_continues", "llm", score=shift.confidence, factors=factors)
@@ -92,13 +97,16 @@ class DualChannelDetector:
         factors.update(f)
         if trigger:
             return Verdict(True, armed_state, surprise, "topic_shift", "hysteresis", score=s, factors=factors)
-        return Verdict(False, self._absorb(armed_state, e, rolling(state.last_embedding, e, p.alpha)), surprise, "topic_candidate_rejected", "hysteresis", score=s, factors=factors)
+        return Verdict(False, self._absorb(armed_state, e, rolling(state.last_embedding, e, p.alpha), data.new.content), surprise, "topic_candidate_rejected", "hysteresis", score=s, factors=factors)
 
-    def _absorb(self, state: EventState, embedding: np.ndarray, last: np.ndarray | None) -> EventState:
+    def _absorb(self, state: EventState, embedding: np.ndarray, last: np.ndarray | None, text: str | None = None) -> EventState:
+        if text is not None:
+            state = state.evolve(extras={**state.extras, "prev_text": text[:500]})
         state = remember(state, embedding, self.hysteresis.keep)
         return state.evolve(last_embedding=embedding if last is None else last)
 
     def observe(self, message, embedding, state: EventState) -> EventState:
+        state = state.evolve(extras={**state.extras, "prev_text": message.content[:500]})
         if embedding is None:
             return remember(state, None, self.hysteresis.keep)
         last = embedding if state.last_embedding is None else rolling(state.last_embedding, embedding, self.params.alpha)
@@ -107,6 +115,8 @@ class DualChannelDetector:
     def start_event(self, edge, embedding, state: EventState) -> EventState:
         next_model = state.extras.get("next_event_model")
         fresh = new_event(state.evolve(extras={}), edge, embedding, self.hysteresis.keep)
+        if edge is not None:
+            fresh = fresh.evolve(extras={"prev_text": edge.content[:500]})
         if next_model and edge is not None and self.embed_text is not None:
             fresh = fresh.evolve(event_model=next_model, event_model_embedding=self.embed_text(next_model))
         return fresh

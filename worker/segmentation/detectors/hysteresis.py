@@ -108,6 +108,7 @@ class HysteresisDetector:
     params: HysteresisParams = field(default_factory=HysteresisParams)
     name: str = "hysteresis"
     needs_embeddings: bool = True
+    lookahead: int = 0
     keep: int = 8
 
     def evaluate(self, data: DetectionInput) -> tuple[bool, float, dict[str, float], EventState]:

@@ -16,6 +16,7 @@ from shared.settings import Settings
 from worker.segmentation.detectors.base import Detector
 from worker.segmentation.detectors.dual_channel import DualChannelDetector, DualChannelParams
 from worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams
+from worker.segmentation.detectors.learned import LearnedDetector, load_model
 from worker.segmentation.detectors.rules_only import RulesOnlyDetector
 
 EmbedText = Callable[[str], "object"]
@@ -37,14 +38,12 @@ def seed_hysteresis(settings: Settings) -> HysteresisParams:
     )
 
 
-# Tuned on TIAGE train only (``memq eval --tune``); see README "Boundary detection".
-TUNED_HYSTERESIS = HysteresisParams(
-    high=0.8, low=0.3, time_interval=100, prediction_weight=0.3, drift_weight=0.5,
-    drop_weight=0.0, marker_weight=1.0, time_weight=0.2, bias=0.0, window=3,
-)
+def learned(name: str = "learned", model: str = "tiage_w2") -> LearnedDetector:
+    """The learned scorer fit on TIAGE train only (``memq eval --train``)."""
+    return LearnedDetector(load_model(model), name=name)
 
 
-def _dual(settings: Settings, hysteresis: HysteresisParams, embed_text, use_llm: bool) -> DualChannelDetector:
+def _dual(settings: Settings, fallback, embed_text, use_llm: bool) -> DualChannelDetector:
     confirm = None
     if use_llm and settings.llm_enabled:
         from worker.segmentation.detectors.topic_shift_llm import llm_topic_shift
@@ -61,7 +60,7 @@ def _dual(settings: Settings, hysteresis: HysteresisParams, embed_text, use_llm:
         ),
         confirm_llm=confirm,
         embed_text=embed_text,
-        hysteresis=HysteresisDetector(hysteresis),
+        hysteresis=fallback,
     )
 
 
@@ -78,19 +77,27 @@ PROFILES: dict[str, Profile] = {
     ),
     "dual_channel": Profile(
         "seed 000: surprise < 0.35 or topic < 0.5 confirmed by the LLM (else by seed-004 hysteresis)",
-        lambda s, e: _dual(s, seed_hysteresis(s), e, use_llm=True),
+        lambda s, e: _dual(s, HysteresisDetector(seed_hysteresis(s)), e, use_llm=True),
     ),
     "hysteresis": Profile(
         "seed 004: weighted factors with high/low thresholds, seed weights",
         lambda s, e: HysteresisDetector(seed_hysteresis(s)),
     ),
-    "tuned": Profile(
-        "hysteresis with weights and thresholds tuned on TIAGE train (no LLM)",
-        lambda s, e: HysteresisDetector(TUNED_HYSTERESIS, name="tuned"),
+    "learned": Profile(
+        "hysteresis over a logistic-regression score fit on TIAGE train, 2 messages of look-ahead",
+        lambda s, e: learned("learned", "tiage_w2"),
+    ),
+    "learned_streaming": Profile(
+        "the learned scorer without look-ahead (pure streaming)",
+        lambda s, e: learned("learned_streaming", "tiage_w0"),
+    ),
+    "dual_channel_learned": Profile(
+        "seed 000's dual channel with the learned scorer confirming topic candidates when no LLM answers",
+        lambda s, e: _dual(s, learned("dual_channel_learned"), e, use_llm=True),
     ),
     "default": Profile(
-        "dual channel with LLM confirmation when an LLM is configured, else the tuned hysteresis",
-        lambda s, e: _dual(s, TUNED_HYSTERESIS, e, use_llm=True) if s.llm_enabled else HysteresisDetector(TUNED_HYSTERESIS, name="default"),
+        "no LLM: 'learned'; with an LLM: 'dual_channel_learned' (the LLM confirms topic shifts)",
+        lambda s, e: _dual(s, learned("default"), e, use_llm=True) if s.llm_enabled else learned("default"),
     ),
 }
 

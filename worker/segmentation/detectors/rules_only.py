@@ -14,6 +14,7 @@ from worker.segmentation.event_state import EventState
 class RulesOnlyDetector:
     name: str = "rules"
     needs_embeddings: bool = False
+    lookahead: int = 0
 
     def check(self, data: DetectionInput) -> Verdict:
         return Verdict(boundary=False, state=data.state, reason="no_detector", source="rules")

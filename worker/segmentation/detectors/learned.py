@@ -1,0 +1,124 @@
+"""A learned boundary scorer inside seed 004's hysteresis: the boundary score is a
+logistic regression over ``boundary_features`` (weighted factors whose weights were
+fit on labelled dialogues, TIAGE train by default), triggering when armed at
+``high`` and re-arming below ``low``.
+
+Model files live in ``models/`` as JSON (feature means and scales, weights, bias,
+thresholds, the look-ahead it was trained for, and how it was trained), written by
+``memq eval --train``.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from shared.errors import ConfigError
+from worker.segmentation.detectors.base import DetectionInput, Verdict
+from worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_vector
+from worker.segmentation.detectors.hysteresis import new_event, remember
+from worker.segmentation.event_state import EventState
+from worker.segmentation.signals import cosine
+
+MODELS = Path(__file__).parent / "models"
+
+
+@dataclass(frozen=True)
+class LinearModel:
+    mean: np.ndarray
+    scale: np.ndarray
+    weights: np.ndarray
+    bias: float
+    high: float
+    low: float
+    lookahead: int
+    info: dict[str, Any] = field(default_factory=dict)
+
+    def probability(self, x: np.ndarray) -> float:
+        z = float(((x - self.mean) / self.scale) @ self.weights + self.bias)
+        return 1.0 / (1.0 + np.exp(-z))
+
+    def to_json(self) -> str:
+        return json.dumps(
+            {
+                "kind": "logistic_regression",
+                "lookahead": self.lookahead,
+                "high": self.high,
+                "low": self.low,
+                "bias": self.bias,
+                "mean": [round(float(v), 6) for v in self.mean],
+                "scale": [round(float(v), 6) for v in self.scale],
+                "weights": [round(float(v), 6) for v in self.weights],
+                "info": self.info,
+            },
+            indent=None,
+        )
+
+    @classmethod
+    def from_json(cls, text: str) -> "LinearModel":
+        d = json.loads(text)
+        return cls(
+            np.array(d["mean"], dtype=np.float32), np.array(d["scale"], dtype=np.float32), np.array(d["weights"], dtype=np.float32),
+            float(d["bias"]), float(d["high"]), float(d["low"]), int(d["lookahead"]), d.get("info", {}),
+        )
+
+
+@functools.lru_cache(maxsize=8)
+def load_model(name: str) -> LinearModel:
+    path = MODELS / f"{name}.json"
+    if not path.exists():
+        raise ConfigError(f"boundary model {name!r} not found in {MODELS}; train it with `memq eval --train`")
+    return LinearModel.from_json(path.read_text())
+
+
+@dataclass
+class LearnedDetector:
+    model: LinearModel
+    name: str = "learned"
+    needs_embeddings: bool = True
+    keep: int = 8
+
+    @property
+    def lookahead(self) -> int:
+        return self.model.lookahead
+
+    def evaluate(self, data: DetectionInput) -> tuple[bool, float, dict[str, float], EventState]:
+        state = data.state
+        if not state.recent:
+            return False, 0.0, {}, state
+        prev_text = state.extras.get("prev_text", "")
+        x = feature_vector(state.recent, data.embedding, list(data.lookahead), data.new.content, prev_text, right=self.model.lookahead)
+        p = self.model.probability(x)
+        armed = state.armed
+        trigger = armed and p >= self.model.high
+        if trigger:
+            armed = False
+        elif p < self.model.low:
+            armed = True
+        cos = x[-(len(COSINES) + len(TEXT_FEATURES)) :]
+        f = {"p": p, "cos_prev": float(cos[0]), "cos_left_right": float(cos[2]), "you_question": float(x[-6])}
+        return trigger, p, f, state.evolve(armed=armed)
+
+    def check(self, data: DetectionInput) -> Verdict:
+        trigger, p, f, state = self.evaluate(data)
+        surprise = 0.0
+        if state.event_model_embedding is not None:
+            surprise = min(1.0, max(0.0, 1.0 - cosine(state.event_model_embedding, data.embedding)))
+        if not trigger:
+            state = self.observe(data.new, data.embedding, state)
+        return Verdict(boundary=trigger, state=state, surprise=surprise, reason="learned_boundary", source="embedding", score=p, factors=f)
+
+    def observe(self, message, embedding, state: EventState) -> EventState:
+        state = remember(state, embedding, self.keep)
+        return state.evolve(extras={**state.extras, "prev_text": message.content[:500]})
+
+    def start_event(self, edge, embedding, state: EventState) -> EventState:
+        fresh = new_event(state, edge, embedding, self.keep)
+        if edge is not None:
+            fresh = fresh.evolve(extras={**fresh.extras, "prev_text": edge.content[:500]})
+        return fresh
