@@ -10,7 +10,7 @@ MEMQ   := $(VENV)/bin/memq
 STAMP  := $(VENV)/.installed-stamp
 DATA   ?= ../shared/eval
 
-.PHONY: install demo test test-unit test-integration services-up services-down migrate worker beat flower clean
+.PHONY: eval install demo test test-unit test-integration services-up services-down migrate worker beat flower clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memq needs Python >= 3.11; set PYTHON=python3.11")'
@@ -41,6 +41,10 @@ test-unit: install
 
 test-integration: install
 	$(PY) -m pytest tests/integration
+
+# Segmentation quality of every detector profile next to baselines (DATA=<dir>).
+eval: install
+	$(MEMQ) eval $(DATA)
 
 worker: migrate
 	$(MEMQ) worker

@@ -8,6 +8,7 @@ bar, flushes, waits until every message is in an episode, and prints the episode
 from __future__ import annotations
 
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -43,7 +44,7 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool) -> None:
         os.environ["MEMQ_DETECTOR"] = detector
         reset_settings()
     settings = get_settings()
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 150)
     urls = services.up(settings)
     console.print(f"[bold]services[/] redis {urls.redis_url} · postgres {'embedded' if urls.database_embedded else urls.database_url}")
 
@@ -66,7 +67,8 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool) -> None:
 
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
     console.print(f"[bold]worker[/] starting (detector {settings.detector}, {llm}) ...")
-    worker = subprocess.Popen(worker_argv(concurrency=2, hostname="demo@%h", loglevel="WARNING"))
+    env = {**os.environ, "MEMQ_LOG_LEVEL": os.environ.get("MEMQ_LOG_LEVEL", "WARNING"), "PYTHONWARNINGS": "ignore"}
+    worker = subprocess.Popen(worker_argv(concurrency=2, hostname="demo@%h", loglevel="WARNING"), env=env)
     try:
         _wait_for_worker(producer, worker)
         started = time.monotonic()

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import sys
+
 import click
 from rich.console import Console
 from rich.table import Table
@@ -46,7 +48,7 @@ def episodes_cmd(conversation_id: str, tenant: str | None, summaries: bool) -> N
     settings = get_settings()
     with pg_connect(settings) as conn:
         episodes = list_episodes(conn, tenant or settings.tenant, conversation_id)
-    console = Console()
+    console = Console(width=None if sys.stdout.isatty() else 150)
     console.print(episodes_table(episodes, f"{len(episodes)} episodes of {conversation_id}"))
     if summaries:
         for i, e in enumerate(episodes, start=1):

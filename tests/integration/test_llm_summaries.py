@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from support.scripted_llm import Reply
 
 from shared.db.episodes import list_episodes
@@ -16,6 +18,15 @@ MESSAGES = [
     {"role": "assistant", "content": "Drop from 80% to 70% hydration until the starter doubles reliably."},
 ]
 GOOD = {"title": "Fixing a flat sourdough with a young starter", "summary": "The user asked why their sourdough was flat. The assistant advised feeding the starter longer and lowering hydration to 70%."}
+
+
+@pytest.fixture(autouse=True)
+def one_episode(settings):
+    """Rule-layer segmentation only: these four messages stay one episode."""
+    saved = settings.detector
+    settings.detector = "rules"
+    yield
+    settings.detector = saved
 
 
 def _run(producer, conv):

@@ -48,7 +48,7 @@ def test_sample_conversation_becomes_episodes_and_conserves_every_message(worker
         assert e.summary_source == "extractive"
         assert e.summary.startswith("An exchange of")
         assert 0.0 <= e.surprise <= 1.0
-        assert e.stability == pytest.approx(2.3065, rel=1e-3)  # FSRS-6 Good, surprise 0 -> no boost
+        assert e.stability == pytest.approx(2.3065 * (1 + 0.5 * e.surprise), rel=1e-3)  # FSRS-6 Good, surprise boost
     tool_episodes = [e for e in episodes if e.tools_used]
     assert {t for e in tool_episodes for t in e.tools_used} == {"web_search", "calculator", "calendar"}
 

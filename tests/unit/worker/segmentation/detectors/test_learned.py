@@ -1,0 +1,53 @@
+"""The learned scorer's model file, arming, and the shipped TIAGE models."""
+
+import numpy as np
+import pytest
+from vectors import axis, message
+
+from worker.segmentation.detectors.base import DetectionInput
+from worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_names, feature_vector
+from worker.segmentation.detectors.learned import LearnedDetector, LinearModel, load_model
+from worker.segmentation.event_state import EventState
+
+N = 4 * 8 + len(COSINES) + len(TEXT_FEATURES)
+
+
+def model(weights, bias=0.0, high=0.5, low=0.3, lookahead=0):
+    return LinearModel(np.zeros(N, np.float32), np.ones(N, np.float32), np.asarray(weights, np.float32), bias, high, low, lookahead)
+
+
+def test_feature_vector_layout():
+    x = feature_vector([axis(0), axis(1)], axis(1), [], "Do you like cars?", "yes", right=0)
+    assert x.shape == (N,) and len(feature_names(8)) == N
+    names = feature_names(8)
+    assert x[names.index("cos_prev")] == pytest.approx(1.0)
+    assert x[names.index("you_question")] == 1.0 and x[names.index("q_new")] == 1.0
+
+
+def test_model_json_round_trip():
+    m = model(np.arange(N) / N, bias=-1.5, high=0.4, low=0.2, lookahead=2)
+    back = LinearModel.from_json(m.to_json())
+    x = np.ones(N, np.float32)
+    assert back.probability(x) == pytest.approx(m.probability(x), rel=1e-5)
+    assert (back.high, back.low, back.lookahead) == (0.4, 0.2, 2)
+
+
+def test_you_question_weight_triggers_and_rearms():
+    w = np.zeros(N)
+    w[feature_names(8).index("you_question")] = 10.0
+    det = LearnedDetector(model(w, bias=-5.0))
+    state = EventState(recent=[axis(0)], extras={"prev_text": "i like trains"})
+    out = []
+    for text in ("do you like cars?", "what do you drive?", "i drive a van", "how do you cook rice?"):
+        v = det.check(DetectionInput([message(1)], message(2, text), axis(0), state))
+        out.append(v.boundary)
+        state = v.state if not v.boundary else det.start_event(message(2, text), axis(0), v.state)
+    assert out == [True, False, False, True]
+    assert state.extras["prev_text"] == "how do you cook rice?"
+
+
+@pytest.mark.parametrize("name, lookahead", [("tiage_w2", 2), ("tiage_w0", 0)])
+def test_shipped_models_load_and_say_how_they_were_trained(name, lookahead):
+    m = load_model(name)
+    assert m.lookahead == lookahead and m.weights.shape == (4 * 384 + len(COSINES) + len(TEXT_FEATURES),)
+    assert m.info["trained_on"] == "tiage_train.json" and 0 < m.low < m.high < 1
