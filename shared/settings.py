@@ -80,8 +80,12 @@ class Settings(BaseSettings):
 
     # --- boundary detection (seed 000 dual channel, seed 004 hysteresis) -------
     detector: str = Field(default="default", description="Detector profile (see `memq eval --list`).")
-    lookahead_messages: int = Field(
-        default=0, ge=0, le=10, description="Decide a boundary before message i once i..i+w arrived (0 = streaming)."
+    lookahead_messages: int | None = Field(
+        default=None,
+        ge=0,
+        le=10,
+        description="Decide a boundary before message i once i..i+w arrived; 0 = pure streaming; "
+        "unset = the profile's own (2 for 'learned', 0 otherwise).",
     )
     boundary_verbose: bool = Field(default=False, description="Log every message's boundary score and factors.")
     surprise_threshold: float = Field(default=0.35, description="seed 000: event-model cosine below -> boundary")

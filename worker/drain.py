@@ -65,7 +65,7 @@ def drain(
     outcome = DrainOutcome()
     started = time.monotonic()
 
-    lookahead = max(settings.lookahead_messages, detector.lookahead) if detector.needs_embeddings else 0
+    lookahead = detector.lookahead if detector.needs_embeddings else 0
     while True:
         if outcome.processed >= settings.drain_max_messages or time.monotonic() - started > settings.drain_max_seconds:
             outcome.more = bool(store.peek_inbox(1))

@@ -42,7 +42,9 @@ def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files
             console.print(f"[bold]{name:13}[/] {p.description}")
         return
     chosen = list(profiles) or list(PROFILES)
-    w = settings.lookahead_messages if lookahead is None else lookahead
+    if lookahead is not None:
+        settings = settings.model_copy(update={"lookahead_messages": lookahead})
+    w = "profile's own" if settings.lookahead_messages is None else settings.lookahead_messages
 
     def embed_text(text):
         return get_embedder(settings).embed([text])[0]
@@ -53,7 +55,6 @@ def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files
         data,
         settings,
         chosen,
-        lookahead=w,
         embedder_factory=lambda: get_embedder(settings),
         build=lambda name: build_detector(settings, name, embed_text),
         progress=lambda msg: console.print(f"[dim]… {msg}[/]"),

@@ -56,7 +56,6 @@ def evaluate(
     settings: Settings,
     profiles: Iterable[str],
     *,
-    lookahead: int,
     embedder_factory: Callable[[], object],
     build: Callable[[str], object],
     progress: Callable[[str], None] = lambda _: None,
@@ -85,7 +84,7 @@ def evaluate(
                 vectors = dialogue_embeddings(dialogues, embedder, cache)
             progress(f"{name}: {profile}")
             started = time.monotonic()
-            w = max(lookahead, detector.lookahead) if detector.needs_embeddings else 0
+            w = detector.lookahead if detector.needs_embeddings else 0
             hyps = [
                 segment_dialogue(d, vectors[i] if detector.needs_embeddings else None, build(profile), settings, w)
                 for i, d in enumerate(dialogues)

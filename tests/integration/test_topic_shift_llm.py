@@ -101,6 +101,9 @@ def test_pipeline_llm_confirms_a_topic_shift(worker, producer, db, tenant, scrip
     assert (first.boundary_reason, first.boundary_source) == ("topic_shift", "llm")
     assert all(e.summary_source == "llm" for e in episodes)
     assert sum(e.message_count for e in episodes) == len(CONVERSATION)
+    # The next episode's summariser sees the previous segment's tail as context only (seed 003).
+    summaries = [r["messages"][1]["content"] for r in scripted_llm.requests if r["response_format"]["json_schema"]["name"] != "TopicShift"]
+    assert any("CONTEXT [" in s and "sourdough" in s.split("\n")[0] for s in summaries)
 
 
 def test_pipeline_llm_says_same_event_and_updates_the_event_model(worker, producer, db, tenant, scripted_llm, dual_channel, settings):

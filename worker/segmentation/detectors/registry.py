@@ -16,7 +16,7 @@ from shared.settings import Settings
 from worker.segmentation.detectors.base import Detector
 from worker.segmentation.detectors.dual_channel import DualChannelDetector, DualChannelParams
 from worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams
-from worker.segmentation.detectors.learned import LearnedDetector, load_model
+from worker.segmentation.detectors.learned import MODELS, LearnedDetector, load_model
 from worker.segmentation.detectors.rules_only import RulesOnlyDetector
 
 EmbedText = Callable[[str], "object"]
@@ -38,9 +38,21 @@ def seed_hysteresis(settings: Settings) -> HysteresisParams:
     )
 
 
-def learned(name: str = "learned", model: str = "tiage_w2") -> LearnedDetector:
-    """The learned scorer fit on TIAGE train only (``memq eval --train``)."""
-    return LearnedDetector(load_model(model), name=name)
+def learned(settings: Settings, name: str, default_lookahead: int) -> LearnedDetector:
+    """The learned scorer fit on TIAGE train only (``memq eval --train``), in the variant
+    trained for the look-ahead in force (``MEMQ_LOOKAHEAD_MESSAGES`` or the profile's)."""
+    w = default_lookahead if settings.lookahead_messages is None else settings.lookahead_messages
+    available = sorted(p.stem for p in MODELS.glob("tiage_w*.json"))
+    if f"tiage_w{w}" not in available:
+        raise ConfigError(
+            f"no learned boundary model for look-ahead {w} (have: {', '.join(available)}); "
+            f"set MEMQ_LOOKAHEAD_MESSAGES to one of those or train one: memq eval --train tiage_train.json --lookahead {w}"
+        )
+    return LearnedDetector(load_model(f"tiage_w{w}"), name=name)
+
+
+def _lookahead(settings: Settings) -> int:
+    return settings.lookahead_messages or 0
 
 
 def _dual(settings: Settings, fallback, embed_text, use_llm: bool) -> DualChannelDetector:
@@ -77,27 +89,27 @@ PROFILES: dict[str, Profile] = {
     ),
     "dual_channel": Profile(
         "seed 000: surprise < 0.35 or topic < 0.5 confirmed by the LLM (else by seed-004 hysteresis)",
-        lambda s, e: _dual(s, HysteresisDetector(seed_hysteresis(s)), e, use_llm=True),
+        lambda s, e: _dual(s, HysteresisDetector(seed_hysteresis(s), lookahead=_lookahead(s)), e, use_llm=True),
     ),
     "hysteresis": Profile(
         "seed 004: weighted factors with high/low thresholds, seed weights",
-        lambda s, e: HysteresisDetector(seed_hysteresis(s)),
+        lambda s, e: HysteresisDetector(seed_hysteresis(s), lookahead=_lookahead(s)),
     ),
     "learned": Profile(
         "hysteresis over a logistic-regression score fit on TIAGE train, 2 messages of look-ahead",
-        lambda s, e: learned("learned", "tiage_w2"),
+        lambda s, e: learned(s, "learned", 2),
     ),
     "learned_streaming": Profile(
         "the learned scorer without look-ahead (pure streaming)",
-        lambda s, e: learned("learned_streaming", "tiage_w0"),
+        lambda s, e: learned(s, "learned_streaming", 0),
     ),
     "dual_channel_learned": Profile(
         "seed 000's dual channel with the learned scorer confirming topic candidates when no LLM answers",
-        lambda s, e: _dual(s, learned("dual_channel_learned"), e, use_llm=True),
+        lambda s, e: _dual(s, learned(s, "dual_channel_learned", 2), e, use_llm=True),
     ),
     "default": Profile(
         "no LLM: 'learned'; with an LLM: 'dual_channel_learned' (the LLM confirms topic shifts)",
-        lambda s, e: _dual(s, learned("default"), e, use_llm=True) if s.llm_enabled else learned("default"),
+        lambda s, e: _dual(s, learned(s, "default", 2), e, use_llm=True) if s.llm_enabled else learned(s, "default", 2),
     ),
 }
 

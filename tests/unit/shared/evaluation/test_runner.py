@@ -19,7 +19,7 @@ def test_every_labelled_file_is_scored_with_baselines(tmp_path):
     (seg / "other.jsonl").write_text(json.dumps({"id": "x", "dialogue": lines}) + "\n")
     (seg / "LICENSE").write_text("not data")
     settings = Settings(data_dir=tmp_path / "data")
-    rows = evaluate(tmp_path, settings, ["rules"], lookahead=0, embedder_factory=lambda: None, build=lambda n: build_detector(settings, n))
+    rows = evaluate(tmp_path, settings, ["rules"], embedder_factory=lambda: None, build=lambda n: build_detector(settings, n))
     assert sorted({r.file for r in rows}) == ["mine.json", "other.jsonl"]
     methods = [r.method for r in rows if r.file == "mine.json"]
     assert methods == ["baseline: no boundaries", "baseline: every 4th", "baseline: every boundary", "rules"]

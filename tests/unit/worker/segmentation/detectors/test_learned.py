@@ -51,3 +51,15 @@ def test_shipped_models_load_and_say_how_they_were_trained(name, lookahead):
     m = load_model(name)
     assert m.lookahead == lookahead and m.weights.shape == (4 * 384 + len(COSINES) + len(TEXT_FEATURES),)
     assert m.info["trained_on"] == "tiage_train.json" and 0 < m.low < m.high < 1
+
+
+def test_look_ahead_setting_selects_the_matching_model_or_says_how_to_train_one():
+    from shared.errors import ConfigError
+    from shared.settings import Settings
+    from worker.segmentation.detectors.registry import build_detector
+
+    assert build_detector(Settings(_env_file=None), "learned").lookahead == 2
+    assert build_detector(Settings(lookahead_messages=0), "learned").lookahead == 0
+    assert build_detector(Settings(lookahead_messages=0), "default").model.info["trained_on"] == "tiage_train.json"
+    with pytest.raises(ConfigError, match="--lookahead 5"):
+        build_detector(Settings(lookahead_messages=5), "learned")

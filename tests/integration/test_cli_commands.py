@@ -1,0 +1,55 @@
+"""The producer's command line on real Redis: send, replay with a bad line, status."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+
+from shared.cli import main
+
+
+@pytest.fixture
+def cli_env(producer, monkeypatch):
+    from shared.settings import reset_settings
+
+    monkeypatch.setenv("MEMQ_TENANT", producer.settings.tenant)
+    reset_settings()
+    yield CliRunner()
+    monkeypatch.delenv("MEMQ_TENANT")
+    reset_settings()
+
+
+def test_send_then_status(cli_env):
+    out = cli_env.invoke(main, ["send", "cli-conv", "user", "hello from the command line", "--message-id", "c-1"])
+    assert out.exit_code == 0 and out.output.startswith("accepted seq=1 message_id=c-1")
+    again = cli_env.invoke(main, ["send", "cli-conv", "user", "hello from the command line", "--message-id", "c-1"])
+    assert again.output.startswith("duplicate")
+    status = cli_env.invoke(main, ["status", "cli-conv"])
+    assert "messages_accepted=1" in status.output
+
+
+def test_send_refuses_bad_input_with_exit_2(cli_env):
+    out = cli_env.invoke(main, ["send", "cli-conv", "robot", "hi"])
+    assert out.exit_code == 2 and "role: 'robot' is not one of user, assistant, system, tool" in out.output
+
+
+def test_replay_reports_the_bad_line_and_keeps_earlier_batches(cli_env, tmp_path, producer):
+    lines = [json.dumps({"conversation_id": "file-conv", "role": "user", "content": f"line {i}"}) for i in range(1, 5)]
+    lines.insert(3, json.dumps({"conversation_id": "file-conv", "role": "user", "content": ""}))
+    path = tmp_path / "chat.jsonl"
+    path.write_text("\n".join(lines) + "\n")
+    out = cli_env.invoke(main, ["replay", str(path), "--batch-size", "2"])
+    assert out.exit_code == 2
+    assert f"{path}:4: message #1: content: is empty" in out.output
+    assert producer.status("file-conv").next_seq == 2  # the first batch (lines 1-2) was queued
+
+
+def test_replay_of_a_good_file(cli_env, tmp_path, producer):
+    path = tmp_path / "ok.jsonl"
+    path.write_text("\n".join(json.dumps({"conversation_id": "ok-conv", "role": "user", "content": f"line {i}", "message_id": f"x{i}"}) for i in range(7)))
+    out = cli_env.invoke(main, ["replay", str(path), "--batch-size", "3"])
+    assert out.exit_code == 0 and "accepted=7" in out.output and "conversations=1" in out.output
+    out = cli_env.invoke(main, ["replay", str(path)])
+    assert "duplicate=7" in out.output
