@@ -21,7 +21,8 @@ from shared.errors import ValidationError
 @click.option("--timestamp", help="ISO-8601 with timezone (default: now).")
 @click.option("--message-id", help="Idempotency key: a repeat is accepted once.")
 @click.option("--metadata", help="JSON object.")
-def send_cmd(conversation_id, role, content, timestamp, message_id, metadata) -> None:
+@click.option("--tenant", help="Tenant scope (default MEMQ_TENANT).")
+def send_cmd(conversation_id, role, content, timestamp, message_id, metadata, tenant) -> None:
     """Queue one message."""
     meta = None
     if metadata:
@@ -29,12 +30,12 @@ def send_cmd(conversation_id, role, content, timestamp, message_id, metadata) ->
             meta = json.loads(metadata)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"--metadata is not valid JSON ({exc.msg})", field="metadata") from None
-    result = Producer().add_message(conversation_id, role, content, timestamp, message_id, meta)
+    result = Producer().add_message(conversation_id, role, content, timestamp, message_id, meta, tenant=tenant)
     click.echo(f"{result.status} seq={result.seq} message_id={result.message_id}")
 
 
 def replay_file(
-    producer: Producer, path: Path, *, conversation_id: str | None, batch_size: int, quiet: bool = False
+    producer: Producer, path: Path, *, conversation_id: str | None, batch_size: int, quiet: bool = False, tenant: str | None = None
 ) -> tuple[dict[str, int], set[str]]:
     """Queue a JSONL file; return counts by status and the conversation ids seen."""
     total = count_lines(path)
@@ -50,7 +51,7 @@ def replay_file(
         task = progress.add_task(path.name, total=total)
         for batch in batches(path, batch_size, conversation_id):
             try:
-                results = producer.add_messages([item for _, item in batch])
+                results = producer.add_messages([item for _, item in batch], tenant=tenant)
             except ValidationError as exc:
                 line = batch[exc.index][0] if exc.index is not None else "?"
                 raise ValidationError(f"{path}:{line}: {exc} (earlier lines were queued; this batch was not)") from None
@@ -66,35 +67,38 @@ def replay_file(
 @click.option("--conversation-id", help="Override the file's conversation ids.")
 @click.option("--batch-size", default=100, show_default=True, help="Messages per Redis round trip.")
 @click.option("--flush/--no-flush", default=False, help="Close open events afterwards.")
-def replay_cmd(path: Path, conversation_id, batch_size: int, flush: bool) -> None:
+@click.option("--tenant", help="Tenant scope (default MEMQ_TENANT).")
+def replay_cmd(path: Path, conversation_id, batch_size: int, flush: bool, tenant: str | None) -> None:
     """Queue every message of a JSON Lines file, in order, with a progress bar."""
     producer = Producer()
-    counts, conversations = replay_file(producer, path, conversation_id=conversation_id, batch_size=batch_size)
+    counts, conversations = replay_file(producer, path, conversation_id=conversation_id, batch_size=batch_size, tenant=tenant)
     click.echo(", ".join(f"{k}={v}" for k, v in counts.items()) + f", conversations={len(conversations)}")
     if flush:
         for cid in sorted(conversations):
-            producer.flush(cid)
+            producer.flush(cid, tenant=tenant)
 
 
 @click.command("flush")
 @click.argument("conversation_id")
 @click.option("--wait/--no-wait", default=False, help="Block until every message is in an episode.")
 @click.option("--timeout", default=300.0, show_default=True)
-def flush_cmd(conversation_id: str, wait: bool, timeout: float) -> None:
+@click.option("--tenant", help="Tenant scope (default MEMQ_TENANT).")
+def flush_cmd(conversation_id: str, wait: bool, timeout: float, tenant: str | None) -> None:
     """Close the conversation's open event into an episode once its inbox is drained."""
     producer = Producer()
-    had_work = producer.flush(conversation_id)
+    had_work = producer.flush(conversation_id, tenant=tenant)
     click.echo("flush requested" if had_work else "nothing to flush")
     if wait and had_work:
-        producer.wait_idle(conversation_id, timeout=timeout)
+        producer.wait_idle(conversation_id, tenant=tenant, timeout=timeout)
         click.echo("idle: every accepted message is in an episode")
 
 
 @click.command("status")
 @click.argument("conversation_id")
-def status_cmd(conversation_id: str) -> None:
+@click.option("--tenant", help="Tenant scope (default MEMQ_TENANT).")
+def status_cmd(conversation_id: str, tenant: str | None) -> None:
     """Show a conversation's queue state in Redis."""
-    s = Producer().status(conversation_id)
+    s = Producer().status(conversation_id, tenant=tenant)
     click.echo(
         f"inbox={s.inbox} open_event={s.buffer} segments_waiting={s.segments} "
         f"drain_queued={s.drain_queued} flush_requested={s.flush_requested} messages_accepted={s.next_seq}"

@@ -10,15 +10,21 @@ from click.testing import CliRunner
 from shared.cli import main
 
 
-@pytest.fixture
-def cli_env(producer, monkeypatch):
-    from shared.settings import reset_settings
+class TenantRunner(CliRunner):
+    """Runs memq commands scoped to the test's tenant (the process settings stay untouched:
+    the in-process worker shares them)."""
 
-    monkeypatch.setenv("MEMQ_TENANT", producer.settings.tenant)
-    reset_settings()
-    yield CliRunner()
-    monkeypatch.delenv("MEMQ_TENANT")
-    reset_settings()
+    def __init__(self, tenant: str):
+        super().__init__()
+        self.tenant = tenant
+
+    def invoke(self, cli, args, **kw):
+        return super().invoke(cli, [*args, "--tenant", self.tenant], **kw)
+
+
+@pytest.fixture
+def cli_env(producer):
+    return TenantRunner(producer.settings.tenant)
 
 
 def test_send_then_status(cli_env):
