@@ -27,9 +27,19 @@ def worker_argv(concurrency: int | None = None, hostname: str | None = None, poo
 @click.command("worker", context_settings={"ignore_unknown_options": True})
 @click.option("-c", "--concurrency", type=int, help="Processes (default MEMQ_WORKER_CONCURRENCY).")
 @click.option("-n", "--hostname", help="Worker name, e.g. w1@%h.")
+@click.option("--detector", help="Detector profile (sets MEMQ_DETECTOR; see `memq eval --list`).")
+@click.option("--verbose", is_flag=True, help="Log every message's boundary score and factors.")
 @click.argument("extra", nargs=-1, type=click.UNPROCESSED)
-def worker_cmd(concurrency, hostname, extra) -> None:
+def worker_cmd(concurrency, hostname, detector, verbose, extra) -> None:
     """Run a Celery worker on memq's queues."""
+    if detector:
+        from worker.segmentation.detectors.registry import PROFILES
+
+        if detector not in PROFILES:
+            raise click.BadParameter(f"choose one of: {', '.join(PROFILES)}", param_hint="--detector")
+        os.environ["MEMQ_DETECTOR"] = detector
+    if verbose:
+        os.environ["MEMQ_BOUNDARY_VERBOSE"] = "true"
     argv = worker_argv(concurrency, hostname) + list(extra)
     os.execv(argv[0], argv)
 

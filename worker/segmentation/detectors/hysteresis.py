@@ -114,9 +114,9 @@ class HysteresisDetector:
     def evaluate(self, data: DetectionInput) -> tuple[bool, float, dict[str, float], EventState]:
         """Score ``data.new`` and apply hysteresis; the state is updated for arming only."""
         f = factors(data.state, data.new.content, data.embedding, list(data.lookahead), self.params.window, self.params.time_interval)
-        s = score(f, self.params)
+        s = float(score(f, self.params))
         armed = data.state.armed
-        trigger = armed and s >= self.params.high
+        trigger = bool(armed and s >= self.params.high)
         if trigger:
             armed = False
         elif s < self.params.low:

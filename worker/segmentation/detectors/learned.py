@@ -93,9 +93,9 @@ class LearnedDetector:
             return False, 0.0, {}, state
         prev_text = state.extras.get("prev_text", "")
         x = feature_vector(state.recent, data.embedding, list(data.lookahead), data.new.content, prev_text, right=self.model.lookahead)
-        p = self.model.probability(x)
+        p = float(self.model.probability(x))
         armed = state.armed
-        trigger = armed and p >= self.model.high
+        trigger = bool(armed and p >= self.model.high)
         if trigger:
             armed = False
         elif p < self.model.low:
