@@ -68,7 +68,9 @@ def drain(
     lookahead = detector.lookahead if detector.needs_embeddings else 0
     while True:
         if outcome.processed >= settings.drain_max_messages or time.monotonic() - started > settings.drain_max_seconds:
-            outcome.more = bool(store.peek_inbox(1))
+            # Out of budget: the caller queues another drain for what is left, including a
+            # flush that was asked for (otherwise nobody would act on it).
+            outcome.more = bool(store.peek_inbox(1)) or store.flush_requested() is not None
             return outcome
         flushing = store.flush_requested() is not None
         want = min(settings.embed_prefetch, settings.drain_max_messages - outcome.processed)

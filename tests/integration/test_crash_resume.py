@@ -73,3 +73,17 @@ def test_drainer_dies_mid_conversation_and_a_worker_resumes(worker, producer, se
     producer.wait_idle(conv, timeout=60)
     assert_every_message_in_exactly_one_episode(db, producer.redis, settings, tenant, conv, 120)
     assert db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0] == 3
+
+
+def test_a_flush_is_not_lost_when_the_drain_budget_ends_with_the_inbox(producer, settings, tenant):
+    """Regression: a drain whose message budget ran out exactly as the inbox emptied
+    returned without acting on a pending flush and without asking for another drain."""
+    conv = "budget-edge"
+    _queue(producer, conv, 5)
+    producer.flush(conv)
+    store = _store(producer, settings, tenant, conv, drain_max_messages=5)
+    assert store.acquire()
+    outcome = drain(store, store.settings, RulesOnlyDetector(), None, lambda _: None)
+    store.release()
+    assert outcome.processed == 5 and not outcome.flushed
+    assert outcome.more  # so the task queues another drain, which performs the flush
