@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import redis
-from redis.commands.core import AsyncScript, Script
+from redis.commands.core import Script
 
 _HERE = Path(__file__).parent
 
@@ -27,5 +27,3 @@ class Scripts:
     def register(cls, client: redis.Redis) -> "Scripts":
         return cls(**{name: client.register_script(_source(name)) for name in cls.__dataclass_fields__})
 
-
-__all__ = ["Scripts", "Script", "AsyncScript"]

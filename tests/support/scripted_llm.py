@@ -29,7 +29,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Callable
+from typing import Any
 
 __all__ = ["Reply", "ScriptedLLM", "NO_REPLY_MESSAGE"]
 
