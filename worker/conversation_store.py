@@ -80,6 +80,14 @@ class ConversationStore:
         pipe.zrem(self.globals.drains, self.keys.member)
         pipe.execute()
 
+    def mark_drain_queued(self) -> bool:
+        """Mark a drain as queued unless one already is; True when the caller must publish it."""
+        now = time.time()
+        if not self.client.hsetnx(self.keys.state, "drain_queued", repr(now)):
+            return False
+        self.client.zadd(self.globals.drains, {self.keys.member: now})
+        return True
+
     def touch_drain_queued(self) -> None:
         """A queued drain waiting for the lock is not stalled: refresh its mark."""
         self.client.zadd(self.globals.drains, {self.keys.member: time.time()}, xx=True)

@@ -86,7 +86,7 @@ def evaluate(
             started = time.monotonic()
             w = detector.lookahead if detector.needs_embeddings else 0
             hyps = [
-                segment_dialogue(d, vectors[i] if detector.needs_embeddings else None, build(profile), settings, w)
+                segment_dialogue(d, vectors[i] if detector.needs_embeddings else None, detector, settings, w)
                 for i, d in enumerate(dialogues)
             ]
             label = profile + (f" (look-ahead {w})" if w else "")

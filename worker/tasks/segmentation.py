@@ -59,8 +59,5 @@ def queue_episode(tenant: str, conversation_id: str, episode_id: str) -> None:
 
 def requeue(tenant: str, conversation_id: str) -> None:
     """Queue another drain unless one is already queued (a new message may have)."""
-    store = resources.store(tenant, conversation_id)
-    client = store.client
-    if client.hsetnx(store.keys.state, "drain_queued", repr(time.time())):
-        client.zadd(store.globals.drains, {store.keys.member: time.time()})
+    if resources.store(tenant, conversation_id).mark_drain_queued():
         app.send_task(tasks.EVENT_SEGMENTATION, args=[tenant, conversation_id])

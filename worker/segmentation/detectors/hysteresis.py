@@ -83,13 +83,12 @@ def remember(state: EventState, embedding: np.ndarray | None, keep: int) -> Even
     """Fold a message into the open event: centroid, size and the recent window."""
     if embedding is None:
         return state.evolve(event_size=state.event_size + 1)
-    centroid = state.event_model_embedding if state.event_model is None else None
     changes = {
         "recent": [*state.recent, embedding][-keep:],
         "event_size": state.event_size + 1,
     }
     if state.event_model is None:  # no LLM event model: the centroid stands for it
-        changes["event_model_embedding"] = centroid_update(centroid, state.event_size, embedding)
+        changes["event_model_embedding"] = centroid_update(state.event_model_embedding, state.event_size, embedding)
     return state.evolve(**changes)
 
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import numpy as np
+
 from shared.errors import ConfigError
 from shared.settings import Settings
 from worker.segmentation.detectors.base import Detector
@@ -19,7 +21,7 @@ from worker.segmentation.detectors.hysteresis import HysteresisDetector, Hystere
 from worker.segmentation.detectors.learned import MODELS, LearnedDetector, load_model
 from worker.segmentation.detectors.rules_only import RulesOnlyDetector
 
-EmbedText = Callable[[str], "object"]
+EmbedText = Callable[[str], np.ndarray]
 
 
 def seed_hysteresis(settings: Settings) -> HysteresisParams:
@@ -120,5 +122,4 @@ def build_detector(settings: Settings, name: str | None = None, embed_text: Embe
         profile = PROFILES[name]
     except KeyError:
         raise ConfigError(f"unknown detector profile {name!r}; choose one of: {', '.join(PROFILES)}") from None
-    detector = profile.build(settings, embed_text)
-    return detector
+    return profile.build(settings, embed_text)
