@@ -143,7 +143,7 @@ def scripted_llm(settings):
 
 
 def spawn_worker(env: dict[str, str], name: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    from worker.cli import worker_argv
+    from memq.cli.worker_commands import worker_argv
 
     full = {**os.environ, **env, **(extra_env or {})}
     return subprocess.Popen(

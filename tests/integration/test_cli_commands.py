@@ -7,7 +7,7 @@ import json
 import pytest
 from click.testing import CliRunner
 
-from shared.cli import main
+from memq.cli import main
 
 
 class TenantRunner(CliRunner):

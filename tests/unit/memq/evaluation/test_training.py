@@ -1,6 +1,6 @@
 import numpy as np
 
-from shared.evaluation.training import fit_logistic
+from memq.evaluation.training import fit_logistic
 
 
 def test_logistic_regression_separates_a_noisy_linear_rule():

@@ -4,7 +4,7 @@ Conventions
 -----------
 A segmentation of a dialogue of ``n`` utterances is given as a *boundary set*:
 index ``i`` (``0 < i < n``) means "a new topic starts at utterance ``i``", as in
-:class:`shared.evaluation.datasets.Dialogue`.
+:class:`memq.evaluation.datasets.Dialogue`.
 
 :func:`pk` and :func:`windowdiff` follow ``nltk.metrics.segmentation`` exactly and
 take nltk-style per-utterance *indicator masks* instead. We use the "boundary

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shared.evaluation.datasets import Dialogue
-from shared.evaluation.metrics import aggregate, score_dialogue
-from shared.evaluation.segmenter_replay import segment_dialogue
+from memq.evaluation.datasets import Dialogue
+from memq.evaluation.metrics import aggregate, score_dialogue
+from memq.evaluation.segmenter_replay import segment_dialogue
 from shared.settings import Settings
 from worker.segmentation.detectors.boundary_features import feature_vector
 from worker.segmentation.detectors.learned import LearnedDetector, LinearModel

@@ -28,7 +28,7 @@ def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files
     """Score detector profiles on topic-segmentation sets (TIAGE-style JSON and
     [BOUNDARY]-marked JSONL files in DATA/segmentation or DATA)."""
     from shared.embeddings import get_embedder
-    from shared.evaluation.runner import evaluate
+    from memq.evaluation.runner import evaluate
     from shared.settings import get_settings
     from worker.segmentation.detectors.registry import PROFILES, build_detector
 
@@ -75,9 +75,9 @@ def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files
 
 def _train(data: Path, train_file: str, lookahead: int, model_name: str | None, settings, console: Console) -> None:
     from shared.embeddings import get_embedder
-    from shared.evaluation.datasets import load_directory
-    from shared.evaluation.runner import dialogue_embeddings
-    from shared.evaluation.training import train
+    from memq.evaluation.datasets import load_directory
+    from memq.evaluation.runner import dialogue_embeddings
+    from memq.evaluation.training import train
     from worker.segmentation.detectors.learned import MODELS
 
     sets = load_directory(data / "segmentation" if (data / "segmentation").is_dir() else data)

@@ -1,4 +1,4 @@
-"""Tests for shared.evaluation.datasets."""
+"""Tests for memq.evaluation.datasets."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from shared.evaluation.datasets import (
+from memq.evaluation.datasets import (
     Dialogue,
     detect_format,
     load_boundary_jsonl,

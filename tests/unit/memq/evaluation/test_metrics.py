@@ -1,4 +1,4 @@
-"""Tests for shared.evaluation.metrics."""
+"""Tests for memq.evaluation.metrics."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import random
 
 import pytest
 
-from shared.evaluation.metrics import (
+from memq.evaluation.metrics import (
     METRIC_KEYS,
     aggregate,
     all_boundaries,

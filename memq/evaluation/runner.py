@@ -10,10 +10,10 @@ from pathlib import Path
 
 import numpy as np
 
-from shared.evaluation.datasets import Dialogue, load_directory
-from shared.evaluation.embedding_cache import cached_embeddings
-from shared.evaluation.metrics import aggregate, all_boundaries, every_k, no_boundaries, score_dialogue
-from shared.evaluation.segmenter_replay import segment_dialogue
+from memq.evaluation.datasets import Dialogue, load_directory
+from memq.evaluation.embedding_cache import cached_embeddings
+from memq.evaluation.metrics import aggregate, all_boundaries, every_k, no_boundaries, score_dialogue
+from memq.evaluation.segmenter_replay import segment_dialogue
 from shared.settings import Settings
 
 

@@ -9,7 +9,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from shared.evaluation.datasets import Dialogue
+from memq.evaluation.datasets import Dialogue
 from shared.mailbox.codec import QueuedMessage
 from shared.settings import Settings
 from worker.segmentation.detectors.base import Detector

@@ -3,7 +3,7 @@ reports each file with baselines computed in the same run."""
 
 import json
 
-from shared.evaluation.runner import evaluate
+from memq.evaluation.runner import evaluate
 from shared.settings import Settings
 from worker.segmentation.detectors.registry import build_detector
 

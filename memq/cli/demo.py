@@ -48,15 +48,15 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool) -> None:
     urls = services.up(settings)
     console.print(f"[bold]services[/] redis {urls.redis_url} · postgres {'embedded' if urls.database_embedded else urls.database_url}")
 
-    from producer.cli import replay_file
+    from memq.cli.producer_commands import replay_file
     from producer.client import Producer
     from producer.replay import read_jsonl
-    from shared.cli.episodes import episodes_table
+    from memq.cli.episodes import episodes_table
     from shared.connections import pg_connect
     from shared.db.episodes import list_episodes
     from shared.db.migrate import upgrade
     from shared.forget import forget_conversation
-    from worker.cli import worker_argv
+    from memq.cli.worker_commands import worker_argv
 
     upgrade(settings)
     producer = Producer(settings)

@@ -25,12 +25,12 @@ def main() -> None:
 
 
 def _register() -> None:
-    from producer.cli import flush_cmd, replay_cmd, send_cmd, status_cmd
-    from shared.cli.demo import demo_cmd
-    from shared.cli.episodes import episodes_cmd
-    from shared.cli.evaluate import eval_cmd
-    from shared.cli.services import migrate_cmd, services_group
-    from worker.cli import beat_cmd, flower_cmd, worker_cmd
+    from memq.cli.producer_commands import flush_cmd, replay_cmd, send_cmd, status_cmd
+    from memq.cli.demo import demo_cmd
+    from memq.cli.episodes import episodes_cmd
+    from memq.cli.evaluate import eval_cmd
+    from memq.cli.services import migrate_cmd, services_group
+    from memq.cli.worker_commands import beat_cmd, flower_cmd, worker_cmd
 
     for command in (
         services_group, migrate_cmd, send_cmd, replay_cmd, flush_cmd, status_cmd,

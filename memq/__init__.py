@@ -1,0 +1,6 @@
+"""memq's application layer: the entry points that compose the producer, the workers
+and the shared foundation (the ``memq`` CLI, the demo, evaluation, audit and soak).
+
+Layers run one way: ``shared`` is the foundation; ``producer`` and ``worker`` stand on
+it; this package stands on all three, and nothing below imports it.
+"""
