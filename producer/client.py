@@ -1,10 +1,17 @@
-"""The thin producer: validate, append to the conversation's Redis inbox with one Lua
-script per conversation (one round trip per batch), and publish a drain task by name
-when the script says none is queued yet.
+"""The thin producer: validate, append to each conversation's Redis inbox with one Lua
+script per conversation (one pipelined round trip per batch), and publish a drain task
+by name when the script says none is queued yet.
 
-If publishing fails after the script succeeded, the message is still safely queued:
-the ``drain_queued`` mark stays and the workers' stalled-drain sweeper publishes the
-task again, so nothing is lost and no error reaches a caller whose message was stored.
+Exactly-once from the caller's side rests on message ids: every message gets one
+before anything is sent (the caller's ``message_id``, or a fresh one), a repeat within
+the dedup window is reported ``duplicate``, and PostgreSQL keeps each id once per
+conversation for good. So when a batch fails half-way, ``BatchIncomplete.results`` says
+per message what is known, and sending the unknown ones again with the same ids
+(``retry_messages``) can neither lose nor duplicate anything.
+
+If publishing the drain task fails after the script succeeded, the message is still
+safely queued: the conversation keeps its "drain queued" mark in its shard's drains
+index, where the workers' stalled-work sweeper finds it and publishes the task again.
 """
 
 from __future__ import annotations
@@ -23,11 +30,13 @@ from celery import Celery
 from producer.validation import ValidMessage, check_conversation_id, validate_message
 from shared import tasks
 from shared.celery_config import celery_config
-from shared.connections import redis_client, service_urls
-from shared.errors import ServiceError, ValidationError
+from shared.connections import mailbox_client, service_urls
+from shared.errors import BatchIncomplete, BatchRejected, ValidationError
+from shared.ids import check_tenant
 from shared.mailbox.codec import encode_payload, to_micros
-from shared.mailbox.keys import ConversationKeys, GlobalKeys
+from shared.mailbox.keys import ConversationKeys, conversation_keys
 from shared.mailbox.scripts import Scripts
+from shared.mailbox.status import ConversationStatus, conversation_status
 from shared.settings import Settings, get_settings
 
 log = structlog.get_logger("memq.producer")
@@ -37,38 +46,33 @@ _STATUS = {"a": "accepted", "c": "clamped", "d": "duplicate"}
 
 @dataclass(frozen=True)
 class AddResult:
+    tenant: str
     conversation_id: str
     message_id: str
-    status: str  # "accepted" | "clamped" (accepted, timestamp raised to the previous one) | "duplicate"
-    seq: int | None  # position in the conversation; None for a duplicate
+    # "accepted"; "clamped" (accepted, timestamp raised to the previous one's); "duplicate"
+    # (this id was accepted before); "rejected" (refused, nothing of its conversation's part
+    # written); "unknown" (Redis failed: maybe stored; send again with the same id)
+    status: str
 
     @property
     def accepted(self) -> bool:
-        return self.status != "duplicate"
-
-
-@dataclass(frozen=True)
-class ConversationStatus:
-    inbox: int
-    buffer: int
-    segments: int
-    drain_queued: bool
-    flush_requested: bool
-    next_seq: int
+        return self.status in ("accepted", "clamped")
 
     @property
-    def idle(self) -> bool:
-        """Nothing waits: every accepted message is in an episode."""
-        return not (self.inbox or self.buffer or self.segments or self.drain_queued or self.flush_requested)
+    def settled(self) -> bool:
+        """Definitely stored once (now or earlier)."""
+        return self.status in ("accepted", "clamped", "duplicate")
 
 
 class Producer:
-    def __init__(self, settings: Settings | None = None, client: redis.Redis | None = None):
+    def __init__(self, settings: Settings | None = None, client=None):
         self.settings = settings or get_settings()
-        self.redis = client or redis_client(self.settings)
+        self.redis = client if client is not None else mailbox_client(self.settings)
         self.scripts = Scripts.register(self.redis)
-        self.globals = GlobalKeys(self.settings.key_prefix)
         self._celery: Celery | None = None
+
+    def keys(self, conversation_id: str, tenant: str | None = None) -> ConversationKeys:
+        return conversation_keys(self.settings, tenant or self.settings.tenant, conversation_id)
 
     # -- public API ---------------------------------------------------------------
     def add_message(
@@ -82,10 +86,10 @@ class Producer:
         *,
         tenant: str | None = None,
     ) -> AddResult:
-        raw = {"conversation_id": conversation_id, "role": role, "content": content}
+        raw: dict[str, Any] = {"conversation_id": conversation_id, "role": role, "content": content}
         for name, value in (("timestamp", timestamp), ("message_id", message_id), ("metadata", metadata)):
             if value is not None:
-                raw[name] = dict(value) if name == "metadata" else value
+                raw[name] = dict(value) if name == "metadata" and isinstance(value, Mapping) else value
         return self.add_messages([raw], tenant=tenant)[0]
 
     def add_messages(
@@ -99,92 +103,111 @@ class Producer:
 
         Each message is a mapping with ``role``, ``content`` and optionally
         ``conversation_id`` (or pass ``conversation_id=`` for all), ``timestamp``,
-        ``message_id``, ``metadata``. Results come back in input order.
+        ``message_id``, ``metadata`` and ``tenant`` (default: ``tenant=`` or
+        ``MEMQ_TENANT``). Results come back in input order. Raises ``ValidationError``
+        (nothing written), ``BatchRejected`` or ``BatchIncomplete`` (each with exact
+        per-message ``results``).
         """
-        tenant = tenant or self.settings.tenant
+        default_tenant = check_tenant(tenant or self.settings.tenant)
         now = datetime.now(UTC)
         valid: list[ValidMessage] = []
         for index, raw in enumerate(messages):
+            if not isinstance(raw, Mapping):
+                raise ValidationError(f"must be a mapping of message fields, not a {type(raw).__name__}", index=index)
             item = dict(raw)
             if conversation_id is not None:
                 item.setdefault("conversation_id", conversation_id)
-            valid.append(validate_message(item, self.settings, now, index=index))
+            valid.append(validate_message(item, self.settings, now, index=index, tenant=default_tenant))
         if not valid:
             return []
 
-        received_us = to_micros(now)
-        groups: dict[str, list[tuple[int, ValidMessage, str]]] = {}
+        ids = [msg.message_id or uuid.uuid4().hex for msg in valid]
+        groups: dict[tuple[str, str], list[int]] = {}
         for index, msg in enumerate(valid):
-            groups.setdefault(msg.conversation_id, []).append((index, msg, msg.message_id or uuid.uuid4().hex))
+            groups.setdefault((msg.tenant, msg.conversation_id), []).append(index)
 
         pipe = self.redis.pipeline(transaction=False)
         order = list(groups)
-        for conv in order:
-            keys = ConversationKeys(self.settings.key_prefix, tenant, conv)
-            args: list[Any] = [
-                self.settings.out_of_order_policy,
-                repr(time.time()),
-                self.settings.dedup_ttl_days * 86400,
-                keys.member,
-            ]
-            for _, msg, mid in groups[conv]:
-                sent_us = to_micros(msg.timestamp) if msg.timestamp else received_us
-                args += [mid, sent_us, encode_payload(mid, msg.role, msg.content, sent_us, received_us, msg.metadata)]
+        window_ms = int(self.settings.dedup_ttl_days * 86_400_000)
+        for tenant_id, conv in order:
+            keys = conversation_keys(self.settings, tenant_id, conv)
+            args: list[Any] = [self.settings.out_of_order_policy, window_ms, keys.member]
+            for index in groups[(tenant_id, conv)]:
+                msg = valid[index]
+                sent_us = to_micros(msg.timestamp) if msg.timestamp else None
+                payload = encode_payload(ids[index], msg.role, msg.content, sent_us, msg.metadata)
+                args += [ids[index], "" if sent_us is None else sent_us, payload]
             self.scripts.enqueue(
-                keys=[keys.inbox, keys.state, keys.ids, self.globals.active, self.globals.drains],
-                args=args,
-                client=pipe,
+                keys=[keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains], args=args, client=pipe
             )
         try:
-            replies = pipe.execute()
+            replies = pipe.execute(raise_on_error=False)
         except redis.RedisError as exc:
-            raise ServiceError(f"could not queue messages in Redis: {exc}") from exc
+            replies = [exc] * len(order)
 
-        results: list[AddResult | None] = [None] * len(valid)
-        for conv, reply in zip(order, replies):
-            group = groups[conv]
+        results: list[AddResult] = [
+            AddResult(msg.tenant, msg.conversation_id, ids[i], "unknown") for i, msg in enumerate(valid)
+        ]
+        rejected: tuple[int, str] | None = None
+        failures: list[str] = []
+        for (tenant_id, conv), reply in zip(order, replies):
+            group = groups[(tenant_id, conv)]
+            if isinstance(reply, Exception):
+                failures.append(f"{tenant_id}/{conv}: {reply}")
+                continue
             if int(reply[0]) == -1:
-                bad = group[int(reply[1])][0]
-                raise ValidationError(
-                    "is older than the conversation's last message and MEMQ_OUT_OF_ORDER_POLICY=reject "
-                    "(nothing in this conversation's part of the batch was queued)",
-                    field="timestamp",
-                    index=bad,
-                )
-            for (index, _, mid), status, seq in zip(group, reply[1::2], reply[2::2]):
-                results[index] = AddResult(conv, mid, _STATUS[status], int(seq) or None)
+                bad = group[int(reply[1])]
+                for index in group:
+                    results[index] = AddResult(tenant_id, conv, ids[index], "rejected")
+                rejected = rejected or (bad, conv)
+                continue
+            for index, status in zip(group, reply[1:]):
+                results[index] = AddResult(tenant_id, conv, ids[index], _STATUS[status])
             if int(reply[0]) == 1:
-                self._publish_drain(tenant, conv)
-        return [r for r in results if r is not None]
+                self._publish_drain(tenant_id, conv)
+
+        if failures:
+            raise BatchIncomplete(
+                f"Redis failed while queueing {len(failures)} of {len(order)} conversation(s) ({failures[0]}); "
+                "messages with status 'unknown' may or may not be stored: send them again with the same "
+                "message ids (BatchIncomplete.retry_messages) and each is stored exactly once",
+                results,
+            )
+        if rejected is not None:
+            index, conv = rejected
+            raise BatchRejected(
+                f"message #{index}: timestamp: is older than conversation {conv!r}'s last message and "
+                "MEMQ_OUT_OF_ORDER_POLICY=reject (nothing of that conversation's part of the batch was queued; "
+                "see .results for the others)",
+                results,
+                index=index,
+            )
+        return results
 
     def flush(self, conversation_id: str, *, tenant: str | None = None, reason: str = "explicit") -> bool:
         """Ask the workers to close the conversation's open event into an episode once
         its inbox is drained. Returns False when there was nothing to flush."""
-        tenant = tenant or self.settings.tenant
+        tenant = check_tenant(tenant or self.settings.tenant)
         check_conversation_id(conversation_id, self.settings)
-        keys = ConversationKeys(self.settings.key_prefix, tenant, conversation_id)
+        keys = conversation_keys(self.settings, tenant, conversation_id)
         schedule, has_work = self.scripts.request_flush(
-            keys=[keys.state, self.globals.drains, keys.inbox, keys.buffer],
-            args=[repr(time.time()), keys.member, reason],
+            keys=[keys.state, keys.shard.drains, keys.inbox, keys.buffer, keys.shard.active],
+            args=[keys.member, reason, ""],
         )
         if schedule:
             self._publish_drain(tenant, conversation_id)
         return bool(has_work)
 
     def status(self, conversation_id: str, *, tenant: str | None = None) -> ConversationStatus:
-        keys = ConversationKeys(self.settings.key_prefix, tenant or self.settings.tenant, conversation_id)
-        pipe = self.redis.pipeline(transaction=False)
-        pipe.llen(keys.inbox)
-        pipe.llen(keys.buffer)
-        pipe.hlen(keys.segments)
-        pipe.hmget(keys.state, ["drain_queued", "flush_requested", "next_seq"])
-        inbox, buffer, segments, (queued, flush, next_seq) = pipe.execute()
-        return ConversationStatus(inbox, buffer, segments, queued is not None, flush is not None, int(next_seq or 0))
+        tenant = check_tenant(tenant or self.settings.tenant)
+        check_conversation_id(conversation_id, self.settings)
+        return conversation_status(self.redis, conversation_keys(self.settings, tenant, conversation_id))
 
     def wait_idle(
         self, conversation_id: str, *, tenant: str | None = None, timeout: float = 300.0, on_progress=None
     ) -> ConversationStatus:
-        """Block until every accepted message of the conversation is in an episode."""
+        """Block until every accepted message of the conversation is in an episode (or
+        in the quarantine)."""
         deadline = time.monotonic() + timeout
         while True:
             status = self.status(conversation_id, tenant=tenant)
@@ -208,7 +231,7 @@ class Producer:
                 "drain_publish_failed",
                 conversation_id=conversation_id,
                 error=str(exc),
-                hint="message is queued; the stalled-drain sweeper will publish the task",
+                hint="message is queued; the stalled-work sweeper will publish the task",
             )
 
     @property

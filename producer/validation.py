@@ -1,52 +1,61 @@
 """Validation of incoming messages at the edge. Pure: no Redis, no clock but the
 ``now`` passed in. Anything refused raises ``ValidationError`` naming the field and,
 in a batch, the message's index; nothing is written for a refused batch.
+
+The rules are those under which every later stage (decoding, token counting,
+segmentation, tool extraction, episode building, PostgreSQL's text and jsonb types)
+is known to succeed, so an accepted message can always be processed: the property
+test in ``tests/unit/producer/test_processable.py`` checks exactly that.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from shared.errors import ValidationError
-from shared.settings import CONVERSATION_ID_PATTERN, Settings
+from shared.ids import check_conversation_id as _check_conversation_id
+from shared.ids import check_tenant
+from shared.settings import Settings
 
 ROLES = ("user", "assistant", "system", "tool")
-FIELDS = {"conversation_id", "role", "content", "timestamp", "message_id", "metadata", "tenant"}
-_CONVERSATION_RE = re.compile(CONVERSATION_ID_PATTERN)
+FIELDS = frozenset({"conversation_id", "role", "content", "timestamp", "message_id", "metadata", "tenant"})
 _MESSAGE_ID_RE = re.compile(r"^[\x21-\x7e]{1,200}$")
 FUTURE_TOLERANCE = timedelta(minutes=5)
+EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
+METADATA_MAX_DEPTH = 32
 
 
 @dataclass(frozen=True)
 class ValidMessage:
+    tenant: str
     conversation_id: str
     role: str
     content: str
-    timestamp: datetime | None  # None: stamped with the arrival time
+    timestamp: datetime | None  # None: stamped with the arrival time (Redis' clock)
     message_id: str | None
     metadata: dict[str, Any] | None
 
 
 def check_conversation_id(value: Any, settings: Settings, index: int | None = None) -> str:
-    if not isinstance(value, str) or not value:
-        raise ValidationError("must be a non-empty string", field="conversation_id", index=index)
-    if len(value) > settings.conversation_id_max_length:
+    return _check_conversation_id(value, settings.conversation_id_max_length, index)
+
+
+def _check_text(value: str, field: str, index: int | None) -> None:
+    if "\x00" in value:
+        raise ValidationError("contains a NUL character, which PostgreSQL cannot store", field=field, index=index)
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
         raise ValidationError(
-            f"is {len(value)} characters; at most {settings.conversation_id_max_length} are allowed",
-            field="conversation_id",
+            "contains an unpaired UTF-16 surrogate (not valid Unicode text); decode your input as UTF-8",
+            field=field,
             index=index,
-        )
-    if not _CONVERSATION_RE.match(value):
-        raise ValidationError(
-            f"{value!r} has characters outside letters, digits and . _ : - (or does not start with a letter or digit)",
-            field="conversation_id",
-            index=index,
-        )
-    return value
+        ) from None
 
 
 def parse_timestamp(value: Any, index: int | None = None) -> datetime:
@@ -57,14 +66,12 @@ def parse_timestamp(value: Any, index: int | None = None) -> datetime:
             ts = datetime.fromisoformat(value.strip().replace("Z", "+00:00"))
         except ValueError:
             raise ValidationError(
-                f"{value!r} is not an ISO-8601 timestamp (example: 2026-03-02T09:15:00Z)",
+                f"{value[:60]!r} is not an ISO-8601 timestamp (example: 2026-03-02T09:15:00Z)",
                 field="timestamp",
                 index=index,
             ) from None
     else:
-        raise ValidationError(
-            "must be a timezone-aware datetime or an ISO-8601 string", field="timestamp", index=index
-        )
+        raise ValidationError("must be a timezone-aware datetime or an ISO-8601 string", field="timestamp", index=index)
     if ts.tzinfo is None or ts.utcoffset() is None:
         raise ValidationError(
             "has no timezone; pass an aware datetime (datetime.now(timezone.utc)) or an "
@@ -72,21 +79,81 @@ def parse_timestamp(value: Any, index: int | None = None) -> datetime:
             field="timestamp",
             index=index,
         )
-    return ts
+    try:
+        utc = ts.astimezone(UTC)
+    except (OverflowError, ValueError):
+        utc = None
+    if utc is None or utc < EARLIEST:
+        raise ValidationError(f"{value!s:.40} is before {EARLIEST:%Y-%m-%d}", field="timestamp", index=index)
+    return utc
 
 
-def validate_message(raw: dict[str, Any], settings: Settings, now: datetime, index: int | None = None) -> ValidMessage:
-    """Check one message given as a mapping of the public field names."""
+def _plain_json(value: Any, index: int | None, path: str = "metadata", depth: int = 0) -> None:
+    """Only what JSON (and PostgreSQL's jsonb) hold: objects with string keys, arrays,
+    strings without NUL or lone surrogates, finite numbers, booleans and null."""
+    if depth > METADATA_MAX_DEPTH:
+        raise ValidationError(f"is nested deeper than {METADATA_MAX_DEPTH} levels", field=path, index=index)
+    if value is None or isinstance(value, bool | int):
+        return
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise ValidationError(f"{value} is not a finite number", field=path, index=index)
+        return
+    if isinstance(value, str):
+        _check_text(value, path, index)
+        return
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            _plain_json(item, index, f"{path}[{i}]", depth + 1)
+        return
+    if isinstance(value, dict):
+        for key, item in value.items():
+            if not isinstance(key, str):
+                raise ValidationError(f"key {key!r} is not a string", field=path, index=index)
+            _check_text(key, path, index)
+            _plain_json(item, index, f"{path}.{key[:40]}", depth + 1)
+        return
+    raise ValidationError(f"a {type(value).__name__} is not a JSON value", field=path, index=index)
+
+
+def check_metadata(metadata: Any, settings: Settings, index: int | None = None) -> dict[str, Any] | None:
+    if metadata is None:
+        return None
+    if not isinstance(metadata, dict):
+        raise ValidationError("must be a JSON object (dict)", field="metadata", index=index)
+    _plain_json(metadata, index)
+    size = len(json.dumps(metadata, ensure_ascii=False).encode())
+    if size > settings.metadata_max_bytes:
+        raise ValidationError(
+            f"is {size} bytes as JSON; at most {settings.metadata_max_bytes} (MEMQ_METADATA_MAX_BYTES)",
+            field="metadata",
+            index=index,
+        )
+    # The fields memq reads itself (tools used by a segment) must have the documented shapes.
+    calls = metadata.get("tool_calls")
+    if calls is not None:
+        if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
+            raise ValidationError("must be a list of objects like {\"name\": ...}", field="metadata.tool_calls", index=index)
+    for name in ("tool_name", "name"):
+        if name in metadata and metadata[name] is not None and not isinstance(metadata[name], str):
+            raise ValidationError("must be a string", field=f"metadata.{name}", index=index)
+    return metadata or None
+
+
+def validate_message(
+    raw: dict[str, Any], settings: Settings, now: datetime, index: int | None = None, tenant: str | None = None
+) -> ValidMessage:
+    """Check one message given as a mapping of the public field names. ``tenant`` is the
+    caller's default; a message may name its own (validated the same way)."""
     unknown = set(raw) - FIELDS
     if unknown:
-        raise ValidationError(
-            f"unknown field(s) {sorted(unknown)}; allowed: {sorted(FIELDS - {'tenant'})}", index=index
-        )
+        raise ValidationError(f"unknown field(s) {sorted(map(str, unknown))}; allowed: {sorted(FIELDS)}", index=index)
+    message_tenant = check_tenant(raw["tenant"] if raw.get("tenant") is not None else (tenant or settings.tenant), index)
     conversation_id = check_conversation_id(raw.get("conversation_id"), settings, index)
 
     role = raw.get("role")
-    if role not in ROLES:
-        raise ValidationError(f"{role!r} is not one of {', '.join(ROLES)}", field="role", index=index)
+    if not isinstance(role, str) or role not in ROLES:
+        raise ValidationError(f"{role!r:.40} is not one of {', '.join(ROLES)}", field="role", index=index)
 
     content = raw.get("content")
     if not isinstance(content, str):
@@ -95,13 +162,11 @@ def validate_message(raw: dict[str, Any], settings: Settings, now: datetime, ind
         raise ValidationError("is empty", field="content", index=index)
     if len(content) > settings.message_max_chars:
         raise ValidationError(
-            f"is {len(content)} characters; at most {settings.message_max_chars} are allowed "
-            "(MEMQ_MESSAGE_MAX_CHARS)",
+            f"is {len(content)} characters; at most {settings.message_max_chars} are allowed (MEMQ_MESSAGE_MAX_CHARS)",
             field="content",
             index=index,
         )
-    if "\x00" in content:
-        raise ValidationError("contains a NUL character, which PostgreSQL cannot store", field="content", index=index)
+    _check_text(content, "content", index)
 
     timestamp = None
     if raw.get("timestamp") is not None:
@@ -114,28 +179,8 @@ def validate_message(raw: dict[str, Any], settings: Settings, now: datetime, ind
             )
 
     message_id = raw.get("message_id")
-    if message_id is not None:
-        if not isinstance(message_id, str) or not _MESSAGE_ID_RE.match(message_id):
-            raise ValidationError(
-                "must be 1-200 printable ASCII characters without spaces", field="message_id", index=index
-            )
+    if message_id is not None and (not isinstance(message_id, str) or not _MESSAGE_ID_RE.match(message_id)):
+        raise ValidationError("must be 1-200 printable ASCII characters without spaces", field="message_id", index=index)
 
-    metadata = raw.get("metadata")
-    if metadata is not None:
-        if not isinstance(metadata, dict):
-            raise ValidationError("must be a JSON object (dict)", field="metadata", index=index)
-        try:
-            encoded = json.dumps(metadata, ensure_ascii=False, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ValidationError(f"is not JSON-serialisable: {exc}", field="metadata", index=index) from None
-        if "\\u0000" in encoded:
-            raise ValidationError("contains a NUL character", field="metadata", index=index)
-        if len(encoded.encode()) > settings.metadata_max_bytes:
-            raise ValidationError(
-                f"is {len(encoded.encode())} bytes as JSON; at most {settings.metadata_max_bytes} "
-                "(MEMQ_METADATA_MAX_BYTES)",
-                field="metadata",
-                index=index,
-            )
-
-    return ValidMessage(conversation_id, role, content, timestamp, message_id, metadata or None)
+    metadata = check_metadata(raw.get("metadata"), settings, index)
+    return ValidMessage(message_tenant, conversation_id, role, content, timestamp, message_id, metadata)

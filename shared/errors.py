@@ -25,3 +25,36 @@ class ValidationError(MemqError, ValueError):
         super().__init__(where + message)
         self.field = field
         self.index = index
+
+
+class BatchError(MemqError):
+    """Part of a batch was not accepted. ``results`` has one entry per input message, in
+    order, with an exact status; ``unknown`` ones may or may not have been stored, and
+    are safe to send again with the same ``message_id`` (a repeat is a duplicate)."""
+
+    def __init__(self, message: str, results: list):
+        super().__init__(message)
+        self.results = results
+
+    def retry_messages(self, messages: list[dict]) -> list[dict]:
+        """The input messages not definitely accepted, each with the message id it was
+        sent under, ready to be sent again."""
+        return [
+            {**m, "message_id": r.message_id, "tenant": r.tenant, "conversation_id": r.conversation_id}
+            for m, r in zip(messages, self.results)
+            if r.status in ("unknown", "failed")
+        ]
+
+
+class BatchRejected(BatchError, ValidationError):
+    """A conversation's part of the batch was refused (MEMQ_OUT_OF_ORDER_POLICY=reject);
+    other conversations' parts may have been accepted (see ``results``)."""
+
+    def __init__(self, message: str, results: list, *, index: int | None = None):
+        BatchError.__init__(self, message, results)
+        self.field = "timestamp"
+        self.index = index
+
+
+class BatchIncomplete(BatchError, ServiceError):
+    """Redis failed during the batch: some conversations' parts may have been stored."""

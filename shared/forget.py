@@ -1,30 +1,35 @@
-"""Remove every trace of a conversation: its Redis queue state and its episodes.
+"""Remove every trace of a conversation: its Redis queue state and index entries, and
+its rows in PostgreSQL.
 
-Used by the demo to start clean; the HTTP API's forget endpoint (roadmap) builds on it.
-Do not call it while workers are still draining the conversation.
+Used by the demo (to start clean) and the soak test; the HTTP API's forget endpoint
+(roadmap) builds on it. PostgreSQL's conversation row goes too, so an episode creation
+still in flight finds a fence of 0 and writes nothing.
 """
 
 from __future__ import annotations
 
 import psycopg
-import redis
 
-from shared.mailbox.keys import ConversationKeys, GlobalKeys
+from shared.mailbox.keys import ConversationKeys
 
 
-def forget_conversation(client: redis.Redis, conn: psycopg.Connection, prefix: str, tenant: str, conversation_id: str) -> int:
-    keys = ConversationKeys(prefix, tenant, conversation_id)
-    g = GlobalKeys(prefix)
-    pending = [m for m in client.zrange(g.pending, 0, -1) if m.startswith(keys.member + "/")]
-    pipe = client.pipeline(transaction=True)
-    pipe.delete(keys.inbox, keys.buffer, keys.state, keys.ids, keys.segments, keys.lock)
-    pipe.zrem(g.active, keys.member)
-    pipe.zrem(g.drains, keys.member)
+def forget_conversation(client, conn: psycopg.Connection, keys: ConversationKeys) -> int:
+    """Returns the number of episodes deleted."""
+    tenant, conversation_id = keys.tenant, keys.conversation_id
+    pending = [f"{keys.member}/{eid}" for eid in client.hkeys(keys.segments)]
+    pipe = client.pipeline(transaction=False)
+    pipe.delete(*keys.all())
+    pipe.zrem(keys.shard.active, keys.member)
+    pipe.zrem(keys.shard.drains, keys.member)
+    pipe.zrem(keys.shard.quarantined, keys.member)
     if pending:
-        pipe.zrem(g.pending, *pending)
+        pipe.zrem(keys.shard.pending, *pending)
     pipe.execute()
-    cur = conn.execute(
-        "DELETE FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s", (tenant, conversation_id)
-    )
-    conn.commit()
-    return cur.rowcount
+    with conn.transaction():
+        cur = conn.execute(
+            "DELETE FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s", (tenant, conversation_id)
+        )
+        deleted = cur.rowcount
+        for table in ("episode_message", "seq_gap", "conversation"):
+            conn.execute(f"DELETE FROM {table} WHERE tenant_id = %s AND conversation_id = %s", (tenant, conversation_id))
+    return deleted

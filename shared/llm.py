@@ -7,6 +7,11 @@ litellm's: litellm's own retry layers can multiply a timeout several times over,
 so each attempt runs with retries off and this module retries retryable failures
 (timeouts, 429, 5xx, malformed output) with a short backoff within one deadline.
 Any failure ends in ``LLMError``; callers fall back to their no-LLM path.
+
+Each attempt's timeout is shortened to fit the caller's deadline (``shared.deadline``),
+and no attempt starts with less than ``MIN_ATTEMPT_SECONDS`` left. Celery's soft time
+limit (``SoftTimeLimitExceeded``) is never taken for an LLM failure: it propagates, so
+the task ends cleanly instead of retrying past its budget.
 """
 
 from __future__ import annotations
@@ -22,10 +27,22 @@ from typing import Any
 import structlog
 from pydantic import BaseModel, ValidationError
 
+from shared import deadline
 from shared.errors import MemqError
 from shared.settings import Settings
 
 log = structlog.get_logger("memq.llm")
+
+MIN_ATTEMPT_SECONDS = 1.0
+
+
+def _never_swallowed() -> tuple[type[BaseException], ...]:
+    """Exceptions that mean "stop now", not "the LLM failed"."""
+    try:
+        from billiard.exceptions import SoftTimeLimitExceeded
+    except ImportError:  # pragma: no cover - celery is a dependency
+        return ()
+    return (SoftTimeLimitExceeded,)
 
 
 class LLMError(MemqError):
@@ -88,7 +105,16 @@ def complete_json(
     attempts = settings.llm_max_retries + 1
     started = time.monotonic()
     last_error = "no attempt made"
+    stop = _never_swallowed()
     for attempt in range(1, attempts + 1):
+        left = deadline.remaining()
+        if left is not None:
+            if left < MIN_ATTEMPT_SECONDS:
+                last_error = f"deadline: {left:.1f} s left of the caller's time budget" + (
+                    "" if attempt == 1 else f" (after: {last_error})"
+                )
+                break
+            kwargs["timeout"] = min(settings.llm_timeout_seconds, left)
         try:
             response = litellm.completion(**kwargs)
             content = response.choices[0].message.content or ""
@@ -96,6 +122,8 @@ def complete_json(
             seconds = time.monotonic() - started
             log.info("llm_ok", purpose=purpose, model=settings.llm_model, attempt=attempt, seconds=round(seconds, 3))
             return LLMResult(value, settings.llm_model or "", attempt, seconds)
+        except stop:
+            raise
         except (json.JSONDecodeError, ValidationError) as exc:
             last_error = f"malformed output: {exc.__class__.__name__}: {str(exc)[:200]}"
             retryable = True
@@ -106,7 +134,11 @@ def complete_json(
         log.warning("llm_attempt_failed", purpose=purpose, attempt=attempt, error=last_error, retryable=retryable)
         if not retryable or attempt == attempts:
             break
-        time.sleep(min(4.0, 0.25 * 2 ** (attempt - 1)) * (0.75 + random.random() / 2))
+        pause = min(4.0, 0.25 * 2 ** (attempt - 1)) * (0.75 + random.random() / 2)
+        left = deadline.remaining()
+        if left is not None and left - pause < MIN_ATTEMPT_SECONDS:
+            break
+        time.sleep(pause)
     raise LLMError(f"{purpose}: {last_error}")
 
 

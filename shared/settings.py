@@ -10,13 +10,13 @@ the comment on each names the seed it comes from.
 from __future__ import annotations
 
 import functools
-import re
 from pathlib import Path
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]*$"
+from shared.errors import ValidationError
+from shared.ids import check_tenant
 
 
 class Settings(BaseSettings):
@@ -39,6 +39,19 @@ class Settings(BaseSettings):
         validation_alias=AliasChoices("DATABASE_URL", "MEMQ_DATABASE_URL"),
         description="PostgreSQL (>= 15, pgvector >= 0.7). Unset: the embedded server under data_dir.",
     )
+    mailbox_redis_url: str | None = Field(
+        default=None,
+        description="Redis for the mailbox (conversation queues and state) when it is not REDIS_URL, "
+        "e.g. a Redis Cluster; the Celery broker stays on REDIS_URL.",
+    )
+    mailbox_redis_cluster: bool = Field(default=False, description="MEMQ_MAILBOX_REDIS_URL is a Redis Cluster.")
+    redis_shards: int = Field(
+        default=64,
+        ge=1,
+        le=16384,
+        description="Hash-slot shards of the mailbox: each conversation and its shard's indexes share one "
+        "slot. Fixed for the lifetime of the data.",
+    )
     data_dir: Path = Field(default=Path(".memq"), description="Embedded services' data folder.")
     embedded_redis_port: int = Field(default=6399, ge=1024, le=65535)
     embedded_database_name: str = "memq"
@@ -55,7 +68,15 @@ class Settings(BaseSettings):
         "(accept, order by arrival, use the previous timestamp for segmentation and keep "
         "the original) or 'reject' (refuse the message with an error).",
     )
-    dedup_ttl_days: int = Field(default=30, ge=1, description="How long message ids are remembered.")
+    dedup_ttl_days: float = Field(
+        default=30, gt=0, description="How long each message id is remembered for duplicate detection, from its acceptance."
+    )
+    idle_state_ttl_days: float = Field(
+        default=30,
+        gt=0,
+        description="A conversation with nothing waiting keeps its Redis state this long after its last activity; "
+        "counters are re-derived from PostgreSQL when it returns.",
+    )
 
     # --- rule layer (seed 000, Plast Mem) -------------------------------------
     min_messages: int = Field(default=3, ge=1, description="seed 000: fewer messages -> skip")
@@ -132,11 +153,21 @@ class Settings(BaseSettings):
     drain_max_messages: int = Field(default=200, ge=1, description="Messages per drain task before re-queue.")
     drain_max_seconds: float = Field(default=60.0, gt=0)
     embed_prefetch: int = Field(default=32, ge=1, description="Inbox messages embedded per batch.")
-    lock_lease_seconds: float = Field(default=120.0, gt=0, description="Conversation lock lease.")
+    lock_lease_seconds: float = Field(
+        default=60.0, gt=0, description="Conversation lock lease, renewed at every committed step."
+    )
     lock_retry_seconds: float = Field(default=1.0, gt=0)
     task_time_limit_seconds: int = Field(default=300, ge=10)
     visibility_timeout_seconds: int = Field(default=900, ge=60)
     worker_concurrency: int = Field(default=2, ge=1)
+    quarantine_after_failures: int = Field(
+        default=3,
+        ge=1,
+        description="A message or segment whose processing fails this many times in a row with the same "
+        "non-transient error is moved to the quarantine (`memq quarantine list`).",
+    )
+    retry_backoff_seconds: float = Field(default=2.0, gt=0, description="First delay before a failed task runs again.")
+    retry_backoff_max_seconds: float = Field(default=60.0, gt=0, description="Longest delay between retries.")
 
     # --- logging --------------------------------------------------------------
     log_format: str = Field(default="console", description="'console' or 'json'")
@@ -159,9 +190,10 @@ class Settings(BaseSettings):
     @field_validator("tenant", "key_prefix")
     @classmethod
     def _simple_name(cls, v: str) -> str:
-        if not re.fullmatch(r"[A-Za-z0-9_\-]{1,64}", v):
-            raise ValueError("must be 1-64 characters of letters, digits, '_' or '-'")
-        return v
+        try:
+            return check_tenant(v)
+        except ValidationError:
+            raise ValueError("must be 1-64 characters of letters, digits, '_' or '-'") from None
 
     @model_validator(mode="after")
     def _consistent(self) -> "Settings":
@@ -174,6 +206,15 @@ class Settings(BaseSettings):
                 "MEMQ_VISIBILITY_TIMEOUT_SECONDS must be at least twice MEMQ_TASK_TIME_LIMIT_SECONDS, "
                 "or Redis redelivers tasks that are still running"
             )
+        if self.drain_max_seconds * 2 > self.task_time_limit_seconds:
+            raise ValueError(
+                "MEMQ_DRAIN_MAX_SECONDS must be at most half of MEMQ_TASK_TIME_LIMIT_SECONDS, so a drain ends "
+                "on its own budget well before Celery's time limit kills it"
+            )
+        if self.retry_backoff_max_seconds * 2 > self.visibility_timeout_seconds:
+            raise ValueError("MEMQ_RETRY_BACKOFF_MAX_SECONDS must be below half of MEMQ_VISIBILITY_TIMEOUT_SECONDS")
+        if self.mailbox_redis_cluster and not self.mailbox_redis_url:
+            raise ValueError("MEMQ_MAILBOX_REDIS_CLUSTER needs MEMQ_MAILBOX_REDIS_URL (a node of the cluster)")
         return self
 
     def __hash__(self) -> int:  # identity: caches keyed by "this settings object"

@@ -1,24 +1,36 @@
 """Redis adapter for one conversation's queue state, as a worker sees it.
 
-A drainer takes the conversation's lock (a token with a lease), loads the open event
-and its ``EventState``, reads inbox messages in order and commits each step with
-``commit_step.lua``, which is fenced by the lock token and by the expected inbox
-front. A crash before a commit leaves the message at the inbox front and the state
-as it was; after a commit, the step is complete. Either way any worker can resume.
+A drainer takes the conversation's lock (a token with a lease), reads a ``Snapshot``
+(open event, counters, event state, Redis' run id), numbers inbox messages as it
+moves them into the open event, and commits each step with ``commit_step.lua``,
+fenced by the lock token, the state version and the expected inbox front. A crash
+before a commit leaves the message at the inbox front and the state as it was; after
+a commit, the step is complete. Either way any worker can resume, and a commit built
+on a state that changed underneath (another drainer, a Redis that restarted with an
+older state) is refused instead of applied.
+
+State hash fields:
+
+    accepted      messages accepted (enqueue.lua)       last_ts_us   newest accepted timestamp
+    seq           last sequence number assigned          last_eff_us  effective timestamp of seq
+    version       commit counter (the fence)             event        the detector's EventState JSON
+    rid           Redis run id when last synced          fence        PostgreSQL's fence when last synced
+    drain         a drain is queued or running           flush        "<n>:<reason>" a flush is asked for
+    fail_*        the inbox front's failure streak       sfail:<id>   a segment's failure count
 """
 
 from __future__ import annotations
 
 import json
-import time
+import secrets
 import uuid
 from dataclasses import dataclass
 from typing import Any
 
 import redis
 
-from shared.mailbox.codec import QueuedMessage, decode_item
-from shared.mailbox.keys import ConversationKeys, GlobalKeys
+from shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item
+from shared.mailbox.keys import conversation_keys
 from shared.mailbox.scripts import Scripts
 from shared.settings import Settings
 from worker.segmentation.engine import ClosedSegment
@@ -29,136 +41,202 @@ class LockLost(Exception):
     """Another worker took over this conversation (our lease ran out)."""
 
 
-class InboxMoved(Exception):
-    """The inbox front is not the message we processed (should never happen under the lock)."""
+class StateChanged(Exception):
+    """The conversation's state is not the one this drainer read (it was changed by
+    someone else, or Redis restarted from an older copy): stop, a fresh drain resumes."""
 
 
-def episode_id_for(tenant: str, conversation_id: str, first_seq: int) -> str:
-    """Deterministic: the same segment always gets the same episode id."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memq:{tenant}/{conversation_id}/{first_seq}"))
+class InboxMoved(StateChanged):
+    """The inbox front is not the message this drainer processed."""
+
+
+def episode_id_for(tenant: str, conversation_id: str, first_seq: int, last_seq: int) -> str:
+    """Deterministic in the messages it covers: the same segment always gets the same id."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memq:{tenant}/{conversation_id}/{first_seq}-{last_seq}"))
+
+
+def parse_segment(raw: str) -> dict[str, Any]:
+    fence, _, record = raw.partition(" ")
+    return {**json.loads(record), "fence": int(fence)}
+
+
+@dataclass
+class Snapshot:
+    """What a drainer reads when it starts (``snapshot.lua``)."""
+
+    run_id: str
+    buffer: list[QueuedMessage]
+    rid: str | None
+    fence: int
+    seq: int
+    version: int
+    last_eff_us: int | None
+    event: EventState
+    flush: str | None = None
+
+    @property
+    def synced(self) -> bool:
+        """Written since the Redis server last started (so nothing of it can have been lost)."""
+        return bool(self.rid) and self.rid == self.run_id
 
 
 @dataclass
 class ConversationStore:
-    client: redis.Redis
+    client: Any  # redis.Redis or RedisCluster
     scripts: Scripts
     settings: Settings
     tenant: str
     conversation_id: str
     token: str = ""
+    version: int = 0
 
     def __post_init__(self) -> None:
-        self.keys = ConversationKeys(self.settings.key_prefix, self.tenant, self.conversation_id)
-        self.globals = GlobalKeys(self.settings.key_prefix)
+        self.keys = conversation_keys(self.settings, self.tenant, self.conversation_id)
+        self.shard = self.keys.shard
 
     @property
     def lease_ms(self) -> int:
         return int(self.settings.lock_lease_seconds * 1000)
 
+    @property
+    def state_ttl_ms(self) -> int:
+        return int(self.settings.idle_state_ttl_days * 86_400_000)
+
     # -- lock ---------------------------------------------------------------------
     def acquire(self) -> bool:
-        token = uuid.uuid4().hex
+        token = secrets.token_hex(16)
         if self.client.set(self.keys.lock, token, nx=True, px=self.lease_ms):
             self.token = token
             return True
         return False
 
-    def release(self) -> bool:
-        if not self.token:
-            return False
-        released = self.scripts.release_lock(
-            keys=[self.keys.lock, self.keys.inbox, self.keys.buffer, self.globals.active, self.keys.state],
-            args=[self.token, self.keys.member],
+    def release(self, lookahead: int = 0) -> bool:
+        """Release the lock (if still ours); True when the caller must publish another drain.
+        ``lookahead`` inbox messages may wait for later ones without counting as work."""
+        requeue = self.scripts.release(
+            keys=[
+                self.keys.lock, self.keys.inbox, self.keys.buffer, self.keys.state, self.keys.segments,
+                self.keys.quarantine, self.shard.active, self.shard.drains,
+            ],
+            args=[self.token, self.keys.member, self.state_ttl_ms, lookahead],
         )
         self.token = ""
-        return bool(released)
+        return bool(requeue)
 
-    def mark_drain_started(self) -> None:
-        """Clear the 'drain queued' mark: a message arriving from now on queues a new drain."""
-        pipe = self.client.pipeline(transaction=True)
-        pipe.hdel(self.keys.state, "drain_queued")
-        pipe.zrem(self.globals.drains, self.keys.member)
-        pipe.execute()
+    def lock_ttl_seconds(self) -> float:
+        """How long the current holder's lease still runs (0 when nobody holds it)."""
+        return max(0, int(self.client.pttl(self.keys.lock))) / 1000
 
     def mark_drain_queued(self) -> bool:
         """Mark a drain as queued unless one already is; True when the caller must publish it."""
-        now = time.time()
-        if not self.client.hsetnx(self.keys.state, "drain_queued", repr(now)):
-            return False
-        self.client.zadd(self.globals.drains, {self.keys.member: now})
-        return True
-
-    def touch_drain_queued(self) -> None:
-        """A queued drain waiting for the lock is not stalled: refresh its mark."""
-        self.client.zadd(self.globals.drains, {self.keys.member: time.time()}, xx=True)
+        return bool(self.scripts.mark_queued(keys=[self.keys.state, self.shard.drains], args=[self.keys.member]))
 
     # -- reading ------------------------------------------------------------------
-    def load(self) -> tuple[list[QueuedMessage], EventState, str | None]:
-        pipe = self.client.pipeline(transaction=True)
-        pipe.lrange(self.keys.buffer, 0, -1)
-        pipe.hmget(self.keys.state, ["event", "flush_requested"])
-        items, (event, flush) = pipe.execute()
-        return [decode_item(i) for i in items], EventState.from_json(event), flush
+    def snapshot(self) -> Snapshot:
+        run_id, items, rid, fence, seq, version, last_eff, event, flush = self.scripts.snapshot(
+            keys=[self.keys.state, self.keys.buffer]
+        )
+        self.version = int(version or 0)
+        return Snapshot(
+            run_id=run_id,
+            buffer=[decode_buffer_item(i) for i in items],
+            rid=rid or None,
+            fence=int(fence or 0),
+            seq=int(seq or 0),
+            version=self.version,
+            last_eff_us=int(last_eff) if last_eff else None,
+            event=EventState.from_json(event or None),
+            flush=flush or None,
+        )
+
+    def peek_inbox_raw(self, count: int) -> list[str]:
+        return list(self.client.lrange(self.keys.inbox, 0, count - 1))
 
     def peek_inbox(self, count: int) -> list[QueuedMessage]:
-        return [decode_item(i) for i in self.client.lrange(self.keys.inbox, 0, count - 1)]
+        return [decode_inbox_item(i) for i in self.peek_inbox_raw(count)]
 
     def flush_requested(self) -> str | None:
-        return self.client.hget(self.keys.state, "flush_requested")
+        return self.client.hget(self.keys.state, "flush")
 
     # -- writing ------------------------------------------------------------------
+    def _raise_fence_error(self, exc: redis.ResponseError):
+        text = str(exc)
+        if "LOCK" in text:
+            raise LockLost(self.keys.member) from exc
+        if "HEAD" in text:
+            raise InboxMoved(self.keys.member) from exc
+        if "VERSION" in text:
+            raise StateChanged(self.keys.member) from exc
+        raise exc
+
+    def _fenced(self, script, keys: list[str], args: list[Any]) -> int:
+        try:
+            self.version = int(script(keys=keys, args=args))
+        except redis.ResponseError as exc:
+            self._raise_fence_error(exc)
+        return self.version
+
     def commit(
         self,
         *,
-        head: QueuedMessage | None,
-        drop: int,
+        head_raw: str | None,
         push: QueuedMessage | None,
+        drop: int,
         segment: ClosedSegment | None,
         state: EventState,
-        clear_flush: bool = False,
+        fence: int,
+        seq: int | None = None,
+        last_eff_us: int | None = None,
+        clear_flush: str | None = None,
     ) -> str | None:
         """Apply one step atomically; return the episode id of a closed segment."""
-        episode_id = ""
-        payload = ""
+        episode_id, payload = "", ""
         if segment is not None:
-            episode_id = episode_id_for(self.tenant, self.conversation_id, segment.messages[0].seq)
-            payload = json.dumps(self.segment_record(episode_id, segment), ensure_ascii=False, separators=(",", ":"))
-        fields = ["event", state.to_json()]
-        deletes = ["flush_requested"] if clear_flush else []
-        args: list[Any] = [
-            self.token,
-            self.lease_ms,
-            head.raw if head else "",
-            drop,
-            push.raw if push else "",
-            episode_id,
-            payload,
-            repr(time.time()),
-            self.keys.member,
-            len(fields) // 2,
-            *fields,
-            *deletes,
-        ]
+            episode_id = episode_id_for(self.tenant, self.conversation_id, segment.messages[0].seq, segment.messages[-1].seq)
+            record = json.dumps(self.segment_record(episode_id, segment), ensure_ascii=False, separators=(",", ":"))
+            payload = f"{fence} {record}"
+        self._fenced(
+            self.scripts.commit_step,
+            [
+                self.keys.inbox, self.keys.buffer, self.keys.state, self.keys.lock, self.keys.segments,
+                self.shard.pending, self.shard.drains,
+            ],
+            [
+                self.token, self.lease_ms, self.version, head_raw or "", push.raw if push else "", drop,
+                "" if seq is None else seq, "" if last_eff_us is None else last_eff_us,
+                episode_id, payload, self.keys.member, clear_flush or "", state.to_json(),
+            ],
+        )
+        return episode_id or None
+
+    def sync(self, *, run_id: str, fence: int, seq_floor: int, last_eff_floor: int | None) -> int:
+        """Apply a sync (``worker.sync``); returns how many waiting segments were re-stamped."""
         try:
-            self.scripts.commit_step(
-                keys=[
-                    self.keys.inbox,
-                    self.keys.buffer,
-                    self.keys.state,
-                    self.keys.lock,
-                    self.keys.segments,
-                    self.globals.pending,
-                    self.globals.active,
-                ],
-                args=args,
+            version, restamped = self.scripts.sync(
+                keys=[self.keys.state, self.keys.lock, self.keys.segments],
+                args=[self.token, self.version, run_id, fence, seq_floor, "" if last_eff_floor is None else last_eff_floor],
             )
         except redis.ResponseError as exc:
-            if "LOCK" in str(exc):
-                raise LockLost(self.keys.member) from exc
-            if "HEAD" in str(exc):
-                raise InboxMoved(self.keys.member) from exc
-            raise
-        return episode_id or None
+            self._raise_fence_error(exc)
+        self.version = int(version)
+        return int(restamped)
+
+    def adopt_segment(self, episode_id: str) -> int:
+        """Re-stamp a waiting segment with the synced state's fence: the fence now, 0 when
+        the state needs a sync first, -1 when the segment is gone."""
+        return int(self.scripts.adopt_segment(keys=[self.keys.segments, self.keys.state], args=[episode_id]))
+
+    def record_failure(self, kind: str, item_id: str, error: str, *, head_raw: str = "") -> tuple[int, bool]:
+        """Count a deterministic failure of the inbox front (kind "message") or of a segment
+        (kind "segment"); returns (failures, quarantined now)."""
+        count, quarantined = self.scripts.record_failure(
+            keys=[
+                self.keys.state, self.keys.inbox, self.keys.segments, self.keys.quarantine,
+                self.shard.quarantined, self.shard.pending, self.keys.lock,
+            ],
+            args=[kind, head_raw, item_id, error[:2000], self.settings.quarantine_after_failures, self.keys.member, self.token],
+        )
+        return int(count), bool(quarantined)
 
     def segment_record(self, episode_id: str, segment: ClosedSegment) -> dict[str, Any]:
         return {
@@ -172,19 +250,16 @@ class ConversationStore:
             "detector": segment.detector,
             "source": segment.source,
             "token_count": segment.token_count,
-            "cut_at": time.time(),
         }
 
     # -- closed segments ------------------------------------------------------------
-    def pending_segment_ids(self) -> list[str]:
-        return list(self.client.hkeys(self.keys.segments))
-
     def segment(self, episode_id: str) -> dict[str, Any] | None:
+        """A waiting segment with its ``fence`` (stored as ``"<fence> <json>"``)."""
         raw = self.client.hget(self.keys.segments, episode_id)
-        return json.loads(raw) if raw else None
+        return parse_segment(raw) if raw else None
 
     def finish_segment(self, episode_id: str) -> None:
         self.scripts.finish_segment(
-            keys=[self.keys.segments, self.globals.pending],
-            args=[episode_id, f"{self.keys.member}/{episode_id}"],
+            keys=[self.keys.segments, self.shard.pending, self.keys.state, self.keys.inbox, self.keys.buffer, self.keys.quarantine],
+            args=[episode_id, f"{self.keys.member}/{episode_id}", self.state_ttl_ms],
         )

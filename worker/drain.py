@@ -1,14 +1,22 @@
 """Draining one conversation's inbox through the segmenter (orchestration only:
 policy lives in ``worker.segmentation``, storage in ``worker.conversation_store``).
 
-Runs under the conversation lock. Reads inbox messages in order in small batches
-(embedded together when the detector needs embeddings), runs one engine step per
-message and commits it atomically before the next. Bounded in messages and time so
-a task stays far below Celery's visibility timeout; the caller re-queues the rest.
+Runs under the conversation lock, from a ``Snapshot`` already synced with PostgreSQL
+(``worker.sync``). Reads inbox messages in order in small batches (embedded together
+when the detector needs embeddings), numbers each, runs one engine step and commits
+it atomically before the next. Bounded in messages and time, checked before every
+message, and every step runs under a deadline that slow calls (the LLM topic check)
+respect, so a drain ends on its own budget far below Celery's time limit; the task
+queues another drain for what is left.
+
+A message whose processing raises a non-transient error surfaces as ``MessageFailed``
+naming exactly that message, so the task can count the failure against it (and
+quarantine it after repeated failures) instead of blocking the conversation.
 """
 
 from __future__ import annotations
 
+import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -16,9 +24,12 @@ from datetime import timedelta
 
 import structlog
 
+from shared import deadline
 from shared.embeddings import Embedder
+from shared.mailbox.codec import QueuedMessage, decode_inbox_item, to_micros
 from shared.settings import Settings
-from worker.conversation_store import ConversationStore
+from worker.conversation_store import ConversationStore, Snapshot
+from worker.failures import describe, is_transient
 from worker.segmentation.detectors.base import Detector
 from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
 from worker.segmentation.rules import RuleParams
@@ -27,11 +38,22 @@ from worker.segmentation.tokens import message_tokens
 log = structlog.get_logger("memq.segmentation")
 
 
+class MessageFailed(Exception):
+    """Processing the inbox front failed for a reason that is not transient."""
+
+    def __init__(self, raw: str, message_id: str, cause: BaseException):
+        super().__init__(f"message {message_id}: {describe(cause)}")
+        self.raw = raw
+        self.message_id = message_id
+        self.error = describe(cause)
+        self.__cause__ = cause
+
+
 @dataclass
 class DrainOutcome:
     processed: int = 0
     episodes: list[str] = field(default_factory=list)
-    more: bool = False  # stopped by the budget with messages left
+    more: bool = False  # stopped by the budget with work left
     flushed: bool = False
 
 
@@ -41,10 +63,54 @@ def log_boundary_score(seq: int, result) -> None:
     if v is None:
         log.info(f"seq {seq}: rule layer -> {result.action}", seq=seq, action=result.action)
         return
-    parts = ", ".join(f"{k}={val:.2f}" for k, val in v.factors.items())
+    parts = ", ".join(f"{k}={float(val):.2f}" for k, val in v.factors.items())
     score = f"{v.score:.2f}" if v.score is not None else "-"
     verdict = f"-> TRIGGER ({v.reason}, {v.source})" if v.boundary else f"({v.reason})"
-    log.info(f"seq {seq}: Boundary score: {score} ({parts}) {verdict}", seq=seq, score=v.score, boundary=v.boundary)
+    log.info(f"seq {seq}: Boundary score: {score} ({parts}) {verdict}", seq=seq, score=v.score, boundary=bool(v.boundary))
+
+
+def _fallback_id(raw: str) -> str:
+    return "raw-" + hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class _Unusable:
+    """Marks a message of a batch that could not be decoded or embedded."""
+
+    def __init__(self, exc: BaseException):
+        self.exc = exc
+
+
+def _decode(raws: list[str]) -> list[QueuedMessage | _Unusable]:
+    out: list[QueuedMessage | _Unusable] = []
+    for raw in raws:
+        try:
+            out.append(decode_inbox_item(raw))
+        except Exception as exc:
+            out.append(_Unusable(exc))
+    return out
+
+
+def _embed(embedder: Embedder, messages: list[QueuedMessage | _Unusable]) -> list:
+    """One batch call; when it fails for a non-transient reason, one call per message so
+    that only the message that cannot be embedded is marked."""
+    usable = [(i, m) for i, m in enumerate(messages) if isinstance(m, QueuedMessage)]
+    vectors: list = [m if isinstance(m, _Unusable) else None for m in messages]
+    try:
+        batch = embedder.embed([m.content for _, m in usable])
+        for (i, _), v in zip(usable, batch):
+            vectors[i] = v
+        return vectors
+    except Exception as exc:
+        if is_transient(exc):
+            raise
+    for i, m in usable:
+        try:
+            vectors[i] = embedder.embed([m.content])[0]
+        except Exception as exc:
+            if is_transient(exc):
+                raise
+            vectors[i] = _Unusable(exc)
+    return vectors
 
 
 def drain(
@@ -53,47 +119,74 @@ def drain(
     detector: Detector,
     embedder: Callable[[], Embedder] | None,
     on_episode: Callable[[str], None],
+    snapshot: Snapshot,
 ) -> DrainOutcome:
     rules = RuleParams.from_settings(settings)
     overlap = OverlapParams(timedelta(minutes=settings.overlap_minutes), settings.overlap_tokens)
 
-    def tokens(m) -> int:
+    def tokens(m: QueuedMessage) -> int:
         return message_tokens(m.role, m.content, tool_result_max_chars=settings.tool_result_max_chars, encoding=settings.tokenizer_encoding)
 
-    messages, state, _ = store.load()
-    buffer = [Buffered(m, tokens(m)) for m in messages]
+    buffer = [Buffered(m, tokens(m)) for m in snapshot.buffer]
+    state, seq, last_eff, fence = snapshot.event, snapshot.seq, snapshot.last_eff_us, snapshot.fence
     outcome = DrainOutcome()
-    started = time.monotonic()
+    ends_at = time.monotonic() + settings.drain_max_seconds
+    step_seconds = settings.lock_lease_seconds / 2  # a step never outlives half the lock's lease
+
+    def out_of_budget() -> bool:
+        return outcome.processed >= settings.drain_max_messages or time.monotonic() >= ends_at
 
     lookahead = detector.lookahead if detector.needs_embeddings else 0
     while True:
-        if outcome.processed >= settings.drain_max_messages or time.monotonic() - started > settings.drain_max_seconds:
-            # Out of budget: the caller queues another drain for what is left, including a
-            # flush that was asked for (otherwise nobody would act on it).
-            outcome.more = bool(store.peek_inbox(1)) or store.flush_requested() is not None
+        if out_of_budget():
+            outcome.more = True  # the task's release decides, with the inbox, whether a drain follows
             return outcome
         flushing = store.flush_requested() is not None
         want = min(settings.embed_prefetch, settings.drain_max_messages - outcome.processed)
-        batch = store.peek_inbox(want + lookahead)
+        raws = store.peek_inbox_raw(want + lookahead)
         # With look-ahead, a message is decided once the next w messages are here, or
         # when the conversation is being flushed (its end is known).
-        decidable = len(batch) if flushing else min(want, len(batch) - lookahead)
+        decidable = len(raws) if flushing else min(want, len(raws) - lookahead)
         if decidable <= 0:
             break
-        vectors = (
-            embedder().embed([m.content for m in batch]) if detector.needs_embeddings and embedder else [None] * len(batch)
-        )
+        decoded = _decode(raws)
+        vectors = _embed(embedder(), decoded) if detector.needs_embeddings and embedder else [None] * len(raws)
         for j in range(decidable):
-            message, vector = batch[j], vectors[j]
-            ahead = [v for v in vectors[j + 1 : j + 1 + lookahead]] if lookahead else []
-            new = Buffered(message, tokens(message))
-            result = step(buffer, new, vector, state, detector, rules, overlap, ahead)
+            if out_of_budget():
+                outcome.more = True
+                return outcome
+            raw, item = raws[j], decoded[j]
+            try:
+                if isinstance(item, _Unusable):
+                    raise item.exc
+                vector = vectors[j]
+                if isinstance(vector, _Unusable):
+                    raise vector.exc
+                message = item.numbered(seq + 1, last_eff)
+                new = Buffered(message, tokens(message))
+                ahead = []
+                for v in vectors[j + 1 : j + 1 + lookahead]:
+                    if v is None or isinstance(v, _Unusable):
+                        break
+                    ahead.append(v)
+                with deadline.within(min(step_seconds, ends_at - time.monotonic())):
+                    result = step(buffer, new, vector, state, detector, rules, overlap, ahead)
+            except Exception as exc:
+                if is_transient(exc):
+                    raise
+                message_id = item.id if isinstance(item, QueuedMessage) else _fallback_id(raw)
+                raise MessageFailed(raw, message_id, exc) from exc
+            seq += 1
+            last_eff = to_micros(message.timestamp)
             episode_id = store.commit(
-                head=message,
-                drop=result.drop,
+                head_raw=raw,
                 push=message if result.push else None,
+                drop=result.drop,
                 segment=result.segment,
                 state=result.state,
+                fence=fence,
+                seq=seq,
+                last_eff_us=last_eff,
             )
             buffer = buffer[result.drop :] + ([new] if result.push else [])
             state = result.state
@@ -101,29 +194,34 @@ def drain(
             if settings.boundary_verbose:
                 log_boundary_score(message.seq, result)
             if episode_id:
-                log.info(
-                    "segment_closed",
-                    episode_id=episode_id,
-                    reason=result.segment.reason,
-                    messages=len(result.segment.messages),
-                    first_seq=result.segment.messages[0].seq,
-                    last_seq=result.segment.messages[-1].seq,
-                    surprise=round(result.segment.surprise, 3),
-                )
-                outcome.episodes.append(episode_id)
-                on_episode(episode_id)
+                _closed(episode_id, result.segment, outcome, on_episode)
 
-    if store.peek_inbox(1):
+    if store.peek_inbox_raw(1):
         return outcome  # messages wait for look-ahead; a later message or a flush decides them
-    reason = store.flush_requested()
-    if reason is not None:
-        result = close_open_event(buffer, state, detector, overlap, reason="inactivity" if reason == "inactivity" else "flush")
+    flush = store.flush_requested()
+    if flush is not None:
+        reason = "inactivity" if flush.endswith(":inactivity") else "flush"
+        result = close_open_event(buffer, state, detector, overlap, reason=reason)
         if result is None:
-            store.commit(head=None, drop=0, push=None, segment=None, state=state, clear_flush=True)
+            store.commit(head_raw=None, push=None, drop=0, segment=None, state=state, fence=fence, clear_flush=flush)
         else:
-            episode_id = store.commit(head=None, drop=result.drop, push=None, segment=result.segment, state=result.state, clear_flush=True)
-            log.info("segment_closed", episode_id=episode_id, reason=result.segment.reason, messages=len(result.segment.messages))
-            outcome.episodes.append(episode_id)
-            on_episode(episode_id)
+            episode_id = store.commit(
+                head_raw=None, push=None, drop=result.drop, segment=result.segment, state=result.state, fence=fence, clear_flush=flush
+            )
+            _closed(episode_id, result.segment, outcome, on_episode)
         outcome.flushed = True
     return outcome
+
+
+def _closed(episode_id: str, segment, outcome: DrainOutcome, on_episode: Callable[[str], None]) -> None:
+    log.info(
+        "segment_closed",
+        episode_id=episode_id,
+        reason=segment.reason,
+        messages=len(segment.messages),
+        first_seq=segment.messages[0].seq,
+        last_seq=segment.messages[-1].seq,
+        surprise=round(segment.surprise, 3),
+    )
+    outcome.episodes.append(episode_id)
+    on_episode(episode_id)

@@ -1,14 +1,15 @@
-"""Per-process resources of a worker: Redis client and scripts, the embedder, the
-detector. Built lazily after Celery forks its pool processes, once per process."""
+"""Per-process resources of a worker: the mailbox client and its scripts, PostgreSQL
+connections, the embedder, the detector. Built lazily after Celery forks its pool
+processes, once per process."""
 
 from __future__ import annotations
 
 import functools
 import os
 
-import redis
+import psycopg
 
-from shared.connections import redis_client
+from shared.connections import mailbox_client, pg_connect
 from shared.embeddings import Embedder, get_embedder
 from shared.mailbox.scripts import Scripts
 from shared.settings import Settings, get_settings
@@ -18,8 +19,8 @@ from worker.segmentation.detectors.registry import build_detector
 
 
 @functools.lru_cache(maxsize=4)
-def _redis(pid: int, settings: Settings) -> tuple[redis.Redis, Scripts]:
-    client = redis_client(settings)
+def _mailbox(pid: int, settings: Settings):
+    client = mailbox_client(settings)
     return client, Scripts.register(client)
 
 
@@ -27,14 +28,19 @@ def settings() -> Settings:
     return get_settings()
 
 
+def mailbox():
+    """(client, scripts) for this process."""
+    return _mailbox(os.getpid(), settings())
+
+
 def store(tenant: str, conversation_id: str) -> ConversationStore:
-    s = settings()
-    client, scripts = _redis(os.getpid(), s)
-    return ConversationStore(client, scripts, s, tenant, conversation_id)
+    client, scripts = mailbox()
+    return ConversationStore(client, scripts, settings(), tenant, conversation_id)
 
 
-def redis_and_scripts() -> tuple[redis.Redis, Scripts]:
-    return _redis(os.getpid(), settings())
+def database() -> psycopg.Connection:
+    """A new autocommit connection (transactions are explicit: ``conn.transaction()``)."""
+    return pg_connect(settings(), autocommit=True)
 
 
 def embedder() -> Embedder:

@@ -63,7 +63,7 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool) -> None:
     conversation_ids = sorted({item["conversation_id"] for _, item in read_jsonl(path)})
     with pg_connect(settings) as conn:
         for cid in conversation_ids:
-            forget_conversation(producer.redis, conn, settings.key_prefix, settings.tenant, cid)
+            forget_conversation(producer.redis, conn, producer.keys(cid))
 
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
     console.print(f"[bold]worker[/] starting (detector {settings.detector}, {llm}) ...")

@@ -8,6 +8,8 @@ import click
 from rich.console import Console
 from rich.table import Table
 
+from memq.cli.options import tenant_option
+
 from shared.connections import pg_connect
 from shared.db.episodes import EpisodeSummary, list_episodes
 from shared.settings import get_settings
@@ -41,7 +43,7 @@ def episodes_table(episodes: list[EpisodeSummary], title: str) -> Table:
 
 @click.command("episodes")
 @click.argument("conversation_id")
-@click.option("--tenant", default=None)
+@tenant_option
 @click.option("--summaries", is_flag=True, help="Print each summary below the table.")
 def episodes_cmd(conversation_id: str, tenant: str | None, summaries: bool) -> None:
     """List a conversation's episodic memories."""

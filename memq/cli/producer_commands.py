@@ -10,6 +10,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from producer.client import Producer
+from memq.cli.options import tenant_option
 from producer.replay import batches, count_lines
 from shared.errors import ValidationError
 
@@ -21,7 +22,7 @@ from shared.errors import ValidationError
 @click.option("--timestamp", help="ISO-8601 with timezone (default: now).")
 @click.option("--message-id", help="Idempotency key: a repeat is accepted once.")
 @click.option("--metadata", help="JSON object.")
-@click.option("--tenant", help="Tenant scope (default MEMQ_TENANT).")
+@tenant_option
 def send_cmd(conversation_id, role, content, timestamp, message_id, metadata, tenant) -> None:
     """Queue one message."""
     meta = None
@@ -31,7 +32,7 @@ def send_cmd(conversation_id, role, content, timestamp, message_id, metadata, te
         except json.JSONDecodeError as exc:
             raise ValidationError(f"--metadata is not valid JSON ({exc.msg})", field="metadata") from None
     result = Producer().add_message(conversation_id, role, content, timestamp, message_id, meta, tenant=tenant)
-    click.echo(f"{result.status} seq={result.seq} message_id={result.message_id}")
+    click.echo(f"{result.status} message_id={result.message_id}")
 
 
 def replay_file(
@@ -67,7 +68,7 @@ def replay_file(
 @click.option("--conversation-id", help="Override the file's conversation ids.")
 @click.option("--batch-size", default=100, show_default=True, help="Messages per Redis round trip.")
 @click.option("--flush/--no-flush", default=False, help="Close open events afterwards.")
-@click.option("--tenant", help="Tenant scope (default MEMQ_TENANT).")
+@tenant_option
 def replay_cmd(path: Path, conversation_id, batch_size: int, flush: bool, tenant: str | None) -> None:
     """Queue every message of a JSON Lines file, in order, with a progress bar."""
     producer = Producer()
@@ -82,7 +83,7 @@ def replay_cmd(path: Path, conversation_id, batch_size: int, flush: bool, tenant
 @click.argument("conversation_id")
 @click.option("--wait/--no-wait", default=False, help="Block until every message is in an episode.")
 @click.option("--timeout", default=300.0, show_default=True)
-@click.option("--tenant", help="Tenant scope (default MEMQ_TENANT).")
+@tenant_option
 def flush_cmd(conversation_id: str, wait: bool, timeout: float, tenant: str | None) -> None:
     """Close the conversation's open event into an episode once its inbox is drained."""
     producer = Producer()
@@ -95,14 +96,19 @@ def flush_cmd(conversation_id: str, wait: bool, timeout: float, tenant: str | No
 
 @click.command("status")
 @click.argument("conversation_id")
-@click.option("--tenant", help="Tenant scope (default MEMQ_TENANT).")
+@tenant_option
 def status_cmd(conversation_id: str, tenant: str | None) -> None:
-    """Show a conversation's queue state in Redis."""
+    """Show a conversation's queue state in Redis, its quarantine and failures."""
     s = Producer().status(conversation_id, tenant=tenant)
     click.echo(
         f"inbox={s.inbox} open_event={s.buffer} segments_waiting={s.segments} "
-        f"drain_queued={s.drain_queued} flush_requested={s.flush_requested} messages_accepted={s.next_seq}"
+        f"drain_queued={s.drain_queued} flush_requested={s.flush_requested} "
+        f"messages_accepted={s.accepted} messages_numbered={s.numbered} quarantined={len(s.quarantined)}"
     )
+    if s.failing:
+        click.echo(f"failing: message {s.failing['message_id']} failed {s.failing['failures']} time(s): {s.failing['error']}")
+    for q in s.quarantined:
+        click.echo(f"quarantined {q.kind} {q.id} after {q.failures} failures: {q.error}")
 
 
 __all__ = ["send_cmd", "replay_cmd", "flush_cmd", "status_cmd", "replay_file"]

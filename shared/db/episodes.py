@@ -1,4 +1,10 @@
-"""Repository for ``episodic_memory`` rows."""
+"""Repository for ``episodic_memory`` rows and the messages they hold (``episode_message``).
+
+Storing an episode is one transaction under the conversation's row lock: the fence is
+checked (an episode cut from a Redis state that was since re-synced is refused), the
+messages PostgreSQL already holds are recognised, and the episode and its messages are
+written together. See ``store_episode``.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,22 @@ from typing import Any
 import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
+
+from shared.db.conversations import lock_conversation, record_gap
+from shared.errors import MemqError
+
+
+class StaleSegment(MemqError):
+    """The segment was cut before its conversation was re-synced with PostgreSQL (its
+    fence is older than the conversation's): it must not be written as it is."""
+
+
+class SequenceCollision(MemqError):
+    """A sequence number PostgreSQL holds for one message was given to another."""
+
+
+class StoredChanged(MemqError):
+    """What PostgreSQL holds of the segment changed while its episode was being built."""
 
 
 @dataclass(frozen=True)
@@ -53,6 +75,108 @@ _COLUMNS = (
 )
 
 
+@dataclass(frozen=True)
+class StoredCheck:
+    """How a segment's messages relate to what PostgreSQL holds."""
+
+    stored: frozenset[int]  # seqs already stored with this same message id
+    duplicates: tuple[tuple[int, str], ...]  # (seq, id) whose id is stored under another seq
+    collisions: tuple[tuple[int, str, str], ...]  # (seq, our id, stored id)
+
+    def keep(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """The messages still to store."""
+        drop = set(self.stored) | {seq for seq, _ in self.duplicates}
+        return [m for m in messages if m["seq"] not in drop]
+
+
+def check_stored(conn: psycopg.Connection, tenant: str, conversation_id: str, messages: list[dict[str, Any]]) -> StoredCheck:
+    seqs = [m["seq"] for m in messages]
+    ids = [m["id"] for m in messages]
+    rows = conn.execute(
+        "SELECT seq, message_id FROM episode_message WHERE tenant_id = %s AND conversation_id = %s "
+        "AND (seq = ANY(%s) OR message_id = ANY(%s))",
+        (tenant, conversation_id, seqs, ids),
+    ).fetchall()
+    by_seq = {seq: mid for seq, mid in rows}
+    by_id = {mid: seq for seq, mid in rows}
+    stored, duplicates, collisions = set(), [], []
+    for m in messages:
+        held = by_seq.get(m["seq"])
+        if held == m["id"]:
+            stored.add(m["seq"])
+        elif held is not None:
+            collisions.append((m["seq"], m["id"], held))
+        elif m["id"] in by_id:
+            duplicates.append((m["seq"], m["id"]))
+    return StoredCheck(frozenset(stored), tuple(duplicates), tuple(collisions))
+
+
+@dataclass(frozen=True)
+class StoreOutcome:
+    inserted: bool  # an episode row was written by this call
+    duplicates: int  # messages not stored because their id was already held
+
+
+def store_episode(
+    conn: psycopg.Connection,
+    *,
+    tenant: str,
+    conversation_id: str,
+    fence: int,
+    messages: list[dict[str, Any]],
+    expected: StoredCheck,
+    row: EpisodeRow | None,
+) -> StoreOutcome:
+    """Write the episode built from ``expected.keep(messages)`` (``row``; None when every
+    message was already held), in one transaction, committed here.
+
+    Raises ``StaleSegment`` when the fence is not the conversation's, ``StoredChanged``
+    when PostgreSQL's holdings moved since ``expected`` was computed (rebuild and call
+    again), ``SequenceCollision`` when a number is held by another message."""
+    with conn.transaction():
+        current = lock_conversation(conn, tenant, conversation_id)
+        if current.fence != fence:
+            raise StaleSegment(
+                f"segment cut under fence {fence}, conversation {tenant}/{conversation_id} is at fence {current.fence}"
+            )
+        check = check_stored(conn, tenant, conversation_id, messages)
+        if check.collisions:
+            seq, ours, theirs = check.collisions[0]
+            raise SequenceCollision(f"seq {seq} is held by message {theirs!r}; this segment gives it to {ours!r}")
+        if check != expected:
+            raise StoredChanged("messages of this segment were stored while its episode was being built")
+        for seq, message_id in check.duplicates:
+            record_gap(conn, tenant, conversation_id, seq, seq, "duplicate", message_id)
+        inserted = False
+        if row is not None:
+            inserted = insert_episode(conn, row)
+            if inserted:
+                _insert_messages(conn, row)
+                conn.execute(
+                    "UPDATE conversation SET last_seq = greatest(last_seq, %s), "
+                    "last_message_at = CASE WHEN %s >= last_seq THEN %s ELSE last_message_at END, "
+                    "message_count = message_count + %s, episode_count = episode_count + 1, updated_at = now() "
+                    "WHERE tenant_id = %s AND conversation_id = %s",
+                    (row.last_seq, row.last_seq, row.end_at, row.message_count, tenant, conversation_id),
+                )
+    return StoreOutcome(inserted, len(check.duplicates))
+
+
+def _insert_messages(conn: psycopg.Connection, e: EpisodeRow) -> None:
+    with conn.cursor() as cur:
+        cur.executemany(
+            "INSERT INTO episode_message (tenant_id, conversation_id, seq, message_id, episode_id, role, content, ts, sent_at, metadata) "
+            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            [
+                (
+                    e.tenant_id, e.conversation_id, m["seq"], m["id"], e.id, m["role"], m["content"], m["timestamp"],
+                    m.get("sent_at"), Jsonb(m["metadata"]) if m.get("metadata") else None,
+                )
+                for m in e.messages
+            ],
+        )
+
+
 def insert_episode(conn: psycopg.Connection, e: EpisodeRow) -> bool:
     """Insert unless an episode with this id exists. True when this call inserted it."""
     cur = conn.execute(
@@ -68,10 +192,6 @@ def insert_episode(conn: psycopg.Connection, e: EpisodeRow) -> bool:
         ),
     )
     return cur.rowcount == 1
-
-
-def episode_exists(conn: psycopg.Connection, episode_id: str) -> bool:
-    return conn.execute("SELECT 1 FROM episodic_memory WHERE id = %s", (episode_id,)).fetchone() is not None
 
 
 @dataclass(frozen=True)
@@ -105,8 +225,17 @@ def list_episodes(conn: psycopg.Connection, tenant_id: str, conversation_id: str
 def message_seqs(conn: psycopg.Connection, tenant_id: str, conversation_id: str) -> list[int]:
     """Every message seq stored in the conversation's episodes, in episode order."""
     rows = conn.execute(
-        "SELECT (m->>'seq')::bigint FROM episodic_memory e, jsonb_array_elements(e.messages) WITH ORDINALITY AS t(m, i) "
-        "WHERE e.tenant_id = %s AND e.conversation_id = %s ORDER BY e.first_seq, t.i",
+        "SELECT m.seq FROM episode_message m JOIN episodic_memory e ON e.id = m.episode_id "
+        "WHERE m.tenant_id = %s AND m.conversation_id = %s ORDER BY e.first_seq, m.seq",
+        (tenant_id, conversation_id),
+    ).fetchall()
+    return [r[0] for r in rows]
+
+
+def stored_message_ids(conn: psycopg.Connection, tenant_id: str, conversation_id: str) -> list[str]:
+    """Message ids stored for the conversation, in sequence order."""
+    rows = conn.execute(
+        "SELECT message_id FROM episode_message WHERE tenant_id = %s AND conversation_id = %s ORDER BY seq",
         (tenant_id, conversation_id),
     ).fetchall()
     return [r[0] for r in rows]

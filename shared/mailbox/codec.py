@@ -1,15 +1,23 @@
-"""Wire format of a queued message.
+"""Wire format of queued messages.
 
-The producer serialises a message's payload as JSON; the enqueue script prefixes it
-with the sequence number and effective timestamp it assigns atomically:
-``"<seq> <effective_us> <json>"``. The same string moves unchanged from the inbox to
-the buffer, so the commit script can check the inbox front by plain equality.
+The producer serialises a message as JSON (``id``, ``role``, ``content``, optionally
+``sent_us`` and ``metadata``). ``enqueue.lua`` prefixes it with the effective
+timestamp and the arrival time it reads from Redis' own clock:
+
+    inbox item   "<effective_us> <arrival_us> <json>"
+
+A drainer numbers messages as it moves them from the inbox into the open event
+(sequence numbers are assigned under the conversation lock, never by the producer):
+
+    buffer item  "<seq> <effective_us> <arrival_us> <json>"
+
+A message without ``sent_us`` was sent "now": its timestamp is its arrival time.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -26,21 +34,30 @@ def from_micros(us: int) -> datetime:
 
 @dataclass(frozen=True)
 class QueuedMessage:
-    """A message as it sits in a conversation's inbox or buffer."""
+    """A message as it sits in a conversation's inbox (``seq`` None) or open event."""
 
-    seq: int
+    seq: int | None
     id: str
     role: str
     content: str
     timestamp: datetime  # effective: never older than the previous message's
-    sent_at: datetime  # as the producer gave it
-    received_at: datetime
+    sent_at: datetime  # as the producer gave it (or its arrival time)
+    received_at: datetime  # arrival, Redis' clock
     metadata: dict[str, Any] = field(default_factory=dict)
     raw: str = ""  # the exact Redis item, for fenced commits
 
     @property
     def clamped(self) -> bool:
         return self.sent_at != self.timestamp
+
+    def numbered(self, seq: int, not_before_us: int | None = None) -> "QueuedMessage":
+        """This inbox message as buffer item number ``seq``, its effective timestamp
+        raised to ``not_before_us`` when it is older (order is by arrival)."""
+        effective = to_micros(self.timestamp)
+        if not_before_us is not None and effective < not_before_us:
+            effective = not_before_us
+        _, arrival, body = self.raw.split(" ", 2)
+        return replace(self, seq=seq, timestamp=from_micros(effective), raw=f"{seq} {effective} {arrival} {body}")
 
     def to_record(self) -> dict[str, Any]:
         """The message as stored on an episode (JSON-ready)."""
@@ -58,32 +75,43 @@ class QueuedMessage:
         return record
 
 
-def encode_payload(
-    message_id: str,
-    role: str,
-    content: str,
-    sent_us: int,
-    received_us: int,
-    metadata: dict[str, Any] | None,
-) -> str:
-    payload: dict[str, Any] = {"id": message_id, "role": role, "content": content, "sent_us": sent_us, "recv_us": received_us}
+def encode_payload(message_id: str, role: str, content: str, sent_us: int | None, metadata: dict[str, Any] | None) -> str:
+    payload: dict[str, Any] = {"id": message_id, "role": role, "content": content}
+    if sent_us is not None:
+        payload["sent_us"] = sent_us
     if metadata:
         payload["metadata"] = metadata
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"))
+    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
-def decode_item(item: str | bytes) -> QueuedMessage:
-    raw = item.decode() if isinstance(item, bytes) else item
-    seq, effective_us, body = raw.split(" ", 2)
+def _decode(raw: str, seq: int | None, effective_us: str, arrival_us: str, body: str) -> QueuedMessage:
     payload = json.loads(body)
+    arrival = int(arrival_us)
     return QueuedMessage(
-        seq=int(seq),
+        seq=seq,
         id=payload["id"],
         role=payload["role"],
         content=payload["content"],
         timestamp=from_micros(int(effective_us)),
-        sent_at=from_micros(payload["sent_us"]),
-        received_at=from_micros(payload["recv_us"]),
+        sent_at=from_micros(payload.get("sent_us", arrival)),
+        received_at=from_micros(arrival),
         metadata=payload.get("metadata") or {},
         raw=raw,
     )
+
+
+def decode_inbox_item(item: str | bytes) -> QueuedMessage:
+    raw = item.decode() if isinstance(item, bytes) else item
+    effective, arrival, body = raw.split(" ", 2)
+    return _decode(raw, None, effective, arrival, body)
+
+
+def decode_buffer_item(item: str | bytes) -> QueuedMessage:
+    raw = item.decode() if isinstance(item, bytes) else item
+    seq, effective, arrival, body = raw.split(" ", 3)
+    return _decode(raw, int(seq), effective, arrival, body)
+
+
+def message_id_of(item: str) -> str:
+    """The message id of an inbox item without decoding the whole payload's content."""
+    return decode_inbox_item(item).id

@@ -1,17 +1,36 @@
-"""Redis key names.
+"""Redis key names, laid out so that every script and transaction touches one hash slot.
 
-All keys of one conversation share the hash tag ``{tenant/conversation}`` so that a
-script touching them runs on one Redis Cluster slot. The few global indexes (which
-conversations are active, which drains or episodes wait) are single keys next to them.
+A conversation belongs to one of ``shards`` shards (a stable hash of
+``tenant/conversation``). Every key of the conversation *and* its shard's indexes
+carry the shard's hash tag ``{s<n>}``, so a Lua script that appends a message and
+marks the conversation active, or commits a step and records a closed segment, runs
+on a single Redis Cluster slot. Periodic tasks (inactivity collapse, stalled-work
+sweep, quarantine listing) walk the shards one by one.
+
+    memq:{s17}:t1/conv-42:inbox       LIST   accepted messages not yet segmented
+    memq:{s17}:t1/conv-42:buffer      LIST   the open event, numbered
+    memq:{s17}:t1/conv-42:state       HASH   counters, event model, flags (see worker.conversation_store)
+    memq:{s17}:t1/conv-42:ids         ZSET   message id -> accepted at (ms): the dedup window
+    memq:{s17}:t1/conv-42:segments    HASH   episode id -> closed segment awaiting its episode
+    memq:{s17}:t1/conv-42:lock        STRING token of the one worker draining the conversation
+    memq:{s17}:t1/conv-42:quarantine  HASH   item id -> what failed repeatedly, and why
+    memq:{s17}:active                 ZSET   member -> arrival time of its newest message (s)
+    memq:{s17}:drains                 ZSET   member -> when a drain was queued or last heartbeat (s)
+    memq:{s17}:pending                ZSET   member/episode_id -> when the segment was cut (s)
+    memq:{s17}:quarantined            ZSET   member -> when something of it was quarantined (s)
+
+The number of shards is fixed for the lifetime of the data (``MEMQ_REDIS_SHARDS``):
+changing it moves conversations to other keys.
 """
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass
 
 
 def member(tenant: str, conversation_id: str) -> str:
-    """The name of a conversation in the global indexes: ``tenant/conversation``."""
+    """The name of a conversation in the shard indexes: ``tenant/conversation``."""
     return f"{tenant}/{conversation_id}"
 
 
@@ -20,24 +39,38 @@ def split_member(value: str) -> tuple[str, str]:
     return tenant, conversation_id
 
 
+def shard_of(tenant: str, conversation_id: str, shards: int) -> int:
+    return zlib.crc32(member(tenant, conversation_id).encode()) % shards
+
+
 @dataclass(frozen=True)
-class GlobalKeys:
+class ShardKeys:
     prefix: str
+    shard: int
+
+    @property
+    def tag(self) -> str:
+        return f"{self.prefix}:{{s{self.shard}}}"
 
     @property
     def active(self) -> str:
-        """ZSET member -> arrival time (epoch s) of its newest message."""
-        return f"{self.prefix}:active"
+        return f"{self.tag}:active"
 
     @property
     def drains(self) -> str:
-        """ZSET member -> time a drain task was queued and not yet started."""
-        return f"{self.prefix}:drains"
+        return f"{self.tag}:drains"
 
     @property
     def pending(self) -> str:
-        """ZSET ``member/episode_id`` -> time the segment was cut, until its episode exists."""
-        return f"{self.prefix}:pending"
+        return f"{self.tag}:pending"
+
+    @property
+    def quarantined(self) -> str:
+        return f"{self.tag}:quarantined"
+
+
+def all_shards(prefix: str, shards: int) -> list[ShardKeys]:
+    return [ShardKeys(prefix, n) for n in range(shards)]
 
 
 @dataclass(frozen=True)
@@ -45,41 +78,52 @@ class ConversationKeys:
     prefix: str
     tenant: str
     conversation_id: str
+    shards: int
+
+    @property
+    def shard(self) -> ShardKeys:
+        return ShardKeys(self.prefix, shard_of(self.tenant, self.conversation_id, self.shards))
 
     @property
     def _base(self) -> str:
-        return f"{self.prefix}:{{{self.tenant}/{self.conversation_id}}}"
+        return f"{self.shard.tag}:{self.tenant}/{self.conversation_id}"
 
     @property
     def inbox(self) -> str:
-        """LIST of accepted messages not yet seen by segmentation, oldest first."""
         return f"{self._base}:inbox"
 
     @property
     def buffer(self) -> str:
-        """LIST of messages of the open event (segmented, not yet in an episode)."""
         return f"{self._base}:buffer"
 
     @property
     def state(self) -> str:
-        """HASH of counters, the event model and flags (see ``state_fields``)."""
         return f"{self._base}:state"
 
     @property
     def ids(self) -> str:
-        """SET of message ids already accepted (duplicate detection)."""
         return f"{self._base}:ids"
 
     @property
     def segments(self) -> str:
-        """HASH episode_id -> closed segment waiting for episode creation."""
         return f"{self._base}:segments"
 
     @property
     def lock(self) -> str:
-        """STRING holding the token of the one worker draining this conversation."""
         return f"{self._base}:lock"
+
+    @property
+    def quarantine(self) -> str:
+        return f"{self._base}:quarantine"
 
     @property
     def member(self) -> str:
         return member(self.tenant, self.conversation_id)
+
+    def all(self) -> list[str]:
+        """Every per-conversation key (for forget and tests)."""
+        return [self.inbox, self.buffer, self.state, self.ids, self.segments, self.lock, self.quarantine]
+
+
+def conversation_keys(settings, tenant: str, conversation_id: str) -> ConversationKeys:
+    return ConversationKeys(settings.key_prefix, tenant, conversation_id, settings.redis_shards)

@@ -1,29 +1,35 @@
-"""Load the Lua scripts next to this module and register them with a client."""
+"""Load the Lua scripts in ``lua/`` (each prefixed with ``lua/lib.lua``) and register
+them with a Redis client (a plain ``redis.Redis`` or a ``RedisCluster``)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from pathlib import Path
 
-import redis
 from redis.commands.core import Script
 
-_HERE = Path(__file__).parent
+LUA = Path(__file__).parent / "lua"
 
 
-def _source(name: str) -> str:
-    return (_HERE / f"{name}.lua").read_text()
+def source(name: str) -> str:
+    return (LUA / "lib.lua").read_text() + "\n" + (LUA / f"{name}.lua").read_text()
 
 
 @dataclass(frozen=True)
 class Scripts:
     enqueue: Script
     request_flush: Script
+    snapshot: Script
     commit_step: Script
-    release_lock: Script
+    release: Script
+    mark_queued: Script
     finish_segment: Script
+    sync: Script
+    record_failure: Script
+    quarantine_retry: Script
+    due: Script
+    adopt_segment: Script
 
     @classmethod
-    def register(cls, client: redis.Redis) -> "Scripts":
-        return cls(**{name: client.register_script(_source(name)) for name in cls.__dataclass_fields__})
-
+    def register(cls, client) -> "Scripts":
+        return cls(**{f.name: client.register_script(source(f.name)) for f in fields(cls)})

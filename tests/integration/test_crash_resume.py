@@ -1,6 +1,6 @@
-"""Crash safety of the per-conversation state: steps are fenced by the lock token and
-the expected inbox front, and a drainer that dies mid-way leaves a state that any
-other worker resumes from without losing or duplicating a message."""
+"""Crash safety of the per-conversation state: steps are fenced by the lock token, the
+state version and the expected inbox front, and a drainer that dies mid-way leaves a
+state that any other worker resumes from without losing or duplicating a message."""
 
 from __future__ import annotations
 
@@ -9,9 +9,10 @@ from invariants import assert_every_message_in_exactly_one_episode
 
 from shared import tasks
 from shared.mailbox.scripts import Scripts
-from worker.conversation_store import ConversationStore, InboxMoved, LockLost
+from worker.conversation_store import ConversationStore, InboxMoved, LockLost, StateChanged
 from worker.drain import drain
 from worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from worker.sync import sync_with_database
 
 
 def _store(producer, settings, tenant, conv, **overrides):
@@ -24,30 +25,43 @@ def _queue(producer, conv, n):
     producer.add_messages([{"role": "user", "content": f"message {i} of the crash test"} for i in range(n)], conversation_id=conv)
 
 
-def test_commit_is_fenced_by_lock_token_and_inbox_front(producer, settings, tenant):
+def _connect(settings):
+    from shared.connections import pg_connect
+
+    return lambda: pg_connect(settings, autocommit=True)
+
+
+def test_commit_is_fenced_by_lock_token_version_and_inbox_front(producer, settings, tenant):
     _queue(producer, "fence", 2)
     store = _store(producer, settings, tenant, "fence")
     assert store.acquire()
-    first, second = store.peek_inbox(2)
-    _, state, _ = store.load()
+    snap = sync_with_database(store, store.snapshot(), _connect(settings))
+    first, second = store.peek_inbox_raw(2)
+    store_args = dict(drop=0, segment=None, state=snap.event, fence=snap.fence)
     with pytest.raises(InboxMoved):
-        store.commit(head=second, drop=0, push=second, segment=None, state=state)
+        store.commit(head_raw=second, push=None, **store_args)
     other = _store(producer, settings, tenant, "fence")
-    other.token = "not-the-holder"
+    other.token, other.version = "not-the-holder", store.version
     with pytest.raises(LockLost):
-        other.commit(head=first, drop=0, push=first, segment=None, state=state)
-    assert [m.seq for m in store.peek_inbox(5)] == [1, 2]  # nothing moved
-    store.commit(head=first, drop=0, push=first, segment=None, state=state)
-    assert [m.seq for m in store.peek_inbox(5)] == [2]
-    assert store.release()
+        other.commit(head_raw=first, push=None, **store_args)
+    behind = store.version
+    store.version = behind - 1  # as if another commit (or a restarted Redis) moved the state
+    with pytest.raises(StateChanged):
+        store.commit(head_raw=first, push=None, **store_args)
+    store.version = behind
+    assert store.peek_inbox_raw(5) == [first, second]  # nothing moved
+    store.commit(head_raw=first, push=None, **store_args)
+    assert store.peek_inbox_raw(5) == [second]
+    store.release()
 
 
 def test_a_second_drainer_cannot_take_a_held_conversation(producer, settings, tenant):
     _queue(producer, "held", 1)
     a, b = _store(producer, settings, tenant, "held"), _store(producer, settings, tenant, "held")
     assert a.acquire() and not b.acquire()
-    assert a.release() and b.acquire()
-    assert b.release()
+    a.release()
+    assert b.acquire()
+    b.release()
 
 
 def test_drainer_dies_mid_conversation_and_a_worker_resumes(worker, producer, settings, tenant, db, celery_app):
@@ -57,18 +71,21 @@ def test_drainer_dies_mid_conversation_and_a_worker_resumes(worker, producer, se
     # then "dies": no release, no episode task sent, lock left to expire.
     dying = _store(producer, settings, tenant, conv, lock_lease_seconds=1.0, drain_max_messages=70)
     assert dying.acquire()
+    snap = sync_with_database(dying, dying.snapshot(), _connect(settings))
     closed = []
-    outcome = drain(dying, dying.settings, RulesOnlyDetector(), None, closed.append)
+    outcome = drain(dying, dying.settings, RulesOnlyDetector(), None, closed.append, snap)
     assert outcome.processed == 70 and outcome.more and len(closed) == 1
     assert dying.client.hlen(dying.keys.segments) == 1  # cut, but its episode was never created
 
     # The producer "died" too: its messages are queued but no drain task was ever
-    # published. The stalled-work sweeper finds the old drain mark and the orphaned
-    # segment (aged here instead of waiting MEMQ_STALLED_AFTER_SECONDS) and re-publishes.
-    g = dying.globals
+    # published. The conversation still carries its drain mark in the shard's drains
+    # index, and its segment is in the pending index: the stalled-work sweeper finds
+    # both (aged here instead of waiting MEMQ_STALLED_AFTER_SECONDS) and re-publishes.
+    shard = dying.shard
     producer.flush(conv)  # close the last event too once resumed (publishing is still "dead")
-    producer.redis.zadd(g.drains, {dying.keys.member: 0})
-    producer.redis.zadd(g.pending, {f"{dying.keys.member}/{closed[0]}": 0})
+    assert producer.redis.zscore(shard.drains, dying.keys.member) is not None
+    producer.redis.zadd(shard.drains, {dying.keys.member: 0})
+    producer.redis.zadd(shard.pending, {f"{dying.keys.member}/{closed[0]}": 0})
     celery_app.send_task(tasks.SWEEP_STALLED)
     producer.wait_idle(conv, timeout=60)
     assert_every_message_in_exactly_one_episode(db, producer.redis, settings, tenant, conv, 120)
@@ -76,14 +93,15 @@ def test_drainer_dies_mid_conversation_and_a_worker_resumes(worker, producer, se
 
 
 def test_a_flush_is_not_lost_when_the_drain_budget_ends_with_the_inbox(producer, settings, tenant):
-    """Regression: a drain whose message budget ran out exactly as the inbox emptied
-    returned without acting on a pending flush and without asking for another drain."""
+    """A drain whose message budget ran out exactly as the inbox emptied must leave the
+    pending flush to a next drain (release says one is needed)."""
     conv = "budget-edge"
     _queue(producer, conv, 5)
     producer.flush(conv)
     store = _store(producer, settings, tenant, conv, drain_max_messages=5)
     assert store.acquire()
-    outcome = drain(store, store.settings, RulesOnlyDetector(), None, lambda _: None)
-    store.release()
-    assert outcome.processed == 5 and not outcome.flushed
-    assert outcome.more  # so the task queues another drain, which performs the flush
+    snap = sync_with_database(store, store.snapshot(), _connect(settings))
+    outcome = drain(store, store.settings, RulesOnlyDetector(), None, lambda _: None, snap)
+    assert outcome.processed == 5 and not outcome.flushed and outcome.more
+    assert store.release()  # so the task queues another drain, which performs the flush
+    assert producer.status(conv).drain_queued

@@ -114,10 +114,9 @@ def test_pipeline_llm_says_same_event_and_updates_the_event_model(worker, produc
     deadline = time.monotonic() + 30
     while producer.status("same").inbox and time.monotonic() < deadline:
         time.sleep(0.1)
-    from shared.mailbox.keys import ConversationKeys
     from worker.segmentation.event_state import EventState
 
-    raw = producer.redis.hget(ConversationKeys(settings.key_prefix, tenant, "same").state, "event")
+    raw = producer.redis.hget(producer.keys("same").state, "event")
     assert EventState.from_json(raw).event_model == NO_SHIFT["updated_event_model"]
     producer.flush("same")
     producer.wait_idle("same", timeout=60)

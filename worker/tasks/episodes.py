@@ -1,55 +1,80 @@
-"""``episode_creation``: write the episodic memory of one closed segment.
+"""``episode_creation``: write the episodic memory of one closed segment, exactly once
+(see ``worker.episode_store``).
 
-Idempotent: the episode id is deterministic and the insert does nothing when the row
-exists, so a retry or a redelivered task never makes a second episode. The segment
-leaves Redis only after the row is committed."""
+Failures: transient ones (PostgreSQL or Redis down) are retried with backoff for as
+long as they last; a segment cut before its conversation was re-synced waits for the
+drain that re-stamps it; any other error is counted against the segment, which after
+``MEMQ_QUARANTINE_AFTER_FAILURES`` in a row goes to the quarantine instead of being
+retried without end.
+"""
 
 from __future__ import annotations
 
 import structlog
+from billiard.exceptions import SoftTimeLimitExceeded
 
 from shared import tasks
-from shared.connections import pg_connect
-from shared.db.episodes import episode_exists, insert_episode
+from shared.db.episodes import StaleSegment, StoredChanged
+from shared.errors import ValidationError
 from worker import resources
 from worker.app import app
-from worker.episodes.builder import build_episode
+from worker.episode_store import create_episode
+from worker.failures import backoff_seconds, describe, is_transient
+from worker.tasks import publish
+from worker.tasks.arguments import conversation_args, episode_arg
 
 log = structlog.get_logger("memq.tasks")
 
 
-@app.task(
-    name=tasks.EPISODE_CREATION,
-    bind=True,
-    acks_late=True,
-    autoretry_for=(Exception,),
-    retry_backoff=2,
-    retry_backoff_max=60,
-    retry_jitter=True,
-    max_retries=8,
-)
-def episode_creation(self, tenant: str, conversation_id: str, episode_id: str) -> dict:
+@app.task(name=tasks.EPISODE_CREATION, acks_late=True)
+def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt: int = 0) -> dict:
     settings = resources.settings()
+    try:
+        tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
+        episode_id = episode_arg(episode_id)
+    except ValidationError as exc:
+        log.error("invalid_task_arguments", error=str(exc), hint="task dropped; publish tasks through memq's producer")
+        return {"status": "invalid", "error": str(exc)}
     store = resources.store(tenant, conversation_id)
-    segment = store.segment(episode_id)
-    if segment is None:
-        log.info("episode_already_done", episode_id=episode_id)
-        return {"status": "done_before"}
-    with pg_connect(settings) as conn:
-        if episode_exists(conn, episode_id):
-            store.finish_segment(episode_id)
-            return {"status": "exists"}
-        row = build_episode(segment, settings, resources.embedder())
-        inserted = insert_episode(conn, row)
-        conn.commit()
-    store.finish_segment(episode_id)
-    log.info(
-        "episode_created",
-        episode_id=episode_id,
-        inserted=inserted,
-        messages=row.message_count,
-        summary_source=row.summary_source,
-        reason=row.boundary_reason,
-        title=row.title,
-    )
-    return {"status": "created" if inserted else "exists", "summary_source": row.summary_source}
+
+    def again(delay_attempt: int) -> None:
+        delay = backoff_seconds(delay_attempt, settings.retry_backoff_seconds, settings.retry_backoff_max_seconds)
+        publish.episode(tenant, conversation_id, episode_id, countdown=delay, attempt=attempt + 1)
+
+    try:
+        with resources.database() as conn:
+            created = create_episode(store, conn, episode_id, settings, resources.embedder())
+        return {"status": created.status, "episode_id": created.episode_id, "summary_source": created.summary_source}
+    except StaleSegment as exc:
+        fence = store.adopt_segment(episode_id)
+        if fence < 0:
+            return {"status": "gone"}
+        if fence > 0:  # the segment in Redis is authoritative: it now carries the current fence
+            log.info("segment_adopted", segment_id=episode_id, fence=fence, error=str(exc))
+            publish.episode(tenant, conversation_id, episode_id, attempt=attempt + 1)
+            return {"status": "adopted"}
+        log.warning("stale_segment", segment_id=episode_id, error=str(exc), hint="waiting for a drain to re-sync the conversation")
+        if store.mark_drain_queued():
+            publish.drain(tenant, conversation_id)
+        again(attempt)
+        return {"status": "stale"}
+    except SoftTimeLimitExceeded:
+        log.warning("soft_time_limit", segment_id=episode_id)
+        again(0)
+        return {"status": "time_limit"}
+    except Exception as exc:
+        if is_transient(exc) or isinstance(exc, StoredChanged):
+            log.warning("episode_failed", segment_id=episode_id, error=describe(exc), transient=True, attempt=attempt)
+            again(attempt)
+            return {"status": "retrying"}
+        failures, quarantined = store.record_failure("segment", episode_id, describe(exc))
+        log.exception(
+            "segment_quarantined" if quarantined else "episode_failed",
+            segment_id=episode_id,
+            error=describe(exc),
+            failures=failures,
+            hint="see `memq quarantine list`" if quarantined else None,
+        )
+        if not quarantined and failures:
+            again(failures - 1)
+        return {"status": "quarantined" if quarantined else "failed", "error": describe(exc)}

@@ -1,63 +1,108 @@
 """``event_segmentation``: drain one conversation's inbox in order, one drainer at a
-time, and hand every closed segment to ``episode_creation``."""
+time, and hand every closed segment to ``episode_creation``.
+
+Every way out of a drain (done, out of budget, a message that fails, a lost lock, a
+state that changed underneath, Redis or PostgreSQL down, Celery's soft time limit)
+goes through ``release.lua``, which decides atomically with the inbox whether another
+drain is needed; the conversation keeps its "drain queued" mark and a fresh entry in
+its shard's drains index until no work remains, so even a drain killed outright (hard
+time limit, SIGKILL) is found and re-published by the stalled-work sweeper.
+"""
 
 from __future__ import annotations
 
-import time
-
 import structlog
+from billiard.exceptions import SoftTimeLimitExceeded
 
 from shared import tasks
+from shared.errors import ValidationError
 from worker import resources
 from worker.app import app
-from worker.conversation_store import InboxMoved, LockLost
-from worker.drain import drain
+from worker.conversation_store import LockLost, StateChanged
+from worker.drain import MessageFailed, drain
+from worker.failures import backoff_seconds, describe, is_transient
+from worker.sync import sync_with_database
+from worker.tasks import publish
+from worker.tasks.arguments import conversation_args
 
 log = structlog.get_logger("memq.tasks")
 
+BUSY_RETRIES = 3
 
-@app.task(name=tasks.EVENT_SEGMENTATION, bind=True, max_retries=None, acks_late=True)
-def event_segmentation(self, tenant: str, conversation_id: str) -> dict:
+
+@app.task(name=tasks.EVENT_SEGMENTATION, acks_late=True)
+def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> dict:
     settings = resources.settings()
+    try:
+        tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
+    except ValidationError as exc:
+        log.error("invalid_task_arguments", error=str(exc), hint="task dropped; publish tasks through memq's producer")
+        return {"status": "invalid", "error": str(exc)}
     store = resources.store(tenant, conversation_id)
     if not store.acquire():
-        # Another worker drains this conversation; try again shortly so messages it
-        # may have missed at its end are not left waiting.
-        store.touch_drain_queued()
-        raise self.retry(countdown=settings.lock_retry_seconds)
+        # Another worker holds the conversation. Alive, it queues a drain for whatever
+        # arrived meanwhile when it releases; dead, its lease runs out: look again then
+        # (a few times; after that the stalled-work sweeper is the safety net).
+        if attempt < BUSY_RETRIES:
+            wait = store.lock_ttl_seconds()
+            publish.drain(tenant, conversation_id, countdown=wait + 0.2, attempt=attempt + 1)
+        return {"status": "busy"}
+
+    result: dict = {"status": "drained"}
+    delay, next_attempt = 0.0, 0
+    lookahead = 0
+
+    def backoff(n: int) -> float:
+        return backoff_seconds(n, settings.retry_backoff_seconds, settings.retry_backoff_max_seconds)
+
     try:
-        store.mark_drain_started()
-        for episode_id in store.pending_segment_ids():
-            # Segments closed by a drainer that died before handing them over.
-            if (seg := store.segment(episode_id)) and time.time() - seg["cut_at"] > settings.stalled_after_seconds:
-                queue_episode(tenant, conversation_id, episode_id)
         detector = resources.detector()
+        lookahead = detector.lookahead if detector.needs_embeddings else 0
+        snapshot = sync_with_database(store, store.snapshot(), resources.database)
         outcome = drain(
             store,
             settings,
             detector,
             resources.embedder,
-            lambda episode_id: queue_episode(tenant, conversation_id, episode_id),
+            lambda episode_id: publish.episode(tenant, conversation_id, episode_id),
+            snapshot,
         )
+        result.update(processed=outcome.processed, episodes=outcome.episodes, more=outcome.more, flushed=outcome.flushed)
+        log.info("drained", processed=outcome.processed, episodes=len(outcome.episodes), more=outcome.more, flushed=outcome.flushed)
+    except MessageFailed as failed:
+        failures, quarantined = store.record_failure("message", failed.message_id, failed.error, head_raw=failed.raw)
+        (log.error if quarantined else log.warning)(
+            "message_quarantined" if quarantined else "message_failed",
+            message_id=failed.message_id,
+            error=failed.error,
+            failures=failures,
+            threshold=settings.quarantine_after_failures,
+            hint="see `memq quarantine list`; `memq quarantine retry` puts it back" if quarantined else None,
+        )
+        result = {"status": "quarantined" if quarantined else "message_failed", "message_id": failed.message_id}
+        if not quarantined:
+            delay, next_attempt = backoff(max(0, failures - 1)), attempt + 1
     except LockLost:
-        log.warning("lock_lost", hint="another worker took over after our lease ran out; it continues")
-        return {"status": "lock_lost"}
-    except InboxMoved:
-        log.error("inbox_moved", hint="inbox changed under the lock; stopping, the next drain resumes")
-        return {"status": "inbox_moved"}
+        log.warning("lock_lost", hint="our lease ran out; whoever holds the conversation now continues")
+        result = {"status": "lock_lost"}
+    except StateChanged:
+        log.warning("state_changed", hint="the conversation's state moved underneath (Redis restarted?); a new drain resumes")
+        result = {"status": "state_changed"}
+    except SoftTimeLimitExceeded:
+        log.warning("soft_time_limit", hint="drain stopped by Celery's soft time limit; a new drain resumes")
+        result = {"status": "time_limit"}
+    except Exception as exc:
+        transient = is_transient(exc)
+        if transient:
+            log.warning("drain_failed", error=describe(exc), transient=True, attempt=attempt)
+        else:
+            log.exception("drain_failed", error=describe(exc), transient=False, attempt=attempt)
+        result = {"status": "failed", "error": describe(exc)}
+        delay, next_attempt = backoff(attempt), attempt + 1
     finally:
-        store.release()
-    if outcome.more:
-        requeue(tenant, conversation_id)
-    log.info("drained", processed=outcome.processed, episodes=len(outcome.episodes), more=outcome.more, flushed=outcome.flushed)
-    return {"processed": outcome.processed, "episodes": outcome.episodes, "more": outcome.more}
-
-
-def queue_episode(tenant: str, conversation_id: str, episode_id: str) -> None:
-    app.send_task(tasks.EPISODE_CREATION, args=[tenant, conversation_id, episode_id])
-
-
-def requeue(tenant: str, conversation_id: str) -> None:
-    """Queue another drain unless one is already queued (a new message may have)."""
-    if resources.store(tenant, conversation_id).mark_drain_queued():
-        app.send_task(tasks.EVENT_SEGMENTATION, args=[tenant, conversation_id])
+        try:
+            if store.release(lookahead):
+                publish.drain(tenant, conversation_id, countdown=delay, attempt=next_attempt)
+        except Exception as exc:  # Redis or the broker is down: the mark stays, the sweeper re-publishes
+            log.warning("release_failed", error=describe(exc), hint="the stalled-work sweeper re-publishes the drain")
+    return result

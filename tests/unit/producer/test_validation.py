@@ -44,16 +44,47 @@ def test_timestamp_strings_with_z_or_offset_and_aware_datetimes():
         ({"content": 42}, "content", "string"),
         ({"content": ""}, "content", "empty"),
         ({"content": "x" * 100_001}, "content", "MEMQ_MESSAGE_MAX_CHARS"),
-        ({"metadata": {"k": float("nan")}}, "metadata", "JSON"),
+        ({"metadata": {"k": float("nan")}}, "metadata.k", "finite"),
         ({"metadata": {"k": "x" * 20_000}}, "metadata", "MEMQ_METADATA_MAX_BYTES"),
-        ({"metadata": {"k": object()}}, "metadata", "JSON"),
+        ({"metadata": {"k": object()}}, "metadata.k", "JSON"),
+        ({"metadata": {"k": ("a", "tuple")}}, "metadata.k", "JSON"),
+        ({"metadata": {1: "int key"}}, "metadata", "not a string"),
+        ({"metadata": {"k": "nul\x00"}}, "metadata.k", "NUL"),
+        ({"metadata": {"k\x00": "nul in key"}}, "metadata", "NUL"),
+        ({"metadata": {"k": "\ud800"}}, "metadata.k", "surrogate"),
+        ({"metadata": {"tool_calls": 5}}, "metadata.tool_calls", "list of objects"),
+        ({"metadata": {"tool_calls": ["search"]}}, "metadata.tool_calls", "list of objects"),
+        ({"metadata": {"tool_name": {"n": 1}}}, "metadata.tool_name", "string"),
         ({"message_id": ""}, "message_id", "printable"),
+        ({"content": "lone \udc80 surrogate"}, "content", "surrogate"),
+        ({"content": "nul \x00"}, "content", "NUL"),
+        ({"timestamp": "1899-12-31T23:00:00Z"}, "timestamp", "before 1900"),
+        ({"timestamp": "0001-01-01T00:00:00+14:00"}, "timestamp", "before 1900"),
+        ({"tenant": "a/b"}, "tenant", "not a tenant id"),
+        ({"tenant": ""}, "tenant", "not a tenant id"),
+        ({"tenant": 7}, "tenant", "not a tenant id"),
     ],
 )
 def test_refusals_name_the_field(kw, field, words):
     with pytest.raises(ValidationError) as err:
         ok(**kw)
     assert err.value.field == field and words in str(err.value)
+
+
+def test_deeply_nested_metadata_is_refused():
+    deep: dict = {}
+    node = deep
+    for _ in range(40):
+        node["x"] = {}
+        node = node["x"]
+    with pytest.raises(ValidationError, match="nested deeper"):
+        ok(metadata=deep)
+
+
+def test_a_message_may_name_its_tenant_and_defaults_to_the_callers():
+    assert ok().tenant == S.tenant
+    assert ok(tenant="acme").tenant == "acme"
+    assert validate_message({"conversation_id": "c", "role": "user", "content": "x"}, S, NOW, tenant="other").tenant == "other"
 
 
 def test_unknown_fields_are_refused():

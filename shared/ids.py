@@ -1,0 +1,43 @@
+"""The rules for tenant and conversation ids, checked at every entry: the producer, the
+CLI, the workers' tasks (a task message is input too) and, later, the HTTP API.
+
+Both end up inside Redis key names (``tenant/conversation``) and PostgreSQL rows, so the
+alphabets are small and exclude the separators ``/``, ``{``, ``}`` and whitespace.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from shared.errors import ValidationError
+
+TENANT_PATTERN = r"^[A-Za-z0-9_\-]{1,64}$"
+CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]*$"
+_TENANT = re.compile(TENANT_PATTERN)
+_CONVERSATION = re.compile(CONVERSATION_ID_PATTERN)
+
+
+def check_tenant(value: Any, index: int | None = None) -> str:
+    if not isinstance(value, str) or not _TENANT.fullmatch(value):
+        shown = repr(value) if isinstance(value, str) and len(value) <= 80 else f"a {type(value).__name__}"
+        raise ValidationError(
+            f"{shown} is not a tenant id: use 1-64 letters, digits, '_' or '-'", field="tenant", index=index
+        )
+    return value
+
+
+def check_conversation_id(value: Any, max_length: int = 128, index: int | None = None) -> str:
+    if not isinstance(value, str) or not value:
+        raise ValidationError("must be a non-empty string", field="conversation_id", index=index)
+    if len(value) > max_length:
+        raise ValidationError(
+            f"is {len(value)} characters; at most {max_length} are allowed", field="conversation_id", index=index
+        )
+    if not _CONVERSATION.fullmatch(value):
+        raise ValidationError(
+            f"{value!r} has characters outside letters, digits and . _ : - (or does not start with a letter or digit)",
+            field="conversation_id",
+            index=index,
+        )
+    return value

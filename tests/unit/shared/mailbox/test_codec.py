@@ -1,0 +1,35 @@
+from datetime import UTC, datetime
+
+from shared.mailbox.codec import decode_buffer_item, decode_inbox_item, encode_payload, to_micros
+
+SENT = datetime(2026, 1, 1, 10, tzinfo=UTC)
+ARRIVAL = datetime(2026, 1, 1, 10, 7, tzinfo=UTC)
+
+
+def test_inbox_item_round_trip_and_numbering_keeps_the_payload():
+    effective = datetime(2026, 1, 1, 10, 5, tzinfo=UTC)
+    payload = encode_payload("m-1", "user", "héllo wörld", to_micros(SENT), {"k": [1, 2]})
+    m = decode_inbox_item(f"{to_micros(effective)} {to_micros(ARRIVAL)} {payload}")
+    assert (m.seq, m.id, m.role, m.content, m.timestamp, m.sent_at, m.received_at, m.metadata) == (
+        None, "m-1", "user", "héllo wörld", effective, SENT, ARRIVAL, {"k": [1, 2]}
+    )
+    n = m.numbered(7)
+    assert n.raw == f"7 {m.raw}"
+    assert decode_buffer_item(n.raw) == n
+    assert n.clamped and n.to_record()["sent_at"] == SENT.isoformat() and n.to_record()["seq"] == 7
+
+
+def test_numbering_clamps_to_the_previous_effective_timestamp():
+    payload = encode_payload("m-2", "user", "late", to_micros(SENT), None)
+    m = decode_inbox_item(f"{to_micros(SENT)} {to_micros(ARRIVAL)} {payload}")
+    later = to_micros(ARRIVAL)
+    n = m.numbered(3, not_before_us=later)
+    assert n.timestamp == ARRIVAL and n.sent_at == SENT
+    assert decode_buffer_item(n.raw).timestamp == ARRIVAL
+    assert m.numbered(3, not_before_us=to_micros(SENT) - 1).timestamp == SENT  # not older: unchanged
+
+
+def test_a_message_sent_without_a_timestamp_was_sent_on_arrival():
+    payload = encode_payload("x", "assistant", "a b\nc  d", None, None)
+    m = decode_inbox_item(f"{to_micros(ARRIVAL)} {to_micros(ARRIVAL)} {payload}")
+    assert m.content == "a b\nc  d" and m.sent_at == ARRIVAL and not m.clamped and "sent_at" not in m.to_record()

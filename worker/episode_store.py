@@ -1,0 +1,80 @@
+"""Episode creation, orchestrated: from a closed segment in Redis to an episode in
+PostgreSQL, exactly once.
+
+1. Ask PostgreSQL which of the segment's messages it already holds (a redelivered
+   task, a segment re-cut after a Redis restart, a message id accepted twice).
+2. Build the episode (title, summary, embedding, FSRS state) from the rest; its id is
+   derived from the messages it covers, so a retry builds the same id.
+3. Store it in one transaction that re-checks 1 under the conversation's row lock and
+   refuses a segment cut under an older fence (``StaleSegment``).
+4. Only then forget the segment in Redis.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from shared.db.episodes import StoredChanged, check_stored, store_episode
+from shared.embeddings import Embedder
+from shared.settings import Settings
+from worker.conversation_store import ConversationStore, episode_id_for
+from worker.episodes.builder import build_episode
+
+log = structlog.get_logger("memq.episodes")
+
+
+@dataclass(frozen=True)
+class Created:
+    status: str  # "created" | "already_stored" | "gone"
+    episode_id: str | None = None
+    summary_source: str | None = None
+    duplicates: int = 0
+
+
+def create_episode(store: ConversationStore, conn, segment_id: str, settings: Settings, embedder: Embedder) -> Created:
+    segment = store.segment(segment_id)
+    if segment is None:
+        return Created("gone")
+    tenant, conversation_id = store.tenant, store.conversation_id
+    messages: list[dict[str, Any]] = segment["messages"]
+    for attempt in range(3):
+        expected = check_stored(conn, tenant, conversation_id, messages)
+        keep = expected.keep(messages)
+        row = None
+        if keep:
+            episode_id = episode_id_for(tenant, conversation_id, keep[0]["seq"], keep[-1]["seq"])
+            row = build_episode({**segment, "messages": keep, "episode_id": episode_id}, settings, embedder)
+        try:
+            outcome = store_episode(
+                conn,
+                tenant=tenant,
+                conversation_id=conversation_id,
+                fence=int(segment.get("fence", 0)),
+                messages=messages,
+                expected=expected,
+                row=row,
+            )
+            break
+        except StoredChanged:
+            log.info("episode_rebuild", segment_id=segment_id, attempt=attempt)
+    else:
+        raise StoredChanged(f"segment {segment_id}: what PostgreSQL holds kept changing; will retry")
+    store.finish_segment(segment_id)
+    if outcome.duplicates:
+        log.warning("duplicate_messages_not_stored", segment_id=segment_id, duplicates=outcome.duplicates)
+    if row is None:
+        return Created("already_stored", duplicates=outcome.duplicates)
+    log.info(
+        "episode_created" if outcome.inserted else "episode_already_stored",
+        episode_id=row.id,
+        messages=row.message_count,
+        summary_source=row.summary_source,
+        reason=row.boundary_reason,
+        title=row.title,
+    )
+    return Created(
+        "created" if outcome.inserted else "already_stored", row.id, row.summary_source, outcome.duplicates
+    )

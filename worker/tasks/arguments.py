@@ -1,0 +1,21 @@
+"""Task arguments are input too: a task published by hand, by an older producer or by
+a bug must be refused clearly, never acted on with a malformed id."""
+
+from __future__ import annotations
+
+import uuid
+
+from shared.errors import ValidationError
+from shared.ids import check_conversation_id, check_tenant
+from shared.settings import Settings
+
+
+def conversation_args(settings: Settings, tenant, conversation_id) -> tuple[str, str]:
+    return check_tenant(tenant), check_conversation_id(conversation_id, settings.conversation_id_max_length)
+
+
+def episode_arg(value) -> str:
+    try:
+        return str(uuid.UUID(str(value)))
+    except ValueError:
+        raise ValidationError(f"{str(value)[:60]!r} is not an episode id (a UUID)", field="episode_id") from None
