@@ -20,7 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 TEST_REDIS_DB = 15
-sys.path.insert(0, str(ROOT / "tests"))  # for tests/support
+sys.path.insert(0, str(ROOT / "tests" / "integration"))  # for invariants and conftest helpers
 
 
 def _with_db(url: str, db: int) -> str:
@@ -126,7 +126,7 @@ def db(settings):
 def scripted_llm(settings):
     """Point the in-process worker's LLM at a scripted OpenAI-compatible server on
     127.0.0.1 for one test; litellm's real request path is used."""
-    from support.scripted_llm import ScriptedLLM
+    from memq.testing.scripted_llm import ScriptedLLM
 
     from shared.settings import get_settings
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from support.scripted_llm import Reply
+from memq.testing.scripted_llm import Reply
 
 from shared.db.episodes import list_episodes
 

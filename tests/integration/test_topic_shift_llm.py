@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from support.scripted_llm import Reply
+from memq.testing.scripted_llm import Reply
 
 from shared.db.episodes import list_episodes
 from shared.llm import LLMError

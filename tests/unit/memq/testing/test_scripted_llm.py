@@ -42,7 +42,7 @@ import urllib.request  # noqa: E402
 import litellm  # noqa: E402
 import pytest  # noqa: E402
 
-from .scripted_llm import NO_REPLY_MESSAGE, Reply, ScriptedLLM  # noqa: E402
+from memq.testing.scripted_llm import NO_REPLY_MESSAGE, Reply, ScriptedLLM  # noqa: E402
 
 litellm.suppress_debug_info = True  # drop the "Give Feedback / Get Help" banner
 
