@@ -1,6 +1,7 @@
 # memq: two commands on a fresh machine.
 #   make demo   installs everything, starts the services, runs the sample conversation
-#   make test   runs the whole test suite (unit + real-service integration)
+#   make test   runs the whole test suite (unit + real-service integration), then the
+#               integration suite again with the mailbox on a 3-node Redis Cluster
 # With REDIS_URL / DATABASE_URL unset, embedded servers run from .memq/ (git-ignored).
 
 PYTHON ?= python3
@@ -10,7 +11,7 @@ MEMQ   := $(VENV)/bin/memq
 STAMP  := $(VENV)/.installed-stamp
 DATA   ?= ../shared/eval
 
-.PHONY: eval install demo test test-unit test-integration services-up services-down migrate worker beat flower clean
+.PHONY: eval install demo test test-unit test-integration test-cluster services-up services-down migrate worker beat flower clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memq needs Python >= 3.11; set PYTHON=python3.11")'
@@ -35,12 +36,18 @@ demo: migrate
 
 test: install
 	$(PY) -m pytest
+	MEMQ_TEST_REDIS_CLUSTER=1 $(PY) -m pytest tests/integration -q
 
 test-unit: install
 	$(PY) -m pytest tests/unit
 
 test-integration: install
 	$(PY) -m pytest tests/integration
+
+# The integration suite with the mailbox on a 3-node Redis Cluster (loopback ports 7100-7102,
+# MEMQ_TEST_REDIS_CLUSTER_PORT to move them); the Celery broker stays on the standalone Redis.
+test-cluster: install
+	MEMQ_TEST_REDIS_CLUSTER=1 $(PY) -m pytest tests/integration -q
 
 # Segmentation quality of every detector profile next to baselines (DATA=<dir>).
 eval: install

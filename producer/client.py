@@ -35,7 +35,7 @@ from shared.errors import BatchIncomplete, BatchRejected, ValidationError
 from shared.ids import check_tenant
 from shared.mailbox.codec import encode_payload, to_micros
 from shared.mailbox.keys import ConversationKeys, conversation_keys
-from shared.mailbox.scripts import Scripts
+from shared.mailbox.scripts import Scripts, queue
 from shared.mailbox.status import ConversationStatus, conversation_status
 from shared.settings import Settings, get_settings
 
@@ -137,9 +137,7 @@ class Producer:
                 sent_us = to_micros(msg.timestamp) if msg.timestamp else None
                 payload = encode_payload(ids[index], msg.role, msg.content, sent_us, msg.metadata)
                 args += [ids[index], "" if sent_us is None else sent_us, payload]
-            self.scripts.enqueue(
-                keys=[keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains], args=args, client=pipe
-            )
+            queue(self.scripts.enqueue, pipe, [keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains], args)
         try:
             replies = pipe.execute(raise_on_error=False)
         except redis.RedisError as exc:
@@ -154,6 +152,9 @@ class Producer:
             group = groups[(tenant_id, conv)]
             if isinstance(reply, Exception):
                 failures.append(f"{tenant_id}/{conv}: {reply}")
+                # Maybe stored, with its drain marked queued but never published: publish one
+                # now (a spare drain is harmless; if this fails too, the sweeper finds the mark).
+                self._publish_drain(tenant_id, conv)
                 continue
             if int(reply[0]) == -1:
                 bad = group[int(reply[1])]

@@ -28,6 +28,11 @@ _MESSAGE_ID_RE = re.compile(r"^[\x21-\x7e]{1,200}$")
 FUTURE_TOLERANCE = timedelta(minutes=5)
 EARLIEST = datetime(1900, 1, 1, tzinfo=UTC)
 METADATA_MAX_DEPTH = 32
+# Python's json refuses to read (or write) integers with more digits than this (its
+# default int/str conversion limit), so a worker could never decode such a message.
+JSON_INT_MAX_DIGITS = 4300
+_INT_LIMIT = 10**JSON_INT_MAX_DIGITS
+_SIMPLE_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_\-]{0,39}")
 
 
 @dataclass(frozen=True)
@@ -72,7 +77,11 @@ def parse_timestamp(value: Any, index: int | None = None) -> datetime:
             ) from None
     else:
         raise ValidationError("must be a timezone-aware datetime or an ISO-8601 string", field="timestamp", index=index)
-    if ts.tzinfo is None or ts.utcoffset() is None:
+    try:
+        offset = ts.utcoffset()
+    except (ValueError, TypeError, OverflowError) as exc:  # a tzinfo of the caller's own making
+        raise ValidationError(f"has an unusable time zone ({exc})", field="timestamp", index=index) from None
+    if ts.tzinfo is None or offset is None:
         raise ValidationError(
             "has no timezone; pass an aware datetime (datetime.now(timezone.utc)) or an "
             "ISO-8601 string ending in Z or an offset such as +02:00",
@@ -81,11 +90,19 @@ def parse_timestamp(value: Any, index: int | None = None) -> datetime:
         )
     try:
         utc = ts.astimezone(UTC)
-    except (OverflowError, ValueError):
+    except (OverflowError, ValueError):  # before year 1 or after year 9999 in UTC
         utc = None
+    if utc is None and ts.year > EARLIEST.year:
+        raise ValidationError(f"{value!s:.40} is more than {FUTURE_TOLERANCE} in the future; check the sender's clock",
+                              field="timestamp", index=index)
     if utc is None or utc < EARLIEST:
         raise ValidationError(f"{value!s:.40} is before {EARLIEST:%Y-%m-%d}", field="timestamp", index=index)
     return utc
+
+
+def _child(path: str, key: str) -> str:
+    """``metadata.key`` for a plain key, else ``metadata['odd key']`` (quoted, shortened)."""
+    return f"{path}.{key}" if _SIMPLE_KEY.fullmatch(key) else f"{path}[{key[:40]!r}]"
 
 
 def _plain_json(value: Any, index: int | None, path: str = "metadata", depth: int = 0) -> None:
@@ -93,7 +110,13 @@ def _plain_json(value: Any, index: int | None, path: str = "metadata", depth: in
     strings without NUL or lone surrogates, finite numbers, booleans and null."""
     if depth > METADATA_MAX_DEPTH:
         raise ValidationError(f"is nested deeper than {METADATA_MAX_DEPTH} levels", field=path, index=index)
-    if value is None or isinstance(value, bool | int):
+    if value is None or isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if abs(value) >= _INT_LIMIT:
+            raise ValidationError(
+                f"is an integer of more than {JSON_INT_MAX_DIGITS} digits; send it as a string", field=path, index=index
+            )
         return
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -111,9 +134,14 @@ def _plain_json(value: Any, index: int | None, path: str = "metadata", depth: in
             if not isinstance(key, str):
                 raise ValidationError(f"key {key!r} is not a string", field=path, index=index)
             _check_text(key, path, index)
-            _plain_json(item, index, f"{path}.{key[:40]}", depth + 1)
+            _plain_json(item, index, _child(path, key), depth + 1)
         return
     raise ValidationError(f"a {type(value).__name__} is not a JSON value", field=path, index=index)
+
+
+def _check_name(value: Any, field: str, index: int | None) -> None:
+    if value is not None and not isinstance(value, str):
+        raise ValidationError(f"must be a string (the tool's name), not a {type(value).__name__}", field=field, index=index)
 
 
 def check_metadata(metadata: Any, settings: Settings, index: int | None = None) -> dict[str, Any] | None:
@@ -134,9 +162,19 @@ def check_metadata(metadata: Any, settings: Settings, index: int | None = None) 
     if calls is not None:
         if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
             raise ValidationError("must be a list of objects like {\"name\": ...}", field="metadata.tool_calls", index=index)
+        for i, call in enumerate(calls):
+            _check_name(call.get("name"), f"metadata.tool_calls[{i}].name", index)
+            function = call.get("function")
+            if function is not None:
+                if not isinstance(function, dict):
+                    raise ValidationError(
+                        'must be an object like {"name": "search", "arguments": "..."} (or leave it out and give "name")',
+                        field=f"metadata.tool_calls[{i}].function",
+                        index=index,
+                    )
+                _check_name(function.get("name"), f"metadata.tool_calls[{i}].function.name", index)
     for name in ("tool_name", "name"):
-        if name in metadata and metadata[name] is not None and not isinstance(metadata[name], str):
-            raise ValidationError("must be a string", field=f"metadata.{name}", index=index)
+        _check_name(metadata.get(name), f"metadata.{name}", index)
     return metadata or None
 
 

@@ -36,8 +36,12 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         "task_reject_on_worker_lost": True,
         "task_acks_on_failure_or_timeout": True,
         "task_time_limit": settings.task_time_limit_seconds,
-        "task_soft_time_limit": max(5, settings.task_time_limit_seconds - 10),
+        # The soft limit leaves a task time to end cleanly before the hard one kills it.
+        "task_soft_time_limit": settings.task_time_limit_seconds - max(2, min(10, settings.task_time_limit_seconds // 5)),
         "worker_prefetch_multiplier": 1,
+        # A new pool process loads the embedding model and litellm before taking tasks
+        # (worker.app._warm_up): give it time, or Celery kills and re-forks it forever.
+        "worker_proc_alive_timeout": 180,
         "worker_concurrency": settings.worker_concurrency,
         "worker_hijack_root_logger": False,
         "worker_cancel_long_running_tasks_on_connection_loss": True,

@@ -18,7 +18,8 @@ def forget_conversation(client, conn: psycopg.Connection, keys: ConversationKeys
     tenant, conversation_id = keys.tenant, keys.conversation_id
     pending = [f"{keys.member}/{eid}" for eid in client.hkeys(keys.segments)]
     pipe = client.pipeline(transaction=False)
-    pipe.delete(*keys.all())
+    for key in keys.all():  # one DEL per key: a Redis Cluster pipeline refuses a multi-key DEL
+        pipe.delete(key)
     pipe.zrem(keys.shard.active, keys.member)
     pipe.zrem(keys.shard.drains, keys.member)
     pipe.zrem(keys.shard.quarantined, keys.member)

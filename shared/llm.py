@@ -128,6 +128,9 @@ def complete_json(
             last_error = f"malformed output: {exc.__class__.__name__}: {str(exc)[:200]}"
             retryable = True
         except Exception as exc:  # litellm maps provider errors onto its own classes
+            interrupted = _stop_inside(exc, stop)
+            if interrupted is not None:  # litellm wraps whatever its HTTP call raised
+                raise interrupted from exc
             status = getattr(exc, "status_code", None)
             last_error = f"{exc.__class__.__name__}: {str(exc)[:200]}"
             retryable = status is None or status in (408, 409, 429) or (isinstance(status, int) and status >= 500)
@@ -140,6 +143,21 @@ def complete_json(
             break
         time.sleep(pause)
     raise LLMError(f"{purpose}: {last_error}")
+
+
+def _stop_inside(exc: BaseException, stop: tuple[type[BaseException], ...]) -> BaseException | None:
+    """A stop signal hidden in an exception's chain (litellm re-raises what its HTTP
+    client raised as its own APIConnectionError)."""
+    seen = 0
+    current: BaseException | None = exc
+    while current is not None and seen < 20:
+        if stop and isinstance(current, stop):
+            return current
+        current = current.__cause__ or current.__context__
+        seen += 1
+    if stop and any(s.__name__ in str(exc) for s in stop):
+        return stop[0]()
+    return None
 
 
 def _strip_fences(content: str) -> str:

@@ -157,8 +157,8 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="Conversation lock lease, renewed at every committed step."
     )
     lock_retry_seconds: float = Field(default=1.0, gt=0)
-    task_time_limit_seconds: int = Field(default=300, ge=10)
-    visibility_timeout_seconds: int = Field(default=900, ge=60)
+    task_time_limit_seconds: int = Field(default=300, ge=5)
+    visibility_timeout_seconds: int = Field(default=900, ge=10)
     worker_concurrency: int = Field(default=2, ge=1)
     quarantine_after_failures: int = Field(
         default=3,

@@ -33,6 +33,17 @@ def create_app() -> Celery:
 app = create_app()
 
 
+@signals.worker_process_init.connect
+def _warm_up(**_: object) -> None:
+    """Load the heavy parts (the embedding model, litellm, the tokenizer, the detector)
+    in each pool process before it takes a task: a first task must not spend its time
+    budget importing, and a soft time limit must never interrupt an import halfway
+    (that leaves a half-initialised module behind for every later task)."""
+    from worker import resources
+
+    resources.warm_up()
+
+
 @signals.setup_logging.connect
 def _setup_logging(**_: object) -> None:
     configure_logging(get_settings(), force=True)

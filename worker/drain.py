@@ -29,7 +29,7 @@ from shared.embeddings import Embedder
 from shared.mailbox.codec import QueuedMessage, decode_inbox_item, to_micros
 from shared.settings import Settings
 from worker.conversation_store import ConversationStore, Snapshot
-from worker.failures import describe, is_transient
+from worker.failures import STOP, describe, is_transient
 from worker.segmentation.detectors.base import Detector
 from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
 from worker.segmentation.rules import RuleParams
@@ -100,12 +100,16 @@ def _embed(embedder: Embedder, messages: list[QueuedMessage | _Unusable]) -> lis
         for (i, _), v in zip(usable, batch):
             vectors[i] = v
         return vectors
+    except STOP:
+        raise
     except Exception as exc:
         if is_transient(exc):
             raise
     for i, m in usable:
         try:
             vectors[i] = embedder.embed([m.content])[0]
+        except STOP:
+            raise
         except Exception as exc:
             if is_transient(exc):
                 raise
@@ -171,6 +175,8 @@ def drain(
                     ahead.append(v)
                 with deadline.within(min(step_seconds, ends_at - time.monotonic())):
                     result = step(buffer, new, vector, state, detector, rules, overlap, ahead)
+            except STOP:
+                raise
             except Exception as exc:
                 if is_transient(exc):
                     raise

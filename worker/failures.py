@@ -14,6 +14,10 @@ import random
 
 import psycopg
 import redis
+from billiard.exceptions import SoftTimeLimitExceeded
+
+# "Stop now" signals, never a failure of the input: Celery's soft time limit.
+STOP: tuple[type[BaseException], ...] = (SoftTimeLimitExceeded,)
 
 _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     redis.ConnectionError,

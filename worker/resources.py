@@ -55,3 +55,42 @@ def _detector(settings: Settings, name: str, llm: str | None) -> Detector:
 def detector() -> Detector:
     s = settings()
     return _detector(s, s.detector, s.llm_model)
+
+
+def warm_up() -> None:
+    """Load everything a task may need, once per process (see ``worker.app``)."""
+    import structlog
+
+    from worker.segmentation.tokens import count_tokens
+
+    s = settings()
+    embedder()
+    detector()
+    count_tokens("warm up", s.tokenizer_encoding)
+    if s.llm_enabled:
+        from shared.llm import import_litellm
+
+        import_litellm()
+    mark_ready()
+    structlog.get_logger("memq.worker").info("worker_process_ready", pid=os.getpid(), llm=s.llm_model, detector=s.detector)
+
+
+READY_TTL_SECONDS = 86_400
+
+
+def ready_key(prefix: str, host: str, pid: int) -> str:
+    return f"{prefix}:workers:{host}:{pid}"
+
+
+def mark_ready() -> None:
+    """Record on the broker's Redis that this pool process is warm and takes tasks
+    (``<prefix>:workers:<host>:<pid>`` = epoch seconds; what `memq soak` waits for)."""
+    import socket
+    import time
+
+    from shared.connections import redis_client
+
+    try:
+        redis_client(settings()).set(ready_key(settings().key_prefix, socket.gethostname(), os.getpid()), repr(time.time()), ex=READY_TTL_SECONDS)
+    except Exception:  # bookkeeping only: never keep a worker from starting
+        pass

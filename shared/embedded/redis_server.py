@@ -26,10 +26,12 @@ CONFIG_FILE = Path(__file__).resolve().parents[2] / "deploy" / "redis.conf"
 class EmbeddedRedis:
     data_dir: Path
     port: int
+    folder_name: str = "redis"
+    extra_args: tuple[str, ...] = ()  # more redis-server options, e.g. ("--auto-aof-rewrite-percentage", "0")
 
     @property
     def folder(self) -> Path:
-        return self.data_dir / "redis"
+        return self.data_dir / self.folder_name
 
     @property
     def pidfile(self) -> Path:
@@ -44,15 +46,7 @@ class EmbeddedRedis:
         return f"redis://127.0.0.1:{self.port}/0"
 
     def pid(self) -> int | None:
-        try:
-            pid = int(self.pidfile.read_text().strip())
-        except (FileNotFoundError, ValueError):
-            return None
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            return None
-        return pid
+        return live_pid(self.pidfile)
 
     def ping(self) -> bool:
         try:
@@ -80,6 +74,7 @@ class EmbeddedRedis:
                 "--daemonize", "yes",
                 "--pidfile", str(self.pidfile),
                 "--logfile", str(self.logfile),
+                *self.extra_args,
             ],
             check=True,
             stdout=subprocess.DEVNULL,
@@ -117,3 +112,22 @@ def _port_busy(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def live_pid(pidfile: Path) -> int | None:
+    """The pid in a redis-server pidfile, if that process still runs and is a redis-server."""
+    try:
+        pid = int(pidfile.read_text().strip())
+    except (FileNotFoundError, ValueError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:  # someone else's process reuses the pid
+        return None
+    try:  # a pid reused by an unrelated program is not ours to stop
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+    except OSError:
+        return pid
+    return pid if b"redis-server" in cmdline else None

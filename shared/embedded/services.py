@@ -45,6 +45,10 @@ def down(settings: Settings) -> list[str]:
         stopped.append("redis")
     if embedded_postgres(settings).stop():
         stopped.append("postgres")
+    from shared.embedded.redis_cluster import embedded_test_cluster  # started only by the tests' cluster mode
+
+    if embedded_test_cluster(settings.data_path).stop():
+        stopped.append("redis test cluster")
     return stopped
 
 

@@ -6,6 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from pathlib import Path
 
+from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
 
 LUA = Path(__file__).parent / "lua"
@@ -33,3 +34,15 @@ class Scripts:
     @classmethod
     def register(cls, client) -> "Scripts":
         return cls(**{f.name: client.register_script(source(f.name)) for f in fields(cls)})
+
+
+def queue(script: Script, pipe, keys: list, args: list) -> None:
+    """Queue a script call on a pipeline (``pipeline(transaction=False)``).
+
+    redis-py's ``ClusterPipeline`` refuses EVALSHA and cannot load scripts beforehand, so
+    on a Redis Cluster the call goes as EVAL with the script's source: routed by its keys'
+    slot like any command, never failing with NOSCRIPT (each node caches the script)."""
+    if isinstance(pipe, ClusterPipeline):
+        pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
+    else:
+        script(keys=keys, args=args, client=pipe)

@@ -22,6 +22,8 @@ ROOT = Path(__file__).resolve().parents[2]
 TEST_REDIS_DB = 15
 sys.path.insert(0, str(ROOT / "tests" / "integration"))  # for invariants and conftest helpers
 
+import cluster_mode  # noqa: E402
+
 
 def _with_db(url: str, db: int) -> str:
     parts = urlsplit(url)
@@ -47,6 +49,8 @@ def _prepare_environment() -> dict[str, str]:
         "MEMQ_LLM_TIMEOUT_SECONDS": "2",
         "MEMQ_LLM_MAX_RETRIES": "1",
     }
+    if cluster_mode.enabled():  # MEMQ_TEST_REDIS_CLUSTER=1: the mailbox on a 3-node Redis Cluster
+        env.update(cluster_mode.prepare(base))
     os.environ.update(env)
     reset_settings()
     return env
@@ -76,6 +80,12 @@ def settings(service_env):
 def celery_app(service_env):
     from worker.app import app
 
+    # worker.app reads the settings when first imported: a test module that imports it
+    # (or worker.tasks.*) at collection time would bind the app to the wrong broker.
+    assert app.conf.broker_url == service_env["REDIS_URL"], (
+        "worker.app was imported before the test services were configured; import worker.tasks.* "
+        "inside fixtures or tests, not at module level"
+    )
     return app
 
 

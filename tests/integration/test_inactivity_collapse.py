@@ -30,6 +30,7 @@ def test_beat_collapses_an_idle_conversation(worker, producer, db, settings, ten
     time.sleep(1.0)
     status = producer.status(conv)
     assert status.inbox + status.buffer == 2 and status.segments == 0  # waiting, not in an episode
+    assert producer.redis.zscore(producer.keys(conv).shard.active, producer.keys(conv).member) is not None
 
     beat = subprocess.Popen(
         [sys.executable, "-m", "celery", "-A", "worker.app", "beat", "-S", "redbeat.RedBeatScheduler", "-l", "WARNING"],
@@ -50,8 +51,10 @@ def test_beat_collapses_an_idle_conversation(worker, producer, db, settings, ten
     assert episode.boundary_reason == "inactivity" and episode.message_count == 2
     producer.wait_idle(conv, timeout=30)
     assert_every_message_in_exactly_one_episode(db, producer.redis, settings, tenant, conv, 2)
-    # Fully drained conversations leave the active index.
-    assert producer.redis.zscore(f"{settings.key_prefix}:active", f"{tenant}/{conv}") is None
+    # Fully drained conversations leave the active index (it held them until now).
+    keys = producer.keys(conv)
+    assert keys.member == f"{tenant}/{conv}"
+    assert producer.redis.zscore(keys.shard.active, keys.member) is None
 
 
 def test_collapse_leaves_recently_active_conversations_alone(worker, producer, db, tenant, celery_app):

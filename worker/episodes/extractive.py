@@ -4,6 +4,14 @@ fails). Pure and deterministic.
 Sentences are scored by how many of the segment's frequent content words they carry
 (a SumBasic-style centrality); the summary quotes the best few in their original
 order, attributed to their speakers, so it stays faithful and third-person.
+
+Sizes are bounded whatever the input: a quoted sentence is cut at
+``QUOTE_MAX_WORDS`` words or ``QUOTE_MAX_CHARS`` characters, the title at
+``TITLE_MAX_CHARS``, a "word" longer than ``WORD_MAX_CHARS`` (a hash, base64, one
+letter repeated) is never a keyword, and at most ``TOOLS_LISTED`` tools are named. A
+message may be 100,000 characters of one sentence; quoted whole, the summary would be
+as long, and a remote embedding model refuses input over its context (8,191 tokens for
+OpenAI's), a deterministic failure that would quarantine the segment.
 """
 
 from __future__ import annotations
@@ -31,10 +39,16 @@ STOPWORDS = frozenset(
 )
 _FILLER = re.compile(r"^(?:(?:ok|okay|so|hm+|um+|well|right|alright|also|and|but|oh|ah|hey|hi|thanks|great|cool)\b[\s,.!:-]*)+", re.IGNORECASE)
 ROLE_NAMES = {"user": "The user", "assistant": "The assistant", "system": "The system", "tool": "A tool"}
+WORD_MAX_CHARS = 50
+QUOTE_MAX_WORDS = 60
+QUOTE_MAX_CHARS = 400
+TITLE_MAX_CHARS = 120
+TOOLS_LISTED = 20
+ELLIPSIS = "\u2026"
 
 
 def content_words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text) if w.lower() not in STOPWORDS and len(w) > 2]
+    return [w.lower() for w in _WORD.findall(text) if 2 < len(w) <= WORD_MAX_CHARS and w.lower() not in STOPWORDS]
 
 
 def keywords(messages: Sequence[dict[str, Any]], k: int = 5) -> list[str]:
@@ -84,6 +98,20 @@ def _clip_words(text: str, limit: int) -> str:
     return " ".join(words[:limit])
 
 
+def _clip(text: str, max_words: int, max_chars: int) -> str:
+    """At most ``max_words`` words and about ``max_chars`` characters (cut at a word
+    boundary when there is one in the second half), with an ellipsis when cut."""
+    words = text.split()
+    out = " ".join(words[:max_words])
+    cut = len(words) > max_words
+    if len(out) > max_chars:
+        head = out[:max_chars]
+        space = head.rfind(" ")
+        out = head[:space] if space > max_chars // 2 else head
+        cut = True
+    return out + ELLIPSIS if cut else out
+
+
 def extractive_title(messages: Sequence[dict[str, Any]], min_words: int = 5, max_words: int = 15) -> str:
     sentences = _sentences(messages)
     scores = _scores(sentences)
@@ -94,7 +122,10 @@ def extractive_title(messages: Sequence[dict[str, Any]], min_words: int = 5, max
     if pool:
         _, best = max(pool, key=lambda p: (p[0], -p[1].position))
         text = _FILLER.sub("", best.text) or best.text
-        title = _clip_words(text[:1].upper() + text[1:], min(max_words, 12)).rstrip(" ,;:-")
+        title = _clip_words(text[:1].upper() + text[1:], min(max_words, 12))
+        if len(title) > TITLE_MAX_CHARS:
+            title = _clip(title, min(max_words, 12), TITLE_MAX_CHARS)
+        title = title.rstrip(" ,;:-")
     else:
         title = ""
     title = title.rstrip(".!?") if title else title
@@ -119,7 +150,7 @@ def extractive_summary(messages: Sequence[dict[str, Any]], max_sentences: int = 
         ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))[:max_sentences]
         for i in sorted(ranked):
             s = sentences[i]
-            body.append(f"{ROLE_NAMES.get(s.role, s.role)} said: \u201c{s.text}\u201d")
+            body.append(f"{ROLE_NAMES.get(s.role, s.role)} said: \u201c{_clip(s.text, QUOTE_MAX_WORDS, QUOTE_MAX_CHARS)}\u201d")
     else:
         text = " ".join(" ".join(m["content"].split()) for m in messages)[:300]
         body.append(f"Content: \u201c{text}\u201d")
@@ -128,5 +159,6 @@ def extractive_summary(messages: Sequence[dict[str, Any]], max_sentences: int = 
     if kws:
         tail.append("Key terms: " + ", ".join(kws) + ".")
     if tools:
-        tail.append("Tools used: " + ", ".join(tools) + ".")
+        more = f" and {len(tools) - TOOLS_LISTED} more" if len(tools) > TOOLS_LISTED else ""
+        tail.append("Tools used: " + ", ".join(tools[:TOOLS_LISTED]) + more + ".")
     return " ".join([head, *body, *tail])

@@ -59,6 +59,7 @@ def llm_title_and_summary(
         @field_validator("title")
         @classmethod
         def _length(cls, v: str) -> str:
+            v = v.rstrip(". ")  # stored without a trailing period: count the words that are kept
             n = len(v.split())
             if n < lo or n > hi:
                 raise ValueError(f"title has {n} words; {lo}-{hi} required")
@@ -75,4 +76,4 @@ def llm_title_and_summary(
         purpose="episode_summary",
     )
     value = result.value
-    return value.title.rstrip("."), value.summary, result.model
+    return value.title, value.summary, result.model

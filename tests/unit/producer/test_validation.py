@@ -1,6 +1,6 @@
 """Edge validation without Redis: every refusal names the field and says what to do."""
 
-from datetime import UTC, datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 import pytest
 
@@ -94,3 +94,50 @@ def test_unknown_fields_are_refused():
 
 def test_a_slightly_future_timestamp_within_clock_skew_is_fine():
     assert ok(timestamp=NOW + timedelta(minutes=4)).timestamp is not None
+
+
+# -- found by tests/unit/producer/test_processable.py ----------------------------------
+class _BrokenZone(tzinfo):
+    def utcoffset(self, dt):
+        return timedelta(hours=30)  # outside (-24 h, 24 h): datetime raises ValueError
+
+    def dst(self, dt):
+        return None
+
+
+@pytest.mark.parametrize(
+    "kw, field, words",
+    [
+        # Python's json cannot write or read integers of more than 4300 digits: this was a
+        # ValueError out of the validator (and a message no worker could decode).
+        ({"metadata": {"n": 10**4300}}, "metadata.n", "4300 digits"),
+        ({"metadata": {"a": [-(7 * 10**5000)]}}, "metadata.a[0]", "send it as a string"),
+        # tools_used read call["function"]["name"]: a string there failed every episode
+        # creation of the segment with AttributeError.
+        ({"metadata": {"tool_calls": [{"function": "search"}]}}, "metadata.tool_calls[0].function", "must be an object"),
+        ({"metadata": {"tool_calls": [{"name": "a"}, {"name": 5}]}}, "metadata.tool_calls[1].name", "must be a string"),
+        ({"metadata": {"tool_calls": [{"function": {"name": ["x"]}}]}}, "metadata.tool_calls[0].function.name", "string"),
+        ({"metadata": {"name": 3}}, "metadata.name", "must be a string"),
+        # Far-future overflow said "before 1900".
+        ({"timestamp": "9999-12-31T23:59:59-14:00"}, "timestamp", "in the future"),
+        ({"timestamp": datetime(2026, 5, 1, tzinfo=_BrokenZone())}, "timestamp", "unusable time zone"),
+        # Odd keys are quoted in the field path instead of pasted raw.
+        ({"metadata": {"a key\n": float("inf")}}, "metadata['a key\\n']", "finite"),
+    ],
+)
+def test_refusals_found_by_the_property_test(kw, field, words):
+    with pytest.raises(ValidationError) as err:
+        ok(**kw)
+    assert err.value.field == field and words in str(err.value)
+
+
+def test_documented_tool_call_shapes_and_big_numbers_are_accepted():
+    calls = [
+        {"name": "search"},
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}},
+        {"type": "tool_use", "id": "t1", "name": "calc", "input": {"x": 1}},
+        {"function": {"arguments": "{}"}},  # no name: recorded as no tool, not refused
+        {"name": None, "function": None},
+    ]
+    meta = {"tool_calls": calls, "n": 10**4299, "x": -1e308}
+    assert ok(role="assistant", metadata=meta).metadata == meta

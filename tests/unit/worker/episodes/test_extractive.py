@@ -32,3 +32,55 @@ def test_summary_is_third_person_quotes_in_order_and_names_tools():
 
 def test_keywords_ignore_stopwords_and_tool_output():
     assert "starter" in keywords(CONV) and "the" not in keywords(CONV) and "irrelevant" not in keywords(CONV)
+
+
+import time  # noqa: E402
+
+import pytest  # noqa: E402
+
+from worker.episodes.extractive import QUOTE_MAX_CHARS, TITLE_MAX_CHARS, content_words  # noqa: E402
+
+N = 100_000
+
+
+def _one(text: str, role: str = "user") -> list[dict]:
+    return [{"role": role, "content": text}]
+
+
+def test_a_100000_character_sentence_gives_a_short_summary_and_title():
+    words = [f"topic{i % 977}word" for i in range(N // 12)]
+    text = " ".join(words)[:N]  # one sentence, no punctuation
+    summary = extractive_summary(_one(text) + _one(text, "assistant"))
+    assert len(summary) < 2 * QUOTE_MAX_CHARS + 600  # was ~2 x 100,000: too long for remote embedding models
+    assert "\u2026" in summary
+    title = extractive_title(_one(text))
+    assert 5 <= len(title.split()) <= 15 and len(title) <= TITLE_MAX_CHARS + 1
+
+
+def test_a_100000_character_word_is_neither_a_title_nor_a_keyword():
+    title = extractive_title(_one("a" * N + " is long"))
+    assert 5 <= len(title.split()) <= 15 and len(title) <= 300
+    assert content_words("a" * 51 + " normal words") == ["normal", "words"]
+    summary = extractive_summary(_one("a" * N + " b c"))
+    assert len(summary) < QUOTE_MAX_CHARS + 200 and "Key terms" not in summary
+
+
+def test_at_most_twenty_tools_are_named():
+    tools = [f"tool{i}" for i in range(500)]
+    summary = extractive_summary(CONV, tools=tools)
+    assert "tool19, " not in summary and "tool19 and 480 more." in summary and "tool20" not in summary
+
+
+ADVERSARIAL = ["ok " * (N // 3), "ok," * (N // 3), "hm" * (N // 2), "a" + " " * (N - 1), "." * N, ". " * (N // 2),
+               "a-" * (N // 2), "1." * (N // 2), "\u2028" + "x" * (N - 1), "by the way " * (N // 11), "\U0001f600" * N]
+
+
+@pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: repr(t[:6]))
+def test_no_catastrophic_backtracking_on_100000_characters(text):
+    """Each of these takes tens of milliseconds (linear in the input); the bound only
+    catches exponential or quadratic regressions."""
+    messages = _one(text) + _one(text, "assistant")
+    started = time.perf_counter()
+    extractive_title(messages)
+    extractive_summary(messages)
+    assert time.perf_counter() - started < 2.0

@@ -1,0 +1,198 @@
+"""The faults the soak injects. Each ``apply`` runs the whole fault (inject, hold,
+heal) while the load keeps flowing in another thread, and says when service was back
+and which acknowledgements it may legitimately have lost (only a Redis that loses its
+last second of writes may)."""
+
+from __future__ import annotations
+
+import random
+import signal
+import time
+from dataclasses import dataclass, field
+
+import structlog
+
+log = structlog.get_logger("memq.soak")
+
+
+@dataclass
+class Timing:
+    """Fault durations; the quick mode shortens them."""
+
+    postgres_down: float = 30.0
+    llm_faulty: float = 20.0
+    visibility_timeout: float = 40.0
+    kills: int = 3
+    between_kills: float = 4.0
+    burst_seconds: float = 4.0
+
+
+@dataclass
+class Outcome:
+    healed_at: float
+    loss_windows: list[tuple[float, float]] = field(default_factory=list)
+    notes: str = ""
+
+
+@dataclass
+class SoakContext:
+    services: object
+    llm: object
+    pool: object
+    driver: object
+    celery: object
+    timing: Timing
+    rng: random.Random = field(default_factory=lambda: random.Random(11))
+
+    def busy_worker(self) -> int:
+        """A worker that is running a task right now, if any."""
+        try:
+            active = self.celery.control.inspect(timeout=1.0).active() or {}
+        except Exception:
+            active = {}
+        names = [w.name for w in self.pool.workers]
+        busy = [names.index(n.split("@")[0]) for n, tasks in active.items() if tasks and n.split("@")[0] in names]
+        return self.rng.choice(busy) if busy else self.rng.randrange(len(names))
+
+
+class Fault:
+    name = "none"
+    label = "no fault (baseline)"
+
+    def apply(self, ctx: SoakContext) -> Outcome:
+        return Outcome(time.time())
+
+
+class WorkerSigkill(Fault):
+    name = "worker_sigkill"
+    label = "SIGKILL of workers mid-task, repeatedly"
+
+    def apply(self, ctx):
+        killed = []
+        for _ in range(ctx.timing.kills):
+            i = ctx.busy_worker()
+            ctx.pool.kill(i, signal.SIGKILL)
+            killed.append(i)
+            time.sleep(0.5)
+            ctx.pool.restart(i)
+            time.sleep(ctx.timing.between_kills)
+        return Outcome(time.time(), notes=f"killed workers {killed}")
+
+
+class WorkerSigtermBurst(Fault):
+    name = "worker_sigterm_burst"
+    label = "SIGTERM of a worker during a burst"
+
+    def apply(self, ctx):
+        before = len(ctx.driver.acks)
+        ctx.driver.boost = 10.0
+        time.sleep(ctx.timing.burst_seconds / 2)
+        i = ctx.busy_worker()
+        ctx.pool.kill(i, signal.SIGTERM)
+        time.sleep(ctx.timing.burst_seconds / 2)
+        ctx.driver.boost = 1.0
+        ctx.pool.workers[i].wait(60)
+        ctx.pool.restart(i)
+        burst = len(ctx.driver.acks) - before
+        return Outcome(time.time(), notes=f"{burst} messages in a 10x burst; worker {i} shut down warm mid-burst, restarted")
+
+
+class RedisRestart(Fault):
+    name = "redis_restart"
+    label = "Redis restarted cleanly"
+
+    def apply(self, ctx):
+        ctx.services.redis_restart()
+        return Outcome(time.time())
+
+
+class RedisSigkill(Fault):
+    name = "redis_sigkill"
+    label = "Redis SIGKILL (process only; the kernel keeps the AOF)"
+
+    def apply(self, ctx):
+        killed, _ = ctx.services.redis_kill()
+        time.sleep(0.5)
+        ctx.services.redis_start()
+        return Outcome(time.time(), notes=f"down {time.time() - killed:.1f} s")
+
+
+class RedisPowerLoss(Fault):
+    name = "redis_power_loss"
+    label = "Redis SIGKILL losing its last second (AOF everysec on a machine crash)"
+
+    def apply(self, ctx):
+        killed, cut = ctx.services.redis_kill(lose_last_seconds=1.0)
+        time.sleep(0.5)
+        ctx.services.redis_start()
+        return Outcome(time.time(), loss_windows=[(killed - 1.0, killed)], notes=f"the last second of writes lost ({cut} AOF bytes)")
+
+
+class PostgresStop(Fault):
+    name = "postgres_stop"
+    label = "PostgreSQL stopped"
+
+    def apply(self, ctx):
+        ctx.services.postgres_stop()
+        time.sleep(ctx.timing.postgres_down)
+        ctx.services.postgres_start()
+        return Outcome(time.time(), notes=f"down {ctx.timing.postgres_down:.0f} s")
+
+
+class LLMFaults(Fault):
+    name = "llm_faults"
+    label = "LLM answering 500s, 429s, timeouts, malformed JSON"
+
+    def apply(self, ctx):
+        for mode in ("http_500", "http_429", "timeout", "malformed"):
+            ctx.llm.set_mode(mode)
+            time.sleep(ctx.timing.llm_faulty / 4)
+        ctx.llm.set_mode("ok")
+        return Outcome(time.time(), notes=f"{ctx.timing.llm_faulty:.0f} s of failing answers")
+
+
+class VisibilityRedelivery(Fault):
+    name = "visibility_redelivery"
+    label = "a task outliving the visibility timeout, redelivered"
+
+    def apply(self, ctx):
+        i = ctx.busy_worker()
+        ctx.pool.kill(i, signal.SIGSTOP)
+        time.sleep(ctx.timing.visibility_timeout + 8)
+        ctx.pool.kill(i, signal.SIGCONT)
+        time.sleep(2)
+        ctx.pool.ensure_running()
+        return Outcome(time.time(), notes=f"worker {i} frozen {ctx.timing.visibility_timeout + 8:.0f} s, then resumed")
+
+
+class Mixed(Fault):
+    name = "mixed"
+    label = "all of them, overlapping"
+
+    def apply(self, ctx):
+        t = ctx.timing
+        windows: list[tuple[float, float]] = []
+        ctx.llm.set_mode("mixed")
+        ctx.pool.kill(ctx.busy_worker(), signal.SIGKILL)
+        ctx.services.redis_restart()
+        i = ctx.busy_worker()
+        ctx.pool.kill(i, signal.SIGSTOP)
+        ctx.services.postgres_stop()
+        time.sleep(t.postgres_down / 2)
+        killed, _ = ctx.services.redis_kill(lose_last_seconds=1.0)
+        windows.append((killed - 1.0, killed))
+        time.sleep(0.5)
+        ctx.services.redis_start()
+        ctx.services.postgres_start()
+        ctx.pool.kill(i, signal.SIGCONT)
+        ctx.pool.kill(ctx.busy_worker(), signal.SIGTERM)
+        time.sleep(2)
+        ctx.llm.set_mode("ok")
+        ctx.pool.ensure_running()
+        return Outcome(time.time(), loss_windows=windows, notes="LLM failing, worker killed, frozen and terminated, Redis restarted and power-lost, PostgreSQL down")
+
+
+ALL: list[Fault] = [
+    Fault(), WorkerSigkill(), WorkerSigtermBurst(), RedisRestart(), RedisSigkill(), RedisPowerLoss(),
+    PostgresStop(), LLMFaults(), VisibilityRedelivery(), Mixed(),
+]

@@ -1,0 +1,305 @@
+"""The soak's phases and its report.
+
+Each phase keeps the load flowing in a thread while the main thread applies one fault
+(the last phase: all of them, overlapping). After the fault is healed, the phase waits
+until every message acknowledged before the heal has been segmented (it is in an open
+event, a waiting segment or an episode): that wait is the phase's time to recover.
+At the end every conversation is flushed, and the producer's acknowledgement log is
+compared with what PostgreSQL holds: lost, duplicated, out of order; ``memq audit``'s
+checks run over every conversation too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+import structlog
+
+from memq.soak import faults as fault_kinds
+from memq.soak.faults import Outcome, SoakContext, Timing
+from memq.soak.llm import SoakLLM
+from memq.soak.load import LoadDriver
+from memq.soak.services import SoakServices
+from memq.soak.verify import Verifier
+from memq.soak.workers import WorkerPool
+
+log = structlog.get_logger("memq.soak")
+
+TENANT = "soak"
+
+
+@dataclass
+class SoakConfig:
+    conversations: int = 50
+    messages_per_phase: int = 1100
+    rate: float = 40.0  # messages per second
+    workers: int = 3
+    timing: Timing = field(default_factory=Timing)
+    recovery_timeout: float = 240.0
+    redis_port: int = 6397
+    only: tuple[str, ...] = ()  # fault names to run (default: all)
+
+    @classmethod
+    def quick(cls) -> "SoakConfig":
+        return cls(
+            conversations=12,
+            messages_per_phase=90,
+            rate=30.0,
+            workers=2,
+            timing=Timing(postgres_down=5.0, llm_faulty=4.0, visibility_timeout=24.0, kills=2, between_kills=2.0, burst_seconds=2.0),
+            recovery_timeout=150.0,
+        )
+
+    def worker_settings(self) -> dict[str, str]:
+        t = self.timing
+        visibility = int(t.visibility_timeout)
+        return {
+            "MEMQ_TENANT": TENANT,
+            "MEMQ_LOG_FORMAT": "json",
+            "MEMQ_LOG_LEVEL": os.environ.get("MEMQ_SOAK_LOG_LEVEL", "WARNING"),
+            "MEMQ_STALLED_AFTER_SECONDS": "8",
+            "MEMQ_LOCK_LEASE_SECONDS": "8",
+            "MEMQ_COLLAPSE_CHECK_SECONDS": "5",
+            "MEMQ_LLM_TIMEOUT_SECONDS": "3",
+            "MEMQ_LLM_MAX_RETRIES": "1",
+            "MEMQ_VISIBILITY_TIMEOUT_SECONDS": str(visibility),
+            "MEMQ_TASK_TIME_LIMIT_SECONDS": str(visibility // 2),
+            "MEMQ_DRAIN_MAX_SECONDS": str(max(2, visibility // 5)),
+            "MEMQ_RETRY_BACKOFF_SECONDS": "0.5",
+            "MEMQ_RETRY_BACKOFF_MAX_SECONDS": str(min(5, visibility // 2 - 1)),
+            "MEMQ_WORKER_CONCURRENCY": "1",
+        }
+
+
+@dataclass
+class PhaseResult:
+    fault: str
+    label: str
+    acknowledged: int = 0
+    lost: int = 0
+    lost_allowed: int = 0  # acknowledged within the last second before a Redis power loss
+    duplicated: int = 0
+    recover_seconds: float | None = None
+    notes: str = ""
+    harness_error: str | None = None
+
+
+@dataclass
+class SoakReport:
+    config: dict
+    phases: list[PhaseResult]
+    order_violations: list[str]
+    audit_findings: list[str]
+    quarantined: int
+    worker_restarts: int
+    llm_answers: dict[str, int]
+    seconds: float
+    stuck: list[str]
+
+    @property
+    def ok(self) -> bool:
+        return (
+            all(p.lost == 0 and p.duplicated == 0 and p.recover_seconds is not None and not p.harness_error for p in self.phases)
+            and not self.order_violations
+            and not self.audit_findings
+            and not self.stuck
+            and self.quarantined == 0
+        )
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "ok": self.ok}, indent=2, default=str)
+
+
+def _environment(config: SoakConfig, services: SoakServices, llm: SoakLLM) -> dict[str, str]:
+    env = {
+        **os.environ,
+        **config.worker_settings(),
+        "REDIS_URL": services.redis_url,
+        "DATABASE_URL": services.database_url,
+        "MEMQ_LLM_MODEL": "openai/scripted",
+        "MEMQ_LLM_API_BASE": llm.base_url,
+        "MEMQ_LLM_API_KEY": "soak",
+        "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+        "HF_HUB_OFFLINE": "1",
+        "TOKENIZERS_PARALLELISM": "false",
+        "PYTHONWARNINGS": "ignore",
+    }
+    env.pop("MEMQ_MAILBOX_REDIS_URL", None)
+    env.pop("MEMQ_MAILBOX_REDIS_CLUSTER", None)
+    return env
+
+
+def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
+    started = time.monotonic()
+    services = SoakServices(data_dir, config.redis_port)
+    services.start()
+    llm = SoakLLM(timeout_delay=8.0).start()
+    env = _environment(config, services, llm)
+    os.environ.update({k: v for k, v in env.items() if k.startswith(("MEMQ_", "REDIS_URL", "DATABASE_URL", "LITELLM"))})
+    from shared.settings import get_settings, reset_settings
+
+    reset_settings()
+    settings = get_settings()
+    from shared.connections import _urls
+
+    _urls.cache_clear()
+    from producer.client import Producer
+    from shared.db.migrate import upgrade
+
+    upgrade(settings)
+    services.wipe()
+    pool = WorkerPool(env, data_dir / "logs", count=config.workers)
+    try:
+        producer = Producer(settings)
+        launched = time.time()
+        pool.start()
+        progress(f"soak: {config.workers} workers starting (models load in each) ...")
+        pool.wait_ready(services.client(), settings.key_prefix, launched)
+        driver = LoadDriver(producer, config.conversations)
+        ctx = SoakContext(services, llm, pool, driver, producer.celery, config.timing)
+        from worker.segmentation.detectors.registry import build_detector
+
+        lookahead = build_detector(settings).lookahead
+        verifier = Verifier(services.database_url, producer.redis, settings, TENANT, lookahead)
+        conversations = [c.id for c in driver.conversations]
+        phases: list[PhaseResult] = []
+        windows: list[tuple[float, float]] = []
+        confirmed: set[str] = set()
+        chosen = [f for f in fault_kinds.ALL if not config.only or f.name in config.only]
+        for fault in chosen:
+            result = PhaseResult(fault.name, fault.label)
+            progress(f"soak: phase {fault.name}: {fault.label}")
+            try:
+                outcome = _phase(ctx, fault, config)
+            except Exception as exc:  # the harness could not apply the fault: say so, restore, go on
+                log.exception("soak_fault_failed", fault=fault.name)
+                _restore(ctx)
+                outcome = Outcome(time.time(), notes=f"[red]fault not applied: {exc}[/]")
+                result.harness_error = str(exc)
+            windows += outcome.loss_windows
+            result.notes = outcome.notes
+            driver.settle(fault.name)
+            required = {
+                a.message_id for a in driver.acks.values()
+                if a.acked_at < outcome.healed_at and not any(lo <= a.acked_at <= hi for lo, hi in windows)
+            } - confirmed
+            waited = verifier.wait_caught_up(required, conversations, config.recovery_timeout)
+            if waited is not None:
+                result.recover_seconds = round(max(0.0, time.time() - outcome.healed_at), 1)
+                confirmed |= required
+            pool.ensure_running()
+            phases.append(result)
+
+        progress("soak: flushing every conversation and waiting until all is stored ...")
+        driver.settle("final")
+        driver.flush_all()
+        stuck = verifier.wait_idle(producer, conversations, config.recovery_timeout)
+        report = _verify(driver, verifier, phases, windows, producer, settings, conversations)
+        report.stuck = stuck
+        report.worker_restarts = pool.restarts
+        report.llm_answers = dict(llm.answered)
+        report.seconds = round(time.monotonic() - started, 1)
+        report.config = {**asdict(config), "messages": len(driver.acks), "producer_errors": driver.errors}
+        return report
+    finally:
+        pool.stop()
+        llm.stop()
+        services.stop()
+
+
+def _restore(ctx: SoakContext) -> None:
+    """Bring every service back, whatever a failed fault left behind."""
+    import signal
+
+    ctx.llm.set_mode("ok")
+    if ctx.services.redis.pid() is None:
+        ctx.services.redis_start()
+    if not ctx.services.postgres.running():
+        ctx.services.postgres_start()
+    for i in range(len(ctx.pool.workers)):
+        ctx.pool.kill(i, signal.SIGCONT)
+    ctx.pool.ensure_running()
+
+
+def _phase(ctx: SoakContext, fault, config: SoakConfig) -> Outcome:
+    errors: list[BaseException] = []
+
+    def load() -> None:
+        try:
+            ctx.driver.run(fault.name, config.messages_per_phase, config.rate)
+        except BaseException as exc:  # surfaced below
+            errors.append(exc)
+
+    thread = threading.Thread(target=load, name=f"load-{fault.name}")
+    thread.start()
+    time.sleep(0.25 * config.messages_per_phase / config.rate)
+    outcome = fault.apply(ctx)
+    thread.join()
+    if errors:
+        raise errors[0]
+    return outcome
+
+
+def _verify(driver, verifier, phases, windows, producer, settings, conversations) -> SoakReport:
+    stored = verifier.stored()
+    stored_ids = {mid for ids in stored.values() for mid in ids}
+    duplicated = verifier.duplicated()
+    by_phase = {p.fault: p for p in phases}
+    for ack in driver.acks.values():
+        phase = by_phase.get(ack.phase) or by_phase[phases[-1].fault]
+        phase.acknowledged += 1
+        if ack.message_id not in stored_ids:
+            if any(lo <= ack.acked_at <= hi for lo, hi in windows):
+                phase.lost_allowed += 1
+            else:
+                phase.lost += 1
+                log.error("soak_lost", message_id=ack.message_id, phase=ack.phase, acked_at=ack.acked_at)
+        phase.duplicated += duplicated.get(ack.message_id, 0)
+
+    order: list[str] = []
+    for conv in driver.conversations:
+        kept = set(stored.get(conv.id, []))
+        expected = [m for m in conv.order if m in kept]
+        if stored.get(conv.id, []) != expected:
+            order.append(conv.id)
+
+    from memq.audit import audit
+    from shared.connections import pg_connect
+    from shared.mailbox.quarantine import list_quarantined
+
+    with pg_connect(settings, autocommit=True) as conn:
+        result = audit(producer.redis, conn, settings, [(TENANT, c) for c in conversations], expect_flushed=True)
+    findings = [f"{f.check} {f.conversation}: {f.detail}" for f in result.findings]
+    quarantined = len(list_quarantined(producer.redis, settings, TENANT))
+    return SoakReport({}, phases, order, findings, quarantined, 0, {}, 0.0, [])
+
+
+def render(report: SoakReport, console) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"memq soak: {report.config.get('messages')} messages over {report.config.get('conversations')} conversations")
+    for col in ("fault", "acknowledged", "lost", "lost ≤1 s before kill", "duplicated", "time to recover (s)", "notes"):
+        table.add_column(col, justify="left" if col in ("fault", "notes") else "right")
+    for p in report.phases:
+        rec = "[red]not recovered[/]" if p.recover_seconds is None else f"{p.recover_seconds:.1f}"
+        lost = f"[red]{p.lost}[/]" if p.lost else "0"
+        dup = f"[red]{p.duplicated}[/]" if p.duplicated else "0"
+        table.add_row(p.label, str(p.acknowledged), lost, str(p.lost_allowed), dup, rec, p.notes)
+    console.print(table)
+    allowed = sum(p.lost_allowed for p in report.phases)
+    console.print(
+        f"lost beyond the last second before a Redis power loss: {sum(p.lost for p in report.phases)}; "
+        f"lost within it (the documented price of appendfsync everysec): {allowed}"
+    )
+    console.print(f"order violations: {len(report.order_violations)}; quarantined: {report.quarantined}; "
+                  f"stuck at the end: {len(report.stuck)}; worker restarts: {report.worker_restarts}; "
+                  f"LLM answers by mode: {report.llm_answers}; producer errors retried: {report.config.get('producer_errors')}")
+    for finding in report.audit_findings[:20]:
+        console.print(f"[red]audit[/] {finding}")
+    verdict = "[green]soak passed[/]" if report.ok else "[red]soak FAILED[/]"
+    console.print(f"{verdict} in {report.seconds:.0f} s")

@@ -1,0 +1,57 @@
+"""The quarantine: messages and segments whose processing failed repeatedly with the
+same non-transient error, set aside (``record_failure.lua``) so the rest of their
+conversation carries on. Listed per shard index; put back with ``retry``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from shared.mailbox.keys import ConversationKeys, all_shards, conversation_keys, split_member
+from shared.mailbox.scripts import Scripts
+from shared.mailbox.status import QuarantineEntry, parse_quarantine
+
+
+@dataclass(frozen=True)
+class Quarantined:
+    tenant: str
+    conversation_id: str
+    entry: QuarantineEntry
+
+
+def list_quarantined(client, settings, tenant: str | None = None, conversation_id: str | None = None) -> list[Quarantined]:
+    if conversation_id is not None:
+        members = [f"{tenant or settings.tenant}/{conversation_id}"]
+    else:
+        members = []
+        for shard in all_shards(settings.key_prefix, settings.redis_shards):
+            members += client.zrange(shard.quarantined, 0, -1)
+    out: list[Quarantined] = []
+    for member in sorted(members):
+        t, c = split_member(member)
+        if tenant is not None and t != tenant:
+            continue
+        keys = conversation_keys(settings, t, c)
+        out += [Quarantined(t, c, e) for e in parse_quarantine(client.hgetall(keys.quarantine))]
+    return out
+
+
+@dataclass(frozen=True)
+class Retried:
+    kind: str  # "message" | "segment"
+    id: str
+    publish: bool  # the caller must publish a drain (message) or an episode creation (segment)
+
+
+def retry(client, scripts: Scripts, keys: ConversationKeys, field: str) -> Retried | None:
+    """Put one quarantined item back to work; None when there is no such item."""
+    reply = scripts.quarantine_retry(
+        keys=[
+            keys.quarantine, keys.shard.quarantined, keys.inbox, keys.segments, keys.shard.pending,
+            keys.state, keys.shard.drains, keys.shard.active,
+        ],
+        args=[field, keys.member],
+    )
+    if not reply:
+        return None
+    kind, item_id, publish = reply
+    return Retried(kind, item_id, bool(int(publish)))

@@ -1,0 +1,88 @@
+"""A batch over several conversations that fails part-way: the producer says exactly
+what happened to each message, and sending the unsettled ones again with the same ids
+stores each exactly once."""
+
+from __future__ import annotations
+
+import pytest
+import redis
+
+from shared.errors import BatchIncomplete, BatchRejected
+from shared.db.episodes import stored_message_ids
+
+
+def _batch(n_convs: int = 3, per: int = 2) -> list[dict]:
+    return [
+        {"conversation_id": f"part-{c}", "role": "user", "content": f"message {i} of conversation {c}"}
+        for i in range(per)
+        for c in range(n_convs)
+    ]
+
+
+def test_one_conversation_failing_does_not_hide_the_others(producer):
+    producer._publish_drain = lambda t, c: None
+    broken = producer.keys("part-1")
+    producer.redis.set(broken.ids, "not a sorted set")  # this conversation's script fails with WRONGTYPE
+    batch = _batch()
+    with pytest.raises(BatchIncomplete) as err:
+        producer.add_messages(batch)
+    statuses = [(r.conversation_id, r.status) for r in err.value.results]
+    assert statuses == [("part-0", "accepted"), ("part-1", "unknown"), ("part-2", "accepted")] * 2
+    retry = err.value.retry_messages(batch)
+    assert [m["conversation_id"] for m in retry] == ["part-1", "part-1"] and all(m["message_id"] for m in retry)
+    producer.redis.delete(broken.ids)
+    assert [r.status for r in producer.add_messages(retry)] == ["accepted", "accepted"]
+    # Sending the whole batch again under the same ids changes nothing.
+    again = [{**m, "message_id": r.message_id} for m, r in zip(batch, err.value.results)]
+    assert {r.status for r in producer.add_messages(again)} == {"duplicate"}
+    assert [producer.status(f"part-{c}").accepted for c in range(3)] == [2, 2, 2]
+
+
+def test_a_reply_lost_after_redis_applied_the_batch(producer, monkeypatch, worker, db, tenant, celery_app):
+    """The connection drops after Redis ran the scripts: every result is unknown; the
+    retry with the same ids reports duplicates and each message is stored once."""
+    pipeline_class = type(producer.redis.pipeline())  # redis.client.Pipeline, or ClusterPipeline in cluster mode
+    real = pipeline_class.execute
+
+    def applied_then_lost(self, *a, **kw):
+        real(self, *a, **kw)
+        raise redis.ConnectionError("connection reset by peer")
+
+    batch = _batch()
+    monkeypatch.setattr(pipeline_class, "execute", applied_then_lost)
+    with pytest.raises(BatchIncomplete) as err:
+        producer.add_messages(batch)
+    monkeypatch.undo()
+    assert {r.status for r in err.value.results} == {"unknown"}
+    retried = producer.add_messages(err.value.retry_messages(batch))
+    assert {r.status for r in retried} == {"duplicate"}
+    # The broken connection also failed to publish the drains; their marks stay, and
+    # the stalled-work sweeper (aged here instead of waiting) publishes them.
+    from shared import tasks
+
+    for c in range(3):
+        producer.flush(f"part-{c}")
+        keys = producer.keys(f"part-{c}")
+        producer.redis.zadd(keys.shard.drains, {keys.member: 0})
+    celery_app.send_task(tasks.SWEEP_STALLED)
+    for c in range(3):
+        producer.wait_idle(f"part-{c}", timeout=60)
+        assert len(stored_message_ids(db, tenant, f"part-{c}")) == 2
+
+
+def test_reject_policy_in_a_batch_over_conversations_says_which_were_refused(producer):
+    from datetime import UTC, datetime, timedelta
+
+    producer._publish_drain = lambda t, c: None
+    producer.settings = producer.settings.model_copy(update={"out_of_order_policy": "reject"})
+    t0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    producer.add_message("strict-a", "user", "first", t0 + timedelta(minutes=10))
+    batch = [
+        {"conversation_id": "strict-b", "role": "user", "content": "fine", "timestamp": t0},
+        {"conversation_id": "strict-a", "role": "user", "content": "too old", "timestamp": t0},
+    ]
+    with pytest.raises(BatchRejected) as err:
+        producer.add_messages(batch)
+    assert [(r.conversation_id, r.status) for r in err.value.results] == [("strict-b", "accepted"), ("strict-a", "rejected")]
+    assert err.value.index == 1 and err.value.field == "timestamp"
+    assert producer.status("strict-a").accepted == 1 and producer.status("strict-b").accepted == 1
