@@ -11,7 +11,7 @@ MEMQ   := $(VENV)/bin/memq
 STAMP  := $(VENV)/.installed-stamp
 DATA   ?= ../shared/eval
 
-.PHONY: eval install demo test test-unit test-integration test-cluster services-up services-down migrate worker beat flower clean
+.PHONY: eval install demo test test-unit test-integration test-cluster soak check-deps services-up services-down migrate worker beat flower clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memq needs Python >= 3.11; set PYTHON=python3.11")'
@@ -48,6 +48,16 @@ test-integration: install
 # MEMQ_TEST_REDIS_CLUSTER_PORT to move them); the Celery broker stays on the standalone Redis.
 test-cluster: install
 	MEMQ_TEST_REDIS_CLUSTER=1 $(PY) -m pytest tests/integration -q
+
+# The fault-injection soak: >= 10,000 messages over 50 conversations through real workers,
+# Redis, PostgreSQL and a scripted LLM while faults are injected; a table of lost /
+# duplicated / time to recover per fault, the JSON report in .memq/soak-report.json.
+soak: install
+	$(MEMQ) soak --json .memq/soak-report.json
+
+# Known vulnerabilities in the installed packages (PyPI advisories).
+check-deps: install
+	$(MEMQ) check-deps
 
 # Segmentation quality of every detector profile next to baselines (DATA=<dir>).
 eval: install

@@ -122,6 +122,7 @@ class Producer:
             return []
 
         ids = [msg.message_id or uuid.uuid4().hex for msg in valid]
+        generated = {i for i, msg in enumerate(valid) if msg.message_id is None}
         groups: dict[tuple[str, str], list[int]] = {}
         for index, msg in enumerate(valid):
             groups.setdefault((msg.tenant, msg.conversation_id), []).append(index)
@@ -164,7 +165,11 @@ class Producer:
                 continue
             for index, status in zip(group, reply[1:]):
                 results[index] = AddResult(tenant_id, conv, ids[index], _STATUS[status])
-            if int(reply[0]) == 1:
+            # A fresh id can only be a "duplicate" when the client library re-sent this very
+            # call after a timeout: the first send stored it and marked a drain queued whose
+            # publication this reply no longer asks for. Publish one (a spare is harmless).
+            resent = any(index in generated and results[index].status == "duplicate" for index in group)
+            if int(reply[0]) == 1 or resent:
                 self._publish_drain(tenant_id, conv)
 
         if failures:

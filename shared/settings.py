@@ -140,6 +140,12 @@ class Settings(BaseSettings):
     embedding_api_base: str | None = None
     embedding_api_key: str | None = None
     embedding_batch_size: int = Field(default=64, ge=1)
+    embedding_max_chars: int = Field(
+        default=8000,
+        ge=100,
+        description="Text is cut to this many characters before embedding: all-MiniLM-L6-v2 reads 256 word "
+        "pieces anyway, and a remote model refuses input beyond its context (a message may be 100,000 characters).",
+    )
 
     # --- LLM (litellm) --------------------------------------------------------
     llm_model: str | None = Field(default=None, description="litellm model name; unset = no LLM.")

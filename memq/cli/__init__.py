@@ -27,6 +27,7 @@ def main() -> None:
 def _register() -> None:
     from memq.cli.audit import audit_cmd
     from memq.cli.demo import demo_cmd
+    from memq.cli.deps import check_deps_cmd
     from memq.cli.episodes import episodes_cmd
     from memq.cli.evaluate import eval_cmd
     from memq.cli.producer_commands import flush_cmd, replay_cmd, send_cmd, status_cmd
@@ -37,7 +38,7 @@ def _register() -> None:
 
     for command in (
         services_group, migrate_cmd, send_cmd, replay_cmd, flush_cmd, status_cmd, quarantine_group, audit_cmd,
-        episodes_cmd, worker_cmd, beat_cmd, flower_cmd, demo_cmd, eval_cmd, soak_cmd,
+        episodes_cmd, worker_cmd, beat_cmd, flower_cmd, demo_cmd, eval_cmd, soak_cmd, check_deps_cmd,
     ):
         main.add_command(command)
 

@@ -95,11 +95,25 @@ def flush_cmd(conversation_id: str, wait: bool, timeout: float, tenant: str | No
 
 
 @click.command("status")
-@click.argument("conversation_id")
+@click.argument("conversation_id", required=False)
 @tenant_option
-def status_cmd(conversation_id: str, tenant: str | None) -> None:
-    """Show a conversation's queue state in Redis, its quarantine and failures."""
-    s = Producer().status(conversation_id, tenant=tenant)
+def status_cmd(conversation_id: str | None, tenant: str | None) -> None:
+    """Show a conversation's queue state in Redis, its quarantine and failures; without
+    a conversation, the whole mailbox at a glance."""
+    producer = Producer()
+    if conversation_id is None:
+        from shared.mailbox.status import mailbox_overview
+
+        o = mailbox_overview(producer.redis, producer.scripts, producer.settings)
+        click.echo(
+            f"active_conversations={o.active} drains_queued={o.drains_queued} drains_stalled={o.drains_stalled} "
+            f"segments_waiting={o.segments_waiting} segments_stalled={o.segments_stalled} "
+            f"conversations_with_quarantine={o.quarantined}"
+        )
+        if o.quarantined:
+            click.echo("see `memq quarantine list --all-tenants`")
+        return
+    s = producer.status(conversation_id, tenant=tenant)
     click.echo(
         f"inbox={s.inbox} open_event={s.buffer} segments_waiting={s.segments} "
         f"drain_queued={s.drain_queued} flush_requested={s.flush_requested} "

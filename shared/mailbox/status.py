@@ -85,3 +85,32 @@ def conversation_status(client, keys: ConversationKeys) -> ConversationStatus:
         quarantined=parse_quarantine(quarantine),
         failing=failing,
     )
+
+
+@dataclass(frozen=True)
+class MailboxOverview:
+    """The whole mailbox at a glance, summed over the shards (`memq status`)."""
+
+    active: int  # conversations with messages in the last segment timeout or an open event
+    drains_queued: int  # conversations with a drain queued or running
+    drains_stalled: int  # ... of which no heartbeat for MEMQ_STALLED_AFTER_SECONDS
+    segments_waiting: int  # closed segments waiting for their episodes
+    segments_stalled: int
+    quarantined: int  # conversations with quarantined items
+
+
+def mailbox_overview(client, scripts, settings) -> MailboxOverview:
+    from shared.mailbox.keys import all_shards
+
+    totals = [0] * 6
+    age = settings.stalled_after_seconds
+    for shard in all_shards(settings.key_prefix, settings.redis_shards):
+        pipe = client.pipeline(transaction=False)
+        for key in (shard.active, shard.drains, shard.pending, shard.quarantined):
+            pipe.zcard(key)
+        active, drains, pending, quarantined = pipe.execute()
+        stalled_drains = len(scripts.due(keys=[shard.drains], args=[age, 100_000, 0]))
+        stalled_segments = len(scripts.due(keys=[shard.pending], args=[age, 100_000, 0]))
+        for i, n in enumerate((active, drains, stalled_drains, pending, stalled_segments, quarantined)):
+            totals[i] += n
+    return MailboxOverview(*totals)

@@ -59,3 +59,12 @@ def test_replay_of_a_good_file(cli_env, tmp_path, producer):
     assert out.exit_code == 0 and "accepted=7" in out.output and "conversations=1" in out.output
     out = cli_env.invoke(main, ["replay", str(path)])
     assert "duplicate=7" in out.output
+
+
+def test_status_without_a_conversation_shows_the_whole_mailbox(cli_env, producer):
+    producer._publish_drain = lambda t, c: None
+    producer.add_message("overview-conv", "user", "a message for the overview")
+    out = CliRunner().invoke(main, ["status"])
+    assert out.exit_code == 0, out.output
+    fields = dict(part.split("=") for part in out.output.split()[:6])
+    assert int(fields["active_conversations"]) >= 1 and int(fields["drains_queued"]) >= 1
