@@ -479,7 +479,7 @@ def run_worker(valid, settings, *, detector_name: str, gap_seconds: float, tenan
     from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
     from worker.segmentation.event_state import EventState
     from worker.segmentation.rules import RuleParams
-    from worker.segmentation.tokens import message_tokens
+    from shared.tokens import message_tokens
 
     embedder = embedder or FakeEmbedder(settings.embedding_dim)
     arrival_us = to_micros(NOW)

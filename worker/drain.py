@@ -33,7 +33,7 @@ from worker.failures import STOP, describe, is_transient
 from worker.segmentation.detectors.base import Detector
 from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
 from worker.segmentation.rules import RuleParams
-from worker.segmentation.tokens import message_tokens
+from shared.tokens import message_tokens
 
 log = structlog.get_logger("memq.segmentation")
 

@@ -61,7 +61,7 @@ def warm_up() -> None:
     """Load everything a task may need, once per process (see ``worker.app``)."""
     import structlog
 
-    from worker.segmentation.tokens import count_tokens
+    from shared.tokens import count_tokens
 
     s = settings()
     embedder()

@@ -40,13 +40,12 @@ def sync_with_database(store: ConversationStore, snapshot: Snapshot, connect) ->
     autocommit PostgreSQL connection."""
     if snapshot.synced:
         return snapshot
-    has_state = snapshot.rid is not None or snapshot.seq > 0 or snapshot.version > 0
     with connect() as conn:
         with conn.transaction():
-            plan = raise_fence(conn, store.tenant, store.conversation_id, snapshot.seq if has_state else None)
+            plan = raise_fence(conn, store.tenant, store.conversation_id, snapshot.seq)
     last_eff = to_micros(plan.last_message_at) if plan.last_message_at else None
     restamped = store.sync(run_id=snapshot.run_id, fence=plan.fence, seq_floor=plan.last_seq, last_eff_floor=last_eff)
-    rewound = has_state and plan.last_seq > snapshot.seq
+    rewound = snapshot.rid is not None and plan.last_seq > snapshot.seq
     event = "redis_rewind_repaired" if rewound else "conversation_synced"
     (log.warning if rewound else log.info)(
         event,

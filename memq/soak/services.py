@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import secrets
 import signal
 import threading
 import time
@@ -29,7 +30,10 @@ class LossMarker:
     url: str
     aof: Path
     interval: float = 0.02
-    sent: list[tuple[float, int]] = field(default_factory=list)
+    sent: list[tuple[float, str]] = field(default_factory=list)
+    # Unique per run: the AOF also holds the history of earlier runs (FLUSHALL does not
+    # shorten it), whose markers must never be mistaken for this run's.
+    run: str = field(default_factory=lambda: secrets.token_hex(6))
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
 
@@ -49,9 +53,10 @@ class LossMarker:
         while not self._stop.is_set():
             n += 1
             started = time.time()
+            value = f"{self.run}-{n}"
             try:
-                client.set(MARK_KEY, n)
-                self.sent.append((started, n))
+                client.set(MARK_KEY, value)
+                self.sent.append((started, value))
                 if len(self.sent) > 5000:
                     del self.sent[:2500]
             except redis.RedisError:
@@ -61,12 +66,12 @@ class LossMarker:
     def cut_after(self, moment: float) -> int:
         """Truncate the (stopped) server's AOF just after the first marker sent at or after
         ``moment``. Returns how many bytes were cut."""
-        candidates = [n for t, n in self.sent if t >= moment]
+        candidates = [value for t, value in self.sent if t >= moment]
         if not candidates:
             raise RuntimeError("no loss marker was sent after the requested moment")
-        needle = f"${len(MARK_KEY)}\r\n{MARK_KEY}\r\n${len(str(candidates[0]))}\r\n{candidates[0]}\r\n".encode()
+        needle = f"${len(MARK_KEY)}\r\n{MARK_KEY}\r\n${len(candidates[0])}\r\n{candidates[0]}\r\n".encode()
         data = self.aof.read_bytes()
-        at = data.find(needle)
+        at = data.rfind(needle)
         if at < 0:  # the marker never reached the file: Redis lost even more (a postponed AOF write)
             return 0
         end = at + len(needle)  # a plain SET, never inside a script's MULTI ... EXEC block
@@ -106,8 +111,16 @@ class SoakServices:
         return redis.Redis.from_url(self.redis_url, decode_responses=True, socket_timeout=5)
 
     def wipe(self) -> None:
-        """Start every run from empty services."""
-        self.client().flushall()
+        """Start every run from empty services (and a compact AOF)."""
+        client = self.client()
+        client.flushall()
+        client.bgrewriteaof()
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            info = client.info("persistence")
+            if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
+                break
+            time.sleep(0.1)
         import psycopg
 
         with psycopg.connect(self.database_url, autocommit=True) as conn:

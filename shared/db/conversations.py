@@ -40,31 +40,38 @@ class SyncPlan:
     retired: list[tuple[int, int]]  # sequence ranges recorded as gaps by this sync
 
 
-def raise_fence(conn: psycopg.Connection, tenant: str, conversation_id: str, redis_seq: int | None) -> SyncPlan:
+def raise_fence(conn: psycopg.Connection, tenant: str, conversation_id: str, redis_seq: int) -> SyncPlan:
     """Raise the conversation's fence (refusing any episode cut before now) and say where
-    numbering must resume. ``redis_seq`` is Redis' counter, None when Redis has no state
-    for the conversation (new, or expired at rest: nothing of it is in Redis).
+    numbering must resume. ``redis_seq`` is Redis' counter (0 when Redis has no state for
+    the conversation: new, or expired at rest).
 
-    When Redis' counter is below what PostgreSQL holds, Redis lost writes (restarted
-    from an older copy): numbers in between that PostgreSQL does not hold were given to
-    messages whose numbering was lost. Those messages are back in the inbox (or were
-    accepted within the lost window) and get new numbers; the old ones are recorded as
-    gaps. Call inside a transaction; it commits with the caller's."""
+    Numbers up to what PostgreSQL holds that it neither stores nor knows as gaps were
+    handed out in a Redis state that is gone (Redis restarted from an older copy, or the
+    state expired): their messages are back in the inbox, or were accepted in the lost
+    window, and get new numbers. They are recorded as gaps. Call inside a transaction."""
     row = lock_conversation(conn, tenant, conversation_id)
     fence = row.fence + 1
     retired: list[tuple[int, int]] = []
-    if redis_seq is not None and redis_seq < row.last_seq:
-        missing = [
-            r[0]
+    if redis_seq < row.last_seq:
+        # One ordered pass over what is known above Redis' counter; a hole is a gap.
+        retired = [
+            (r[0], r[1])
             for r in conn.execute(
-                "SELECT s FROM generate_series(%s::bigint, %s::bigint) AS s WHERE NOT EXISTS "
-                "(SELECT 1 FROM episode_message m WHERE m.tenant_id = %s AND m.conversation_id = %s AND m.seq = s) "
-                "AND NOT EXISTS (SELECT 1 FROM seq_gap g WHERE g.tenant_id = %s AND g.conversation_id = %s "
-                "AND s BETWEEN g.first_seq AND g.last_seq) ORDER BY s",
-                (redis_seq + 1, row.last_seq, tenant, conversation_id, tenant, conversation_id),
+                """
+                WITH known AS (
+                    SELECT seq FROM episode_message
+                     WHERE tenant_id = %(t)s AND conversation_id = %(c)s AND seq > %(lo)s
+                    UNION
+                    SELECT generate_series(greatest(first_seq, %(lo)s + 1), last_seq) FROM seq_gap
+                     WHERE tenant_id = %(t)s AND conversation_id = %(c)s AND last_seq > %(lo)s
+                    UNION SELECT %(lo)s
+                    UNION SELECT %(hi)s + 1
+                ), ordered AS (SELECT seq, lead(seq) OVER (ORDER BY seq) AS next FROM known)
+                SELECT seq + 1, next - 1 FROM ordered WHERE next > seq + 1 AND seq < %(hi)s ORDER BY seq
+                """,
+                {"t": tenant, "c": conversation_id, "lo": redis_seq, "hi": row.last_seq},
             )
         ]
-        retired = ranges(missing)
         for first, last in retired:
             record_gap(conn, tenant, conversation_id, first, last, "rewind")
     conn.execute(
@@ -92,14 +99,3 @@ def gaps(conn: psycopg.Connection, tenant: str, conversation_id: str) -> list[tu
             (tenant, conversation_id),
         )
     ]
-
-
-def ranges(numbers: list[int]) -> list[tuple[int, int]]:
-    """[3, 4, 5, 9] -> [(3, 5), (9, 9)] (input sorted)."""
-    out: list[tuple[int, int]] = []
-    for n in numbers:
-        if out and out[-1][1] == n - 1:
-            out[-1] = (out[-1][0], n)
-        else:
-            out.append((n, n))
-    return out

@@ -18,6 +18,7 @@ from psycopg.types.json import Jsonb
 
 from shared.db.conversations import lock_conversation, record_gap
 from shared.errors import MemqError
+from shared.messages import speaker_of
 
 
 class StaleSegment(MemqError):
@@ -61,6 +62,7 @@ class EpisodeRow:
     overlap: list[dict[str, Any]] = field(default_factory=list)
     token_count: int = 0
     last_reviewed_at: datetime | None = None
+    message_embeddings: np.ndarray | None = None  # one row per message, aligned with ``messages``
 
     @property
     def message_count(self) -> int:
@@ -163,16 +165,17 @@ def store_episode(
 
 
 def _insert_messages(conn: psycopg.Connection, e: EpisodeRow) -> None:
+    vectors = e.message_embeddings if e.message_embeddings is not None else [None] * len(e.messages)
     with conn.cursor() as cur:
         cur.executemany(
-            "INSERT INTO episode_message (tenant_id, conversation_id, seq, message_id, episode_id, role, content, ts, sent_at, metadata) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            "INSERT INTO episode_message (tenant_id, conversation_id, seq, message_id, episode_id, role, content, ts, "
+            "sent_at, metadata, speaker, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 (
                     e.tenant_id, e.conversation_id, m["seq"], m["id"], e.id, m["role"], m["content"], m["timestamp"],
-                    m.get("sent_at"), Jsonb(m["metadata"]) if m.get("metadata") else None,
+                    m.get("sent_at"), Jsonb(m["metadata"]) if m.get("metadata") else None, speaker_of(m), vector,
                 )
-                for m in e.messages
+                for m, vector in zip(e.messages, vectors)
             ],
         )
 

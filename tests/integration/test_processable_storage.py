@@ -67,7 +67,7 @@ def test_accepted_messages_are_stored_and_read_back_exactly(db, tenant, extracti
     event("stored")
     conversation = f"prop-{uuid.uuid4().hex}"
     with db.transaction():
-        plan = raise_fence(db, tenant, conversation, None)
+        plan = raise_fence(db, tenant, conversation, 0)
     run = gen.run_worker(valid, extractive, detector_name=detector, gap_seconds=gap, tenant=tenant,
                          conversation_id=conversation, fence=plan.fence)
 

@@ -206,3 +206,37 @@ def test_a_segment_cut_before_the_rewind_can_no_longer_be_written(producer, db, 
             expected=check_stored(db, tenant, conv, in_flight["messages"]), row=None,
         )
     assert_every_message_in_exactly_one_episode(db, producer.redis, settings, tenant, conv, 5)
+
+
+def test_gaps_are_found_below_what_postgresql_holds(producer, db, tenant):
+    """Numbers handed out in a lost Redis state that PostgreSQL neither stores nor knows
+    as gaps are recorded when the conversation re-syncs, wherever they are."""
+    from shared.db.conversations import raise_fence
+
+    conv = "gap-scan"
+    with db.transaction():
+        raise_fence(db, tenant, conv, 0)
+    db.execute(
+        "INSERT INTO episodic_memory (id, tenant_id, conversation_id, messages, message_count, first_seq, last_seq, title, "
+        "summary, embedding, stability, difficulty, fsrs_card, boundary_reason, boundary_source, detector, summary_source, "
+        "embedding_model, start_at, end_at) VALUES (gen_random_uuid(), %s, %s, '[]', 4, 1, 12, 't', 's', "
+        "array_fill(0.1, ARRAY[384])::vector, 1, 1, '{}', 'flush', 'flush', 'rules', 'extractive', 'm', now(), now()) RETURNING id",
+        (tenant, conv),
+    )
+    eid = db.execute("SELECT id FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0]
+    for seq in (1, 2, 6, 12):
+        db.execute(
+            "INSERT INTO episode_message (tenant_id, conversation_id, seq, message_id, episode_id, role, content, ts) "
+            "VALUES (%s, %s, %s, %s, %s, 'user', 'x', now())",
+            (tenant, conv, seq, f"m{seq}", eid),
+        )
+    db.execute("INSERT INTO seq_gap (tenant_id, conversation_id, first_seq, last_seq, reason) VALUES (%s, %s, 8, 9, 'duplicate')", (tenant, conv))
+    db.execute("UPDATE conversation SET last_seq = 12 WHERE tenant_id = %s AND conversation_id = %s", (tenant, conv))
+    with db.transaction():
+        plan = raise_fence(db, tenant, conv, 0)  # Redis lost everything (or it expired)
+    assert plan.retired == [(3, 5), (7, 7), (10, 11)]
+    with db.transaction():
+        again = raise_fence(db, tenant, conv, 0)
+    assert again.retired == [] and again.fence == plan.fence + 1
+    with db.transaction():
+        assert raise_fence(db, tenant, conv, 6).retired == []  # above Redis' counter only

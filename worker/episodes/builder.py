@@ -13,6 +13,7 @@ import structlog
 from shared.db.episodes import EpisodeRow
 from shared.embeddings import Embedder
 from shared.llm import LLMError
+from shared.messages import indexed_text
 from shared.settings import Settings
 from worker.episodes.extractive import extractive_summary, extractive_title
 from worker.episodes.fsrs_card import initial_memory
@@ -39,7 +40,8 @@ def build_episode(segment: dict[str, Any], settings: Settings, embedder: Embedde
         title = extractive_title(messages, settings.title_min_words, settings.title_max_words)
         summary = extractive_summary(messages, settings.summary_max_sentences, tools)
 
-    embedding = embedder.embed([summary])[0]
+    vectors = embedder.embed([summary, *(indexed_text(m) for m in messages)])
+    embedding, message_embeddings = vectors[0], vectors[1:]
     start_at = datetime.fromisoformat(messages[0]["timestamp"])
     end_at = datetime.fromisoformat(messages[-1]["timestamp"])
     surprise = float(segment.get("surprise") or 0.0)
@@ -76,4 +78,5 @@ def build_episode(segment: dict[str, Any], settings: Settings, embedder: Embedde
         tools_used=tools,
         overlap=overlap,
         token_count=int(segment.get("token_count") or 0),
+        message_embeddings=message_embeddings,
     )

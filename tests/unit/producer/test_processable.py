@@ -28,7 +28,7 @@ from shared.settings import Settings
 from worker.episodes.extractive import extractive_summary, extractive_title
 from worker.episodes.llm_summary import render_segment
 from worker.episodes.tools_used import tool_name, tools_used
-from worker.segmentation.tokens import message_tokens
+from shared.tokens import message_tokens
 
 S = Settings(_env_file=None).model_copy(update={"llm_model": None})  # extractive path, no network
 NOW = gen.NOW

@@ -1,4 +1,4 @@
-from worker.segmentation.tokens import count_tokens, message_tokens
+from shared.tokens import count_tokens, message_tokens
 
 
 def test_counts_with_cl100k_offline():
