@@ -59,9 +59,13 @@ soak: install
 check-deps: install
 	$(MEMQ) check-deps
 
-# Segmentation quality of every detector profile next to baselines (DATA=<dir>).
+# Quality (DATA=<dir>, default ../shared/eval): segmentation of every detector profile next to
+# baselines, then retrieval on LoCoMo through the real producer, workers and database
+# (evidence recall at 250-2,000 tokens vs single-turn / 8-turn / session baselines, latency;
+# JSON and PNG in .memq/eval/).
 eval: install
 	$(MEMQ) eval $(DATA)
+	$(MEMQ) eval-locomo $(DATA) --ablations
 
 worker: migrate
 	$(MEMQ) worker

@@ -131,6 +131,48 @@ class Settings(BaseSettings):
     title_max_words: int = Field(default=15, ge=1)
     summary_max_sentences: int = Field(default=4, ge=1, description="Extractive summary length.")
 
+    # --- retrieval (seed 001) -------------------------------------------------
+    retrieval_limit: int = Field(default=10, ge=1, description="Episodes returned when the caller names no limit.")
+    retrieval_limit_max: int = Field(default=50, ge=1, description="Largest limit a caller may ask for.")
+    retrieval_max_tokens: int = Field(default=1500, ge=50, description="Token budget of the returned text by default.")
+    retrieval_max_tokens_max: int = Field(default=16_000, ge=50, description="Largest budget a caller may ask for.")
+    retrieval_max_conversations: int = Field(default=100, ge=1, description="Conversations one retrieval may name.")
+    query_max_chars: int = Field(default=2000, ge=10, description="Longest query accepted.")
+    retrieval_candidates: int = Field(default=100, ge=1, le=1000, description="seed 001: candidates per leg")
+    rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal Rank Fusion constant (seed 001 uses k=60).")
+    retrieval_legs: str = Field(
+        default="episode_vector,episode_lexical,message_vector,message_lexical",
+        description="Ranked legs fused by RRF: episode_vector / episode_lexical (title and summary) and "
+        "message_vector / message_lexical (every stored message votes for its episode).",
+    )
+    hnsw_ef_search: int = Field(default=100, ge=1, le=1000, description="pgvector hnsw.ef_search for the vector legs.")
+    retrievability_weight: float = Field(
+        default=1.0, ge=0, le=4, description="final = rrf x retrievability^weight (seed 001: 1; 0 switches FSRS off)."
+    )
+    flashbulb_surprise: float = Field(default=0.85, ge=0, le=1, description="seed 000: surprise at or above is a flashbulb memory")
+    flashbulb_floor: float = Field(default=0.5, ge=0, le=1, description="A flashbulb memory's retrievability never drops below.")
+    key_moment_surprise: float = Field(default=0.7, ge=0, le=1, description="seed 001: surprise at or above is a key moment")
+    auto_detail_rank: int = Field(default=2, ge=0, description="seed 001: detail=auto shows messages for rank <= this")
+    low_detail_messages: int = Field(default=3, ge=1, description="Messages per episode at detail=low.")
+    summary_tokens_with_messages: int = Field(
+        default=0, ge=0,
+        description="When messages are shown, the summary above them is cut to this many tokens (0: left out; "
+        "measured on LoCoMo, the budget is better spent on messages).",
+    )
+    message_episode_weight: float = Field(
+        default=0.1, ge=0,
+        description="A message competes for the budget at (its own relevance + this x its episode's RRF score): "
+        "how much a message gains from being in a relevant episode.",
+    )
+    time_boost: float = Field(
+        default=1.5, ge=1, description="A query naming a time ('last week') multiplies the score of episodes in it."
+    )
+    neighbour_bonus: float = Field(
+        default=0.8, ge=0, le=1,
+        description="Within an episode, a message right after (or before) a relevant one shares this part of its relevance "
+        "(an answer follows its question).",
+    )
+
     # --- embeddings -----------------------------------------------------------
     embedding_model: str = Field(
         default="local/all-MiniLM-L6-v2",
@@ -219,6 +261,12 @@ class Settings(BaseSettings):
             )
         if self.retry_backoff_max_seconds * 2 > self.visibility_timeout_seconds:
             raise ValueError("MEMQ_RETRY_BACKOFF_MAX_SECONDS must be below half of MEMQ_VISIBILITY_TIMEOUT_SECONDS")
+        if self.retrieval_limit > self.retrieval_limit_max or self.retrieval_max_tokens > self.retrieval_max_tokens_max:
+            raise ValueError("MEMQ_RETRIEVAL_LIMIT / MEMQ_RETRIEVAL_MAX_TOKENS must not exceed their _MAX")
+        unknown = set(self.legs) - {"episode_vector", "episode_lexical", "message_vector", "message_lexical"}
+        if unknown or not self.legs:
+            raise ValueError(f"MEMQ_RETRIEVAL_LEGS: unknown legs {sorted(unknown)}; choose from episode_vector, "
+                             "episode_lexical, message_vector, message_lexical")
         if self.mailbox_redis_cluster and not self.mailbox_redis_url:
             raise ValueError("MEMQ_MAILBOX_REDIS_CLUSTER needs MEMQ_MAILBOX_REDIS_URL (a node of the cluster)")
         return self
@@ -229,6 +277,10 @@ class Settings(BaseSettings):
     @property
     def llm_enabled(self) -> bool:
         return bool(self.llm_model)
+
+    @property
+    def legs(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(x.strip() for x in self.retrieval_legs.split(",") if x.strip()))
 
     @property
     def data_path(self) -> Path:

@@ -39,3 +39,10 @@ def message_tokens(role: str, content: str, *, tool_result_max_chars: int, encod
     if role == "tool":
         content = content[:tool_result_max_chars]
     return count_tokens(content, encoding)
+
+
+@functools.lru_cache(maxsize=50_000)
+def count_tokens_cached(text: str) -> int:
+    """``count_tokens`` remembered for repeated short texts (the lines of retrieved
+    messages, which come back query after query)."""
+    return count_tokens(text)

@@ -29,16 +29,18 @@ def _register() -> None:
     from memq.cli.demo import demo_cmd
     from memq.cli.deps import check_deps_cmd
     from memq.cli.episodes import episodes_cmd
-    from memq.cli.evaluate import eval_cmd
+    from memq.cli.evaluate import eval_cmd, eval_locomo_cmd
     from memq.cli.producer_commands import flush_cmd, replay_cmd, send_cmd, status_cmd
     from memq.cli.quarantine import quarantine_group
+    from memq.cli.retrieve import recent_cmd, retrieve_cmd
     from memq.cli.services import migrate_cmd, services_group
     from memq.cli.soak import soak_cmd
     from memq.cli.worker_commands import beat_cmd, flower_cmd, worker_cmd
 
     for command in (
         services_group, migrate_cmd, send_cmd, replay_cmd, flush_cmd, status_cmd, quarantine_group, audit_cmd,
-        episodes_cmd, worker_cmd, beat_cmd, flower_cmd, demo_cmd, eval_cmd, soak_cmd, check_deps_cmd,
+        episodes_cmd, worker_cmd, beat_cmd, flower_cmd, demo_cmd, eval_cmd, eval_locomo_cmd, soak_cmd, check_deps_cmd,
+        retrieve_cmd, recent_cmd,
     ):
         main.add_command(command)
 

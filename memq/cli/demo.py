@@ -17,6 +17,11 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 SAMPLE = Path(__file__).resolve().parents[2] / "producer" / "samples" / "demo_conversation.jsonl"
+QUESTIONS = (
+    "Where is Alex going on holiday, and with whom?",
+    "Which database did we pick for the payments ledger?",
+    "What did the seller say about the Cube bike?",
+)
 
 
 def _wait_for_worker(producer, process: subprocess.Popen, timeout: float = 90.0) -> None:
@@ -33,7 +38,9 @@ def _wait_for_worker(producer, process: subprocess.Popen, timeout: float = 90.0)
 @click.option("--file", "path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=SAMPLE, show_default=True)
 @click.option("--detector", default=None, help="Detector profile (default MEMQ_DETECTOR).")
 @click.option("--summaries/--no-summaries", default=True, help="Print each episode's summary too.")
-def demo_cmd(path: Path, detector: str | None, summaries: bool) -> None:
+@click.option("--ask", "questions", multiple=True, help="Questions to answer from memory at the end (default: three "
+              "about the sample conversation).")
+def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple[str, ...]) -> None:
     """Run the pipeline end to end on the sample conversation and show its episodes."""
     import os
 
@@ -102,3 +109,18 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool) -> None:
                     console.print(f"[bold]{i}. {e.title}[/]  [dim]({e.summary_source})[/]\n   {e.summary}")
     console.print(f"[green]done[/] in {elapsed:.1f} s: {counts['accepted'] + counts['clamped']} messages accepted, "
                   f"{counts['duplicate']} duplicates skipped")
+    _answer(console, settings, sorted(conversations), questions or (QUESTIONS if path == SAMPLE else ()))
+
+
+def _answer(console: Console, settings, conversations: list[str], questions: tuple[str, ...]) -> None:
+    """What an agent would be shown for a few questions: retrieve_memory's markdown."""
+    from rich.markdown import Markdown
+    from rich.panel import Panel
+
+    from shared.retrieval.service import retrieve_memory
+
+    for question in questions:
+        result = retrieve_memory(question, conversation_ids=conversations, detail="auto", limit=3, max_tokens=350,
+                                 settings=settings)
+        console.print(Panel(Markdown(result.text.replace("\n", "  \n")), title=f"[bold]memq retrieve[/] “{question}”",
+                            subtitle=f"{result.tokens} tokens · {result.timings_ms['total']:.0f} ms", expand=True))

@@ -95,3 +95,49 @@ def _train(data: Path, train_file: str, lookahead: int, model_name: str | None, 
     path.write_text(result.model.to_json() + "\n")
     m = result.model
     console.print(f"wrote {path}: C={m.info['c']} high={m.high:.2f} low={m.low:.2f} train Pk={m.info['train_pk']}")
+
+
+@click.command("eval-locomo")
+@click.argument("data", type=click.Path(path_type=Path), default=DEFAULT_DATA)
+@click.option("--tenant", default="eval-locomo", show_default=True, help="Tenant the conversations are replayed into.")
+@click.option("--reuse", is_flag=True, help="Keep episodes of an earlier replay when every turn is already stored.")
+@click.option("--ablations", is_flag=True, help="Also score memq variants (auto detail, no FSRS, episode legs only, ...).")
+@click.option("--file", "files", multiple=True, help="Only these LoCoMo files of DATA/locomo.")
+@click.option("--workers", type=int, default=2, show_default=True, help="Worker processes for the replay.")
+@click.option("--out", type=click.Path(path_type=Path), default=None,
+              help="Folder for locomo-report.json and locomo-recall.png (default <MEMQ_DATA_DIR>/eval).")
+def eval_locomo_cmd(data: Path, tenant: str, reuse: bool, ablations: bool, files: tuple[str, ...], workers: int,
+                    out: Path | None) -> None:
+    """Retrieval quality on LoCoMo through the real pipeline: replay each conversation
+    through the producer to real workers, ask every question of categories 1-4 through
+    retrieve_memory and through single-turn / 8-turn / session baselines, and report
+    evidence recall at 250 / 500 / 1,000 / 2,000 returned tokens."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from memq.evaluation.locomo.report import print_report, write_chart, write_json
+    from memq.evaluation.locomo.runner import EvalConfig, run
+    from shared.ids import check_tenant
+    from shared.settings import get_settings
+
+    settings = get_settings()
+    console = Console(width=150)
+    config = EvalConfig(data=data, tenant=check_tenant(tenant), reuse=reuse, workers=workers, ablations=ablations, files=files)
+    llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
+    console.print(f"[bold]memq eval-locomo[/] data={data} tenant={tenant} {llm} embeddings={settings.embedding_model}")
+    tasks: dict[str, int] = {}
+    try:
+        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                      console=console) as bars:
+            def progress(label: str, done: int, total: int) -> None:
+                if label not in tasks:
+                    tasks[label] = bars.add_task(label, total=total)
+                bars.update(tasks[label], completed=done, total=total)
+
+            result = run(settings, config, progress, lambda m: bars.console.print(f"[dim]… {m}[/]"))
+    except FileNotFoundError as exc:
+        raise click.ClickException(str(exc)) from None
+    print_report(result, console)
+    folder = out or settings.data_path / "eval"
+    write_json(result, folder / "locomo-report.json")
+    write_chart(result, folder / "locomo-recall.png")
+    console.print(f"wrote {folder / 'locomo-report.json'} and {folder / 'locomo-recall.png'}")

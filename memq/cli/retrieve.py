@@ -1,0 +1,94 @@
+"""``memq retrieve CONVERSATION_ID QUERY`` and ``memq recent CONVERSATION_ID``: the read
+side from a shell, through the same library calls the HTTP API and the MCP server make,
+so what a user sees here is exactly what an LLM would be handed."""
+
+from __future__ import annotations
+
+import json
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager, redirect_stdout
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markdown import Markdown
+
+from memq.cli.options import tenant_option
+from shared.errors import ValidationError
+from shared.retrieval.request import DETAILS
+from shared.retrieval.service import recent_memory, retrieve_memory
+from shared.settings import get_settings
+
+
+@contextmanager
+def _answer_only_on_stdout() -> Iterator[None]:
+    """While the library works, whatever it prints (structlog's default logger writes to
+    stdout when nothing configured it) goes to stderr: stdout carries only the answer, so
+    ``--json`` can be piped into jq. A refusal becomes a usage error (exit code 2)."""
+    try:
+        with redirect_stdout(sys.stderr):
+            yield
+    except ValidationError as exc:
+        raise click.UsageError(str(exc)) from None
+
+
+def _console() -> Console:
+    return Console(width=None if sys.stdout.isatty() else 150)
+
+
+def _print(text: str, data: dict[str, Any], as_json: bool) -> None:
+    if as_json:
+        click.echo(json.dumps(data, indent=2))
+    else:
+        # Markdown joins consecutive lines into one paragraph; the answer's lines (time,
+        # summary, each message, each marker) stand apart, so each ends in a hard break.
+        _console().print(Markdown(text.replace("\n", "  \n")))
+
+
+@click.command("retrieve")
+@click.argument("conversation_id")
+@click.argument("query")
+@click.option("--all-conversations", is_flag=True, help="Search every conversation of the tenant, not only CONVERSATION_ID.")
+@click.option("--conversation", "more", multiple=True, metavar="ID", help="Search this conversation too (repeatable).")
+@click.option("--detail", type=click.Choice(DETAILS), default="auto", show_default=True,
+              help="none: summaries; low: a few messages each; high: as many as fit; auto: high for the best and key moments.")
+@click.option("--max-tokens", type=int, help="Token budget of the returned text (default MEMQ_RETRIEVAL_MAX_TOKENS).")
+@click.option("--limit", type=int, help="Most memories to return (default MEMQ_RETRIEVAL_LIMIT).")
+@click.option("--since", metavar="ISO", help="Only memories that end at or after this time (ISO-8601 with a timezone).")
+@click.option("--until", metavar="ISO", help="Only memories that start before this time (ISO-8601 with a timezone).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON with every score instead of markdown.")
+@click.option("--no-record", is_flag=True, help="Do not queue what is returned for review (inspection only).")
+@tenant_option
+def retrieve_cmd(conversation_id: str, query: str, all_conversations: bool, more: tuple[str, ...], detail: str,
+                 max_tokens: int | None, limit: int | None, since: str | None, until: str | None, as_json: bool,
+                 no_record: bool, tenant: str | None) -> None:
+    """Recall the memories most relevant to QUERY, as an LLM would receive them."""
+    if all_conversations and more:
+        raise click.UsageError("--all-conversations already searches every conversation; drop --conversation")
+    scope = None if all_conversations else [conversation_id, *more]
+    time_range = (since, until) if since or until else None
+    with _answer_only_on_stdout():
+        result = retrieve_memory(
+            query, tenant=tenant, conversation_ids=scope, limit=limit, detail=detail, max_tokens=max_tokens,
+            time_range=time_range, settings=get_settings(), record=not no_record,
+        )
+    _print(result.text, result.to_json(), as_json)
+
+
+@click.command("recent")
+@click.argument("conversation_id")
+@click.option("--limit", type=int, help="Most memories to show (default MEMQ_RETRIEVAL_LIMIT).")
+@click.option("--days", type=float, default=7.0, show_default=True, help="Only memories that ended within this many days.")
+@click.option("--max-tokens", type=int, help="Token budget of the text (default MEMQ_RETRIEVAL_MAX_TOKENS).")
+@click.option("--json", "as_json", is_flag=True, help="Print JSON instead of markdown.")
+@tenant_option
+def recent_cmd(conversation_id: str, limit: int | None, days: float, max_tokens: int | None, as_json: bool,
+               tenant: str | None) -> None:
+    """The conversation's latest memories, newest first: what an agent reads when a session starts."""
+    settings = get_settings()
+    with _answer_only_on_stdout():
+        result = recent_memory(conversation_id, tenant=tenant, limit=limit, days=days, max_tokens=max_tokens, settings=settings)
+    data = {"conversation_id": conversation_id, "tenant": tenant or settings.tenant, "days": days,
+            "tokens": result.tokens, "memories": result.records, "text": result.text}
+    _print(result.text, data, as_json)

@@ -1,0 +1,124 @@
+"""The LoCoMo run's report: terminal tables, a JSON file and a PNG chart of recall
+against budget (one line per memory unit kind)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from memq.evaluation.locomo.runner import MAIN, EvalRun, categories_present, category_name
+
+
+def to_json(run: EvalRun) -> dict[str, Any]:
+    def block(category: int | None) -> dict[str, Any]:
+        return {m: {str(b): asdict(s) for b, s in by_budget.items()} for m, by_budget in run.table(category).items()}
+
+    return {
+        "data": str(run.config.data),
+        "conversations": [c.sample_id for c in run.conversations],
+        "turns": sum(len(c.turns) for c in run.conversations),
+        "questions": len({r.question.id for r in run.results}),
+        "evidence_ids_dropped": sum(c.dropped_evidence for c in run.conversations),
+        "questions_naming_a_time": run.named_times,
+        "llm": run.llm,
+        "budgets": list(run.config.budgets),
+        "overall": block(None),
+        "per_category": {category_name(c): block(c) for c in categories_present(run)},
+        "episodes": run.episodes,
+        "stages_seconds": {k: round(v, 2) for k, v in run.stages_s.items()},
+        "latency_ms": {k: round(v, 3) if isinstance(v, float) else v for k, v in run.latency_ms.items()},
+        "targets": targets(run),
+    }
+
+
+def targets(run: EvalRun) -> dict[str, Any]:
+    overall = run.table()
+    if MAIN.name not in overall or "turn" not in overall:
+        return {}
+    memq, turn = overall[MAIN.name], overall["turn"]
+    gain = memq[1000].recall - turn[1000].recall if 1000 in memq else None
+    return {
+        "recall_at_1000_minus_single_turn": round(gain, 4) if gain is not None else None,
+        "at_least_0.10_above_at_1000": gain is not None and gain >= 0.10,
+        "at_or_above_single_turn_every_budget": all(memq[b].recall >= turn[b].recall for b in run.config.budgets),
+        "latency_ratio_under_2": run.latency_ms.get("ratio_p50", 99) < 2 and run.latency_ms.get("ratio_p99", 99) < 2,
+    }
+
+
+def print_report(run: EvalRun, console: Console) -> None:
+    budgets = run.config.budgets
+    for title, category in [("all categories", None)] + [(category_name(c), c) for c in categories_present(run)]:
+        rows = run.table(category)
+        n = next(iter(next(iter(rows.values())).values())).questions if rows else 0
+        table = Table(title=f"LoCoMo evidence recall — {title} ({n} questions)")
+        table.add_column("memory unit")
+        for b in budgets:
+            table.add_column(f"R@{b}", justify="right")
+        for b in budgets:
+            table.add_column(f"all@{b}", justify="right")
+        table.add_column(f"tokens@{budgets[-1]}", justify="right")
+        best = {b: max(s[b].recall for s in rows.values()) for b in budgets}
+        for method, s in rows.items():
+            cells = [f"[bold green]{s[b].recall:.3f}[/]" if s[b].recall == best[b] else f"{s[b].recall:.3f}" for b in budgets]
+            cells += [f"{s[b].all_found:.3f}" for b in budgets]
+            table.add_row(method, *cells, f"{s[budgets[-1]].tokens:.0f}")
+        console.print(table)
+
+    e = run.episodes
+    console.print(f"[bold]episodes[/] {e.get('episodes')} ({e.get('per_conversation')}), mean {e.get('mean_messages')} messages / "
+                  f"{e.get('mean_tokens')} tokens; summaries {e.get('summaries')}; LLM {run.llm}")
+    console.print(f"[bold]boundaries[/] {e.get('boundary_reasons')}")
+    console.print("[bold]stages[/] " + ", ".join(f"{k} {v:.1f} s" for k, v in run.stages_s.items()))
+    lat = run.latency_ms
+    if lat:
+        console.print(
+            f"[bold]latency[/] retrieve_memory p50 {lat['retrieve_p50']:.1f} ms / p99 {lat['retrieve_p99']:.1f} ms; "
+            f"legs' SQL alone p50 {lat['legs_sql_p50']:.1f} ms / p99 {lat['legs_sql_p99']:.1f} ms; ratio "
+            f"{lat['ratio_p50']:.2f} / {lat['ratio_p99']:.2f} ({lat['queries']} queries at {lat['budget']} tokens; "
+            f"query embedding {lat['embed_per_question']:.1f} ms each, not included)"
+        )
+    console.print(f"[bold]questions naming a time[/] {run.named_times}")
+    t = targets(run)
+    if t:
+        mark = {True: "[green]met[/]", False: "[red]NOT met[/]"}
+        console.print(
+            f"[bold]targets[/] R@1000 − single turn = {t['recall_at_1000_minus_single_turn']:+.3f} (≥ 0.10: "
+            f"{mark[t['at_least_0.10_above_at_1000']]}); at or above single turn at every budget: "
+            f"{mark[t['at_or_above_single_turn_every_budget']]}; latency ratio < 2: {mark[t['latency_ratio_under_2']]}"
+        )
+
+
+def write_json(run: EvalRun, path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(to_json(run), indent=2) + "\n")
+
+
+def write_chart(run: EvalRun, path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    rows = run.table()
+    budgets = list(run.config.budgets)
+    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
+    for method, s in rows.items():
+        ax.plot(budgets, [s[b].recall for b in budgets], marker="o", linewidth=2.5 if method == MAIN.name else 1.3,
+                label=method)
+    ax.set_xscale("log")
+    ax.set_xticks(budgets, [str(b) for b in budgets])
+    ax.set_xlabel("returned tokens (budget)")
+    ax.set_ylabel("evidence recall")
+    ax.set_ylim(0, 1)
+    ax.grid(alpha=0.3)
+    ax.set_title(f"LoCoMo evidence recall ({', '.join(c.sample_id for c in run.conversations)}; LLM {run.llm})")
+    ax.legend(loc="lower right", fontsize=8)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fig.savefig(path)
+    plt.close(fig)

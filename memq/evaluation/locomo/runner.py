@@ -1,0 +1,257 @@
+"""One LoCoMo evaluation run: replay every conversation through the producer to real
+workers, then ask every question of categories 1-4 through ``retrieve_memory`` and
+through the baselines, at every budget, and measure what the returned text holds.
+
+Retrieval uses the question's embedding computed once (the same vector for memq and the
+baselines); latency is measured on a separate pass, next to the raw SQL of the legs run
+alone on the same queries (the floor).
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import timedelta
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from memq.evaluation.locomo.data import CATEGORIES, LocomoConversation, Question, find_files, load_locomo
+from memq.evaluation.locomo.recall import Found, evidence_found, percentile, summarise
+from memq.evaluation.locomo.units import UNIT_KINDS, UnitIndex, fill, make_units
+from shared.settings import Settings
+
+BUDGETS = (250, 500, 1000, 2000)
+
+
+@dataclass(frozen=True)
+class Method:
+    name: str
+    kind: str  # "memq" or a unit kind
+    detail: str = "high"
+    overrides: tuple[tuple[str, Any], ...] = ()  # settings changed for this method only (ablations)
+
+
+MAIN = Method("memq", "memq", "high")
+BASELINES = tuple(Method(f"{k}", k) for k in UNIT_KINDS)
+ABLATIONS = (
+    Method("memq auto", "memq", "auto"),
+    Method("memq no-FSRS", "memq", "high", (("retrievability_weight", 0.0),)),
+    Method("memq episode legs", "memq", "high", (("retrieval_legs", "episode_vector,episode_lexical"),)),
+    Method("memq no-neighbour", "memq", "high", (("neighbour_bonus", 0.0),)),
+)
+
+
+@dataclass
+class EvalConfig:
+    data: Path
+    tenant: str = "eval-locomo"
+    budgets: tuple[int, ...] = BUDGETS
+    categories: tuple[int, ...] = (1, 2, 3, 4)
+    reuse: bool = False  # keep the episodes of an earlier replay when every turn is stored
+    workers: int = 2
+    ablations: bool = False
+    limit: int | None = None  # episodes per retrieval (default MEMQ_RETRIEVAL_LIMIT_MAX: the budget decides)
+    files: tuple[str, ...] = ()
+
+
+@dataclass
+class QuestionResult:
+    question: Question
+    conversation: str
+    method: str
+    budget: int
+    found: Found
+    tokens: int
+
+
+@dataclass
+class EvalRun:
+    config: EvalConfig
+    conversations: list[LocomoConversation]
+    results: list[QuestionResult] = field(default_factory=list)
+    stages_s: dict[str, float] = field(default_factory=dict)
+    episodes: dict[str, Any] = field(default_factory=dict)
+    latency_ms: dict[str, float] = field(default_factory=dict)
+    named_times: int = 0
+    llm: str = "none"
+
+    def methods(self) -> list[str]:
+        return list(dict.fromkeys(r.method for r in self.results))
+
+    def table(self, category: int | None = None) -> dict[str, dict[int, Any]]:
+        grouped: dict[tuple[str, int], list[tuple[Found, int]]] = defaultdict(list)
+        for r in self.results:
+            if category is None or r.question.category == category:
+                grouped[(r.method, r.budget)].append((r.found, r.tokens))
+        return {m: {b: summarise(grouped[(m, b)]) for b in self.config.budgets} for m in self.methods()}
+
+
+def _episode_stats(conn, tenant: str, conversations: list[str]) -> dict[str, Any]:
+    rows = conn.execute(
+        "SELECT conversation_id, message_count, token_count, boundary_reason, boundary_source, summary_source "
+        "FROM episodic_memory WHERE tenant_id = %s AND conversation_id = ANY(%s)", (tenant, conversations),
+    ).fetchall()
+    per_conv = Counter(r[0] for r in rows)
+    return {
+        "episodes": len(rows),
+        "per_conversation": dict(sorted(per_conv.items())),
+        "mean_messages": round(sum(r[1] for r in rows) / len(rows), 2) if rows else 0,
+        "mean_tokens": round(sum(r[2] for r in rows) / len(rows), 1) if rows else 0,
+        "boundary_reasons": dict(Counter(f"{r[3]} ({r[4]})" for r in rows).most_common()),
+        "summaries": dict(Counter(r[5] for r in rows)),
+    }
+
+
+def _stored_turns(conn, tenant: str, conversation: str) -> int:
+    return conn.execute("SELECT count(*) FROM episode_message WHERE tenant_id = %s AND conversation_id = %s",
+                        (tenant, conversation)).fetchone()[0]
+
+
+def run(settings: Settings, config: EvalConfig, progress: Callable[[str, int, int], None],
+        note: Callable[[str], None]) -> EvalRun:
+    from producer.client import Producer
+    from shared.connections import pg_connect
+    from shared.db.migrate import upgrade
+    from shared.embedded import services
+    from shared.embeddings import get_embedder
+    from shared.forget import forget_conversation
+    from memq.evaluation.locomo import replay as replay_mod
+
+    files = [p for p in find_files(config.data) if not config.files or p.name in config.files]
+    if not files:
+        raise FileNotFoundError(f"no LoCoMo-format JSON file in {config.data}/locomo or {config.data}")
+    conversations = [c for p in files for c in load_locomo(p)]
+    run_ = EvalRun(config, conversations, llm=settings.llm_model or "none")
+    services.up(settings)
+    upgrade(settings)
+    producer = Producer(settings)
+    embedder = get_embedder(settings)
+
+    with pg_connect(settings) as conn:
+        conn.autocommit = True
+        todo = conversations
+        if config.reuse:
+            todo = [c for c in conversations if _stored_turns(conn, config.tenant, c.sample_id) != len(c.turns)]
+            if len(todo) < len(conversations):
+                note(f"reusing the stored episodes of {len(conversations) - len(todo)} conversation(s)")
+        for c in todo:
+            forget_conversation(producer.redis, conn, producer.keys(c.sample_id, config.tenant))
+        conn.execute("DELETE FROM pending_review WHERE tenant_id = %s", (config.tenant,))
+
+        if todo:
+            log_path = settings.data_path / "eval-worker.log"
+            note(f"starting {config.workers} worker process(es) (log {log_path}) ...")
+            worker = replay_mod.start_workers(config.workers, log_path)
+            try:
+                replay_mod.wait_for_worker(producer, worker)
+                times = replay_mod.replay(producer, config.tenant, todo, progress)
+            finally:
+                replay_mod.stop_workers(worker)
+            run_.stages_s["enqueue"] = times.enqueue_s
+            run_.stages_s["segmentation + episodes"] = times.process_s
+        for c in conversations:
+            stored = _stored_turns(conn, config.tenant, c.sample_id)
+            if stored != len(c.turns):
+                raise RuntimeError(f"{c.sample_id}: {stored} of {len(c.turns)} turns are in episodes")
+        run_.episodes = _episode_stats(conn, config.tenant, [c.sample_id for c in conversations])
+
+        t = time.monotonic()
+        index = UnitIndex(conn, settings.embedding_dim)
+        for c in conversations:
+            for kind in UNIT_KINDS:
+                units = make_units(c, kind)
+                index.add(units, embedder.embed([u.text for u in units]))
+        run_.stages_s["baseline units indexed"] = time.monotonic() - t
+
+        asked = [(c, q) for c in conversations for q in c.questions if q.category in config.categories and q.evidence]
+        t = time.monotonic()
+        vectors = embedder.embed([q.question for _, q in asked])
+        run_.stages_s["questions embedded"] = time.monotonic() - t
+        run_.latency_ms["embed_per_question"] = run_.stages_s["questions embedded"] * 1000 / max(1, len(asked))
+        methods = [MAIN, *BASELINES, *(ABLATIONS if config.ablations else ())]
+        for method in methods:
+            t = time.monotonic()
+            _ask(run_, settings, conn, index, method, asked, vectors, progress)
+            run_.stages_s[f"questions: {method.name}"] = time.monotonic() - t
+        _latency(run_, settings, conn, asked, vectors)
+    return run_
+
+
+def _now(conv: LocomoConversation):
+    return conv.ends_at + timedelta(days=1)
+
+
+def _ask(run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Method, asked, vectors: np.ndarray,
+         progress) -> None:
+    from shared.retrieval.service import retrieve_memory
+    from shared.retrieval.time_expressions import find_time
+    from shared.tokens import count_tokens
+
+    local = settings.model_copy(update=dict(method.overrides)) if method.overrides else settings
+    limit = run_.config.limit or local.retrieval_limit_max
+    for i, (conv, q) in enumerate(asked):
+        evidence = [conv.turn(e).text for e in q.evidence]
+        if method is MAIN and find_time(q.question, _now(conv)) is not None:
+            run_.named_times += 1
+        ranked = None
+        for budget in run_.config.budgets:
+            if method.kind == "memq":
+                result = retrieve_memory(
+                    q.question, tenant=run_.config.tenant, conversation_id=conv.sample_id, limit=limit,
+                    detail=method.detail, max_tokens=budget, now=_now(conv), settings=local, conn=conn,
+                    embed=lambda _text, v=vectors[i]: v, record=False,
+                )
+                text, tokens = result.text, result.tokens
+            else:
+                if ranked is None:
+                    ranked = index.search(method.kind, conv.sample_id, q.question, vectors[i],
+                                          settings.retrieval_candidates, settings.rrf_k)
+                text = fill(ranked, budget, count_tokens)
+                tokens = count_tokens(text)
+            run_.results.append(QuestionResult(q, conv.sample_id, method.name, budget, evidence_found(text, evidence), tokens))
+        progress(f"questions: {method.name}", i + 1, len(asked))
+
+
+def _latency(run_: EvalRun, settings: Settings, conn, asked, vectors: np.ndarray, budget: int = 1000) -> None:
+    """retrieve_memory end to end (query embedding excluded: it is given; pending reviews
+    recorded as in production) next to the legs' SQL alone, same queries, interleaved."""
+    from shared.retrieval import legs
+    from shared.retrieval.request import build_request
+    from shared.retrieval.service import retrieve
+
+    totals: list[float] = []
+    floors: list[float] = []
+    limit = run_.config.limit or settings.retrieval_limit_max
+    for repeat in range(2):  # the first pass warms caches and is not counted
+        for i, (conv, q) in enumerate(asked):
+            request = build_request(settings, tenant=run_.config.tenant, query=q.question, conversation_id=conv.sample_id,
+                                    limit=limit, detail=MAIN.detail, max_tokens=budget, now=_now(conv))
+            t = time.perf_counter()
+            legs.run_legs(conn, request, vectors[i], settings.legs, settings.retrieval_candidates, settings.hnsw_ef_search)
+            floor = time.perf_counter() - t
+            t = time.perf_counter()
+            retrieve(request, settings=settings, embed=lambda _text, v=vectors[i]: v, conn=conn, record=True)
+            total = time.perf_counter() - t
+            if repeat:
+                floors.append(floor * 1000)
+                totals.append(total * 1000)
+    conn.execute("DELETE FROM pending_review WHERE tenant_id = %s", (run_.config.tenant,))
+    run_.latency_ms.update({
+        "retrieve_p50": percentile(totals, 50), "retrieve_p99": percentile(totals, 99),
+        "legs_sql_p50": percentile(floors, 50), "legs_sql_p99": percentile(floors, 99),
+        "queries": len(totals), "budget": budget,
+    })
+    run_.latency_ms["ratio_p50"] = run_.latency_ms["retrieve_p50"] / max(1e-9, run_.latency_ms["legs_sql_p50"])
+    run_.latency_ms["ratio_p99"] = run_.latency_ms["retrieve_p99"] / max(1e-9, run_.latency_ms["legs_sql_p99"])
+
+
+def categories_present(run_: EvalRun) -> list[int]:
+    return sorted({r.question.category for r in run_.results})
+
+
+def category_name(c: int) -> str:
+    return CATEGORIES.get(c, str(c))

@@ -1,0 +1,173 @@
+"""What of the ranked episodes fits the caller's token budget. Pure: the caller passes
+a token counter (tiktoken's, so the budget is on exactly what is returned).
+
+Detail levels (seed 001): ``none`` shows each episode's title, time and summary;
+``low`` adds its few most relevant messages; ``high`` as many as fit; ``auto`` is
+``high`` for the top ranks and key moments and ``none`` for the rest. Messages are
+chosen by relevance, never as a blind prefix, and shown in their order with a marker
+where messages are left out.
+
+Headers and messages compete for the budget by priority (see ``select``), so a
+lower-ranked episode's best message can come before a higher-ranked episode's tenth.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from shared.retrieval.model import EpisodeHit, MessageView
+from shared.retrieval.render import episode_block, episode_lines, markdown
+
+Counter = Callable[[str], int]
+
+
+@dataclass(frozen=True)
+class SelectionParams:
+    detail: str
+    max_tokens: int
+    low_messages: int = 3
+    auto_rank: int = 2
+    key_moment_surprise: float = 0.7
+    summary_tokens_with_messages: int = 0  # summary shown (shortened) above messages; 0 = none
+    # an episode shown without messages competes at this x its final score: the priority of
+    # one of its messages that matched nothing itself (MEMQ_MESSAGE_EPISODE_WEIGHT)
+    header_weight: float = 1.0
+
+
+@dataclass
+class Selected:
+    hit: EpisodeHit
+    summary: str | None
+    cap: int  # messages it may show
+    shown: list[MessageView] = field(default_factory=list)
+
+
+def _cap(hit: EpisodeHit, p: SelectionParams) -> int:
+    if p.detail == "none":
+        return 0
+    if p.detail == "low":
+        return p.low_messages
+    if p.detail == "high":
+        return len(hit.messages)
+    return len(hit.messages) if hit.rank <= p.auto_rank or hit.key_moment(p.key_moment_surprise) else 0
+
+
+def _shorten(text: str, tokens: int, count: Counter) -> str | None:
+    if tokens <= 0 or not text:
+        return None
+    if count(text) <= tokens:
+        return text
+    words = text.split()
+    lo, hi = 1, len(words)
+    while lo < hi:  # the longest prefix of words within the limit
+        mid = (lo + hi + 1) // 2
+        if count(" ".join(words[:mid]) + " …") <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo]) + " …"
+
+
+def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count: Counter, query: str) -> tuple[list[Selected], str]:
+    """The episodes (with their shown messages) and the markdown that fits ``p.max_tokens``.
+
+    Items compete for the budget by priority: an episode shown without messages (its
+    detail level allows none) as its header (title, time, summary) at the episode's final
+    score, otherwise each message its detail level allows at its own priority (``MessageView.relevance``, set by the caller on the same scale). Items are
+    taken best first while they fit; a message brings its episode's header with it (the
+    summary then cut to ``summary_tokens_with_messages``). Episodes are shown in rank
+    order, messages in their order with markers for what is left out.
+
+    While filling, a block's cost is the sum of its lines' token counts (each line
+    counted once) plus one per line break; the joined text is then counted exactly and
+    trimmed until it fits, so the budget holds on exactly what is returned."""
+    separator = count("\n\n")
+    memo: dict[str, int] = {}
+
+    def line_cost(line: str) -> int:
+        cost = memo.get(line)
+        if cost is None:
+            cost = memo[line] = count(line)
+        return cost
+
+    def estimate(s: Selected) -> int:
+        lines = episode_lines(s.hit, s.shown, now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise)
+        return sum(line_cost(x) for x in lines) + len(lines) - 1 + separator
+
+    def block(s: Selected) -> str:
+        return episode_block(s.hit, s.shown, now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise)
+
+    shortened: dict[tuple[str, int], str | None] = {}
+
+    def shorten(text: str, tokens: int) -> str | None:
+        key = (text, tokens)
+        if key not in shortened:
+            shortened[key] = _shorten(text, tokens, count)
+        return shortened[key]
+
+    smallest = count("- a: b") + 1
+
+    items: list[tuple[float, int, int, EpisodeHit, MessageView | None]] = []
+    for hit in hits:
+        cap = _cap(hit, p)
+        # an episode that may show messages competes through them; its header alone (with the
+        # summary) comes after every message, for when none of its messages fits
+        items.append((p.header_weight * hit.final if cap == 0 or not hit.messages else -1.0, hit.rank, -1, hit, None))
+        for m in sorted(hit.messages, key=lambda m: (-m.relevance, m.seq))[:cap]:
+            items.append((m.relevance, hit.rank, m.seq, hit, m))
+    items.sort(key=lambda it: (-it[0], it[1], it[2]))
+
+    entries: dict[str, Selected] = {}
+    costs: dict[str, int] = {}
+    added: list[str] = []  # the entry each message went to, in order, to undo the last ones
+    used = 0
+    misses = 0  # items in a row that did not fit: past a few dozen, nothing later will
+    for _, _, _, hit, message in items:
+        if p.max_tokens - used < smallest:
+            break
+        if misses > 48 and message is not None:
+            continue  # past a few dozen misses in a row no message fits; a header alone still may
+        entry = entries.get(hit.id)
+        if entry is None:
+            if message is None:
+                entry = Selected(hit, hit.summary, 0)
+            else:
+                entry = Selected(hit, shorten(hit.summary, p.summary_tokens_with_messages), _cap(hit, p))
+        elif message is None:
+            continue  # its header came with one of its messages
+        if message is not None:
+            entry.shown.append(message)
+            if entry.summary == hit.summary and entry.summary:
+                entry.summary = shorten(hit.summary, p.summary_tokens_with_messages)
+        cost = estimate(entry)
+        previous = costs.get(hit.id, 0)
+        if used - previous + cost > p.max_tokens and message is None and entry.summary:
+            room = p.max_tokens - used - (cost - count(entry.summary))
+            entry.summary = shorten(hit.summary, room) if room >= 20 else None
+            cost = estimate(entry)
+        if used - previous + cost > p.max_tokens:
+            if message is not None:
+                entry.shown.pop()
+            misses += 1
+            continue
+        misses = 0
+        used += cost - previous
+        costs[hit.id] = cost
+        entries[hit.id] = entry
+        if message is not None:
+            added.append(hit.id)
+
+    chosen = sorted(entries.values(), key=lambda s: s.hit.rank)
+    text = markdown([block(s) for s in chosen], query)
+    while count(text) > p.max_tokens and added:  # joining may tokenise a little differently
+        entries[added.pop()].shown.pop()
+        chosen = [s for s in chosen if s.shown or s.cap == 0 or s.summary]
+        text = markdown([block(s) for s in chosen], query)
+    while count(text) > p.max_tokens and chosen:
+        chosen.pop()
+        text = markdown([block(s) for s in chosen], query)
+    if count(text) > p.max_tokens:  # nothing chosen, and the query it echoes is too long
+        text = "No memories match the query."
+    return chosen, text

@@ -1,0 +1,113 @@
+"""What an LLM reads (markdown) and what a user inspects (JSON with every score): each
+memory says what it is, when it happened in absolute and relative time, and why it ranked."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from shared.retrieval.model import EpisodeHit, MessageView
+from shared.retrieval.render import episode_block, gap_line, hit_record, markdown, relative, when
+
+NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
+START = datetime(2023, 5, 7, 14, 5, tzinfo=UTC)
+
+
+def hit(surprise: float = 0.2, messages: int = 6, **kw) -> EpisodeHit:
+    views = [MessageView(seq=10 + i, role="user" if i % 2 == 0 else "assistant", speaker="Ana" if i == 0 else None,
+                         content=f"message {i}  about\nthe   garden", ts=START + timedelta(minutes=i), relevance=i / 10,
+                         ranks={"vector": i + 1}) for i in range(messages)]
+    fields = dict(id="e-1", conversation_id="c-1", title="Planting tomatoes in raised beds", summary="They planned the beds.",
+                  start_at=START, end_at=START + timedelta(minutes=40), surprise=surprise, message_count=messages,
+                  summary_source="extractive", ranks={"episode_vector": 3, "message_lexical": 1}, rrf=0.0325,
+                  retrievability=0.8123456, time_boost=1.5, final=0.0396, rank=2, messages=views)
+    fields.update(kw)
+    return EpisodeHit(**fields)
+
+
+@pytest.mark.parametrize(
+    "moment, says",
+    [
+        (NOW - timedelta(hours=1), "today"),
+        (NOW - timedelta(days=1), "yesterday"),
+        (NOW - timedelta(days=3), "3 days ago"),
+        (NOW - timedelta(days=17), "2 weeks ago"),
+        (NOW - timedelta(days=95), "3 months ago"),
+        (NOW - timedelta(days=800), "2 years ago"),
+        (NOW + timedelta(days=1), "later than now"),
+    ],
+)
+def test_relative_time(moment, says):
+    assert relative(moment, NOW) == says
+
+
+ABSOLUTE = re.compile(r"^7 May 2023,? 14:05 ?– ?(8 May )?(14:45|02:05) UTC \(2 weeks ago\)$")
+
+
+def test_when_gives_absolute_and_relative_time():
+    assert ABSOLUTE.match(when(hit(), NOW)), when(hit(), NOW)  # day, start–end, UTC, relative
+    overnight = when(hit(end_at=START + timedelta(hours=12)), NOW)
+    assert ABSOLUTE.match(overnight) and "8 May 02:05" in overnight, overnight  # the end's day when it differs
+
+
+def test_markdown_block_has_title_time_and_summary():
+    block = episode_block(hit(), [], now=NOW, summary="They planned the beds.", key_moment_surprise=0.7)
+    lines = block.splitlines()
+    assert lines[0] == "### 2. Planting tomatoes in raised beds"
+    assert lines[1] == when(h := hit(), NOW) and ABSOLUTE.match(lines[1]) and h.title in lines[0]
+    assert lines[2] == "Summary: They planned the beds."
+    assert len(lines) == 3 and "key moment" not in block
+
+
+@pytest.mark.parametrize("surprise, marked", [(0.69, False), (0.7, True), (0.95, True)])
+def test_a_surprising_episode_is_marked_as_a_key_moment(surprise, marked):
+    block = episode_block(hit(surprise=surprise), [], now=NOW, summary="s", key_moment_surprise=0.7)
+    assert ("· key moment" in block.splitlines()[1]) is marked
+
+
+def test_shown_messages_are_in_their_order_with_markers_for_what_is_left_out():
+    h = hit(messages=8)
+    shown = [h.messages[5], h.messages[2]]  # chosen by relevance, given out of order
+    lines = episode_block(h, shown, now=NOW, summary=None, key_moment_surprise=0.7).splitlines()
+    assert lines[2:] == [
+        gap_line(2), "- user: message 2 about the garden",
+        gap_line(2), "- assistant: message 5 about the garden",
+        gap_line(2),
+    ]
+    for n in (1, 3, 12):  # a marker says how many messages are left out
+        assert re.fullmatch(rf"\s*… {n} (messages? )?left out …", gap_line(n)), gap_line(n)
+
+
+def test_the_speaker_name_is_shown_when_the_producer_gave_one():
+    h = hit()
+    assert "- Ana: message 0 about the garden" in episode_block(h, h.messages[:1], now=NOW, summary=None, key_moment_surprise=0.7)
+
+
+def test_every_message_shown_means_no_marker():
+    h = hit(messages=3)
+    assert "left out" not in episode_block(h, h.messages, now=NOW, summary=None, key_moment_surprise=0.7)
+
+
+def test_nothing_found_says_so_with_the_query():
+    assert markdown([], "tomatoes") == "No memories match “tomatoes”."
+    assert markdown(["a", "b"], "q") == "a\n\nb"
+
+
+def test_hit_record_has_every_score_and_is_json_ready():
+    h = hit()
+    record = hit_record(h, [h.messages[4], h.messages[1]], summary_shown=True)
+    assert record["scores"] == {
+        "lexical_rank": None, "vector_rank": 3, "message_lexical_rank": 1, "message_vector_rank": None,
+        "rrf": 0.0325, "retrievability": 0.8123, "time_boost": 1.5, "final": 0.0396,
+    }
+    assert (record["id"], record["conversation_id"], record["rank"], record["title"]) == (
+        "e-1", "c-1", 2, "Planting tomatoes in raised beds")
+    assert record["start_at"] == "2023-05-07T14:05:00+00:00" and record["summary_shown"] is True
+    assert [m["seq"] for m in record["messages"]] == [11, 14]
+    assert record["messages"][0] == {"seq": 11, "role": "assistant", "speaker": None,
+                                     "content": "message 1  about\nthe   garden", "timestamp": "2023-05-07T14:06:00+00:00",
+                                     "relevance": 0.1}
+    assert json.loads(json.dumps(record)) == record

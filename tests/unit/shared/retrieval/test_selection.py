@@ -1,0 +1,207 @@
+"""Selection fits the ranked episodes into the caller's token budget: the budget holds on
+exactly the returned text (tiktoken), detail levels decide which episodes may show
+messages, and messages are chosen by priority (never a blind prefix) with markers for
+the rest. Headers and messages compete for the budget by priority: a header at its
+episode's final score, a message at its ``relevance`` (the service puts both on one scale,
+a message never below its own episode's header)."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
+
+from shared.retrieval.model import EpisodeHit, MessageView
+from shared.retrieval.render import gap_line, markdown
+from shared.retrieval.selection import SelectionParams, select
+from shared.tokens import count_tokens
+
+NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
+WORDS = "tomato garden bed seed water rain sun basil compost spring plan budget trip Lisbon flight hotel".split()
+
+
+def text(n: int, salt: int = 0) -> str:
+    return " ".join(WORDS[(i * 7 + salt) % len(WORDS)] for i in range(n))
+
+
+def episode(rank: int, messages: int = 10, *, surprise: float = 0.1, own=None, words: int = 12,
+            summary_words: int = 30, final: float | None = None) -> EpisodeHit:
+    """An episode as the service hands it over: ``final`` falls with rank, and each
+    message's priority is the episode's score plus its own relevance (``own(i)``)."""
+    start = NOW - timedelta(days=rank)
+    final = 1.0 / (60 + rank) if final is None else final
+    own = own or (lambda i: 0.01 / (i + 1))
+    views = [MessageView(seq=i, role="user" if i % 2 == 0 else "assistant", speaker=None,
+                         content=f"m{rank}.{i} " + text(words, i), ts=start + timedelta(minutes=i), relevance=final + own(i))
+             for i in range(messages)]
+    return EpisodeHit(id=f"e{rank}", conversation_id="c", title=f"Episode {rank} about {text(4, rank)}",
+                      summary=text(summary_words, rank), start_at=start, end_at=start + timedelta(minutes=messages),
+                      surprise=surprise, message_count=messages, summary_source="extractive", rank=rank, final=final,
+                      messages=views)
+
+
+def run(hits, detail: str, max_tokens: int = 4000, query: str = "tomato", **kw):
+    """``select`` with explicit parameters (the defaults are the product's to tune)."""
+    params = {"low_messages": 3, "auto_rank": 2, "key_moment_surprise": 0.7, "summary_tokens_with_messages": 40} | kw
+    return select(hits, SelectionParams(detail=detail, max_tokens=max_tokens, **params), NOW, count_tokens, query)
+
+
+def shown(chosen) -> dict[str, list[int]]:
+    return {s.hit.id: sorted(m.seq for m in s.shown) for s in chosen}
+
+
+# --- the budget ------------------------------------------------------------------
+
+_free_text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=300)
+_message = st.tuples(st.integers(0, 10_000), _free_text, st.floats(0, 0.2), st.sampled_from(["user", "assistant", "tool"]))
+
+
+@st.composite
+def hit_lists(draw) -> list[EpisodeHit]:
+    hits = []
+    finals = sorted(draw(st.lists(st.floats(0, 0.1), max_size=6)), reverse=True)
+    for rank, final in enumerate(finals, start=1):
+        raw = draw(st.lists(_message, max_size=12, unique_by=lambda m: m[0]))
+        start = NOW - timedelta(days=draw(st.integers(-2, 4000)), minutes=draw(st.integers(0, 1440)))
+        views = [MessageView(seq=s, role=r, speaker=None, content=c, ts=start, relevance=rel) for s, c, rel, r in sorted(raw)]
+        hits.append(EpisodeHit(
+            id=f"e{rank}", conversation_id="c", title=draw(st.text(max_size=120)), summary=draw(_free_text),
+            start_at=start, end_at=start + timedelta(minutes=draw(st.integers(0, 3000))), final=final,
+            surprise=draw(st.floats(0, 1)), message_count=len(views), summary_source="extractive", rank=rank, messages=views,
+        ))
+    return hits
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+@given(hits=hit_lists(), detail=st.sampled_from(["none", "low", "high", "auto"]), max_tokens=st.integers(50, 4000),
+       query=st.text(min_size=1, max_size=2000), low=st.integers(1, 5), summary_tokens=st.integers(0, 80))
+@example(hits=[], detail="auto", max_tokens=50, query="tomato " * 300, low=3, summary_tokens=40)  # echoed query
+def test_the_budget_is_never_exceeded(hits, detail, max_tokens, query, low, summary_tokens):
+    chosen, out = run(hits, detail, max_tokens, query, low_messages=low, summary_tokens_with_messages=summary_tokens)
+    assert count_tokens(out) <= max_tokens
+    ranks = [s.hit.rank for s in chosen]
+    assert ranks == sorted(set(ranks))  # shown in rank order, each once
+    allowed = {"none": 0, "low": low}
+    for s in chosen:
+        assert {m.seq for m in s.shown} <= {m.seq for m in s.hit.messages}
+        cap = allowed.get(detail, len(s.hit.messages))
+        if detail == "auto" and not (s.hit.rank <= 2 or s.hit.surprise >= 0.7):
+            cap = 0
+        assert len(s.shown) <= cap
+
+
+@pytest.mark.parametrize("max_tokens", [50, 51, 57, 64, 80, 100, 128, 150, 200, 333, 500, 777, 1000, 1500, 2500, 4000])
+@pytest.mark.parametrize("detail", ["none", "low", "high", "auto"])
+def test_the_budget_holds_for_many_long_episodes(detail, max_tokens):
+    hits = [episode(rank, messages=30, words=25, summary_words=80, surprise=0.9 if rank == 5 else 0.1) for rank in range(1, 11)]
+    chosen, out = run(hits, detail, max_tokens)
+    assert count_tokens(out) <= max_tokens
+    assert chosen, "some memory always fits within 50 tokens"
+    assert out.startswith("### ")
+
+
+def test_a_long_query_with_nothing_found_stays_within_budget():
+    chosen, out = run([], "auto", 50, query="tomato " * 300)
+    assert chosen == [] and count_tokens(out) <= 50 and out.startswith("No memories match")
+    assert run([], "auto", 50)[1] == markdown([], "tomato")
+
+
+@pytest.mark.parametrize("detail", ["none", "low", "high", "auto"])
+def test_with_a_small_budget_the_best_memory_is_still_returned(detail):
+    # 60 messages rank ahead of every header here: none fits, the headers still must be tried
+    hits = [episode(1, messages=30, words=40, summary_words=120), episode(2, messages=30, words=40, summary_words=120)]
+    for budget in (50, 64, 100):
+        chosen, out = run(hits, detail, budget)
+        assert [s.hit.id for s in chosen][:1] == ["e1"], (detail, budget)
+        assert out.startswith("### 1. Episode 1") and count_tokens(out) <= budget
+
+
+def test_more_budget_never_shows_less():
+    hits = [episode(rank) for rank in range(1, 6)]
+    sizes = []
+    for budget in (100, 300, 900, 4000):
+        chosen, _ = run(hits, "high", budget)
+        sizes.append(sum(len(s.shown) for s in chosen) + len(chosen))
+    assert sizes == sorted(sizes) and sizes[0] < sizes[-1]
+
+
+# --- detail levels ---------------------------------------------------------------
+
+def test_none_shows_title_time_and_whole_summary_in_rank_order_and_no_messages():
+    hits = [episode(rank) for rank in range(1, 6)]
+    chosen, out = run(hits, "none")
+    assert shown(chosen) == {f"e{r}": [] for r in range(1, 6)}
+    assert f"Summary: {hits[0].summary}" in out and "- user:" not in out and "left out" not in out
+    header_only = count_tokens(run(hits[:2], "none")[1])
+    assert [s.hit.id for s in run(hits, "none", header_only + 5)[0]] == ["e1", "e2"]  # headers by rank
+
+
+def test_low_shows_the_few_most_relevant_messages():
+    hits = [episode(1, own=lambda i: i / 1000), episode(2, own=lambda i: 0.05 if i in (3, 6, 8) else 0.0)]
+    chosen, out = run(hits, "low")
+    assert shown(chosen) == {"e1": [7, 8, 9], "e2": [3, 6, 8]}  # not the first three
+    block = out.split("\n\n")[1].splitlines()
+    assert block[3:] == [
+        gap_line(3), f"- assistant: {hits[1].messages[3].content}",
+        gap_line(2), f"- user: {hits[1].messages[6].content}",
+        gap_line(1), f"- user: {hits[1].messages[8].content}",
+        gap_line(1),
+    ]
+
+
+def test_low_takes_its_count_from_the_parameters():
+    assert shown(run([episode(1)], "low", low_messages=5)[0]) == {"e1": [0, 1, 2, 3, 4]}
+
+
+def test_high_shows_every_message_when_the_budget_allows():
+    chosen, out = run([episode(1), episode(2)], "high")
+    assert shown(chosen) == {"e1": list(range(10)), "e2": list(range(10))}
+    assert "left out" not in out
+
+
+def test_auto_is_high_for_the_top_ranks_and_key_moments_and_none_for_the_rest():
+    hits = [episode(1), episode(2), episode(3), episode(4, surprise=0.7), episode(5, surprise=0.69)]
+    chosen, out = run(hits, "auto", auto_rank=2, key_moment_surprise=0.7)
+    assert shown(chosen) == {"e1": list(range(10)), "e2": list(range(10)), "e3": [], "e4": list(range(10)), "e5": []}
+    assert "· key moment" in out.split("\n\n")[3].splitlines()[1]
+
+
+def test_summary_is_shortened_above_messages_and_whole_without_them():
+    hits = [episode(1, summary_words=200), episode(3, summary_words=200)]
+    chosen, _ = run(hits, "auto", auto_rank=1, summary_tokens_with_messages=40)
+    with_messages, without = chosen
+    assert with_messages.summary.endswith(" …") and count_tokens(with_messages.summary) <= 40
+    assert without.summary == hits[1].summary
+    chosen, _ = run(hits, "auto", auto_rank=1, summary_tokens_with_messages=0)
+    assert chosen[0].summary is None and chosen[0].shown
+
+
+# --- what wins when the budget is tight -------------------------------------------
+
+def test_the_most_relevant_messages_win_under_a_tight_budget():
+    hit = episode(1, messages=20, own=lambda i: 0.05 if i in (4, 15) else 0.0001 * i, summary_words=5)
+    header = count_tokens(run([hit], "none")[1])
+    assert shown(run([hit], "high", header + 45)[0]) == {"e1": [4]}  # room for one message: the best
+    assert shown(run([hit], "high", header + 80)[0]) == {"e1": [4, 15]}  # two: the two best, not 0 and 1
+
+
+def test_a_lower_ranked_episodes_best_message_beats_a_higher_ranked_ones_weak_message():
+    top = episode(1, messages=20, own=lambda i: 0.0, summary_words=5)
+    second = episode(2, messages=20, own=lambda i: 0.2 if i == 7 else 0.0, summary_words=5)
+    headers = count_tokens(run([top, second], "none")[1])
+    chosen, _ = run([top, second], "high", headers + 40)
+    assert 7 in shown(chosen)["e2"]
+    assert shown(chosen).get("e1", []) == []  # none of the top episode's weak messages got in
+
+
+def test_a_message_brings_its_episodes_header():
+    hits = [episode(1, summary_words=5), episode(2, summary_words=5, own=lambda i: 0.5 if i == 0 else 0.0)]
+    chosen, out = run(hits, "high", 90)
+    assert 0 in shown(chosen)["e2"]  # the best item of all
+    assert f"### 2. {hits[1].title}\n" in out  # came with its header
+
+
+def test_nothing_to_select_says_no_memories_match():
+    assert run([], "auto") == ([], "No memories match “tomato”.")

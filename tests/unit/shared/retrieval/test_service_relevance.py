@@ -1,0 +1,126 @@
+"""The pure scoring steps of retrieval: how relevant each message of an episode is, and
+how fused episodes are re-ranked by FSRS retrievability at the moment of the question and
+by a time the query names."""
+
+from __future__ import annotations
+
+import zlib
+from datetime import UTC, datetime, timedelta
+
+import pytest
+
+from shared.retrieval.legs import Candidate
+from shared.retrieval.request import TimeRange
+from shared.retrieval.retrievability import retrievability
+from shared.retrieval.service import message_relevance, rerank
+from shared.retrieval.time_expressions import NamedTime
+from shared.settings import Settings
+from worker.episodes.fsrs_card import initial_memory
+
+NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
+
+
+@pytest.fixture(scope="module")
+def cfg() -> Settings:
+    return Settings(desired_retention=0.9, retrievability_weight=1.0, flashbulb_surprise=0.85, flashbulb_floor=0.5,
+                    time_boost=1.5, surprise_stability_boost=0.5)
+
+
+def candidate(id_: str, ended_days_ago: float, surprise: float = 0.1, *, cfg: Settings) -> Candidate:
+    """An episode as stored: its FSRS card formed when it ended, never reviewed since."""
+    end = NOW - timedelta(days=ended_days_ago)
+    card = initial_memory(zlib.crc32(id_.encode()), end, surprise, boost=cfg.surprise_stability_boost,
+                          desired_retention=cfg.desired_retention).card
+    return Candidate(id=id_, conversation_id="c", title=id_, summary="", start_at=end - timedelta(minutes=30), end_at=end,
+                     surprise=surprise, message_count=4, summary_source="extractive", fsrs_card=card)
+
+
+# --- message relevance -------------------------------------------------------------
+
+def test_messages_are_scored_by_the_rrf_of_their_ranks_in_the_message_legs():
+    keys = [("e1", 1), ("e1", 2), ("e1", 3), ("e1", 4)]
+    ranks = {"message_vector": {("e1", 2): 1, ("e1", 3): 2}, "message_lexical": {("e1", 3): 1}}
+    out = message_relevance(keys, ranks, k=60, neighbour_bonus=0.0)
+    assert {key: r for key, (_, r) in out.items()} == {
+        ("e1", 1): {}, ("e1", 2): {"vector": 1}, ("e1", 3): {"vector": 2, "lexical": 1}, ("e1", 4): {},
+    }
+    assert out[("e1", 3)][0] == pytest.approx(1 / 62 + 1 / 61)  # found by both legs beats first of one
+    assert out[("e1", 2)][0] == pytest.approx(1 / 61)
+    assert out[("e1", 1)][0] == 0.0 == out[("e1", 4)][0]  # in no leg's top k
+
+
+def test_a_message_next_to_a_relevant_one_shares_part_of_its_relevance():
+    # the question (seq 5) holds the query's words; its answer (seq 6) is in no leg
+    keys = [("e1", 4), ("e1", 5), ("e1", 6), ("e1", 7)]
+    ranks = {"message_lexical": {("e1", 5): 1}, "message_vector": {("e1", 7): 3}}
+    alone = message_relevance(keys, ranks, k=60, neighbour_bonus=0.0)
+    shared = message_relevance(keys, ranks, k=60, neighbour_bonus=0.5)
+    assert shared[("e1", 6)][0] == pytest.approx(max(0.5 * alone[("e1", 5)][0], 0.5 * alone[("e1", 7)][0]))
+    assert shared[("e1", 4)][0] == pytest.approx(0.5 * alone[("e1", 5)][0])
+    assert shared[("e1", 5)][0] == alone[("e1", 5)][0]  # its own relevance is already the larger
+    assert shared[("e1", 6)][1] == {}  # ranks stay the message's own
+
+
+def test_neighbours_never_cross_episodes():
+    keys = [("e1", 9), ("e2", 1)]  # adjacent in the list, in different episodes
+    out = message_relevance(keys, {"message_lexical": {("e1", 9): 1}}, k=60, neighbour_bonus=1.0)
+    assert out[("e2", 1)][0] == 0.0 and out[("e1", 9)][0] == pytest.approx(1 / 61)
+    assert message_relevance([], {}, 60, 0.5) == {}
+
+
+# --- re-ranking by retrievability --------------------------------------------------
+
+def test_an_old_never_reviewed_memory_drops_below_a_fresh_equal_one(cfg):
+    old, fresh = candidate("old", 730, cfg=cfg), candidate("fresh", 0.1, cfg=cfg)
+    hits = rerank([old, fresh], {"old": 0.03, "fresh": 0.03}, cfg, NOW, None)
+    assert [h.id for h in hits] == ["fresh", "old"] and [h.rank for h in hits] == [1, 2]
+    assert hits[0].retrievability == pytest.approx(1.0)
+    assert hits[1].retrievability == pytest.approx(retrievability(old.fsrs_card, NOW)) and hits[1].retrievability < 0.5
+    assert hits[1].final == pytest.approx(0.03 * hits[1].retrievability)
+
+
+def test_retrievability_outweighs_a_slightly_better_fusion_score(cfg):
+    old, fresh = candidate("old", 365, cfg=cfg), candidate("fresh", 0.1, cfg=cfg)
+    hits = rerank([old, fresh], {"old": 2 / 61, "fresh": 2 / 63}, cfg, NOW, None)
+    assert [h.id for h in hits] == ["fresh", "old"]
+    off = cfg.model_copy(update={"retrievability_weight": 0.0})  # FSRS switched off: fusion decides
+    assert [h.id for h in rerank([old, fresh], {"old": 2 / 61, "fresh": 2 / 63}, off, NOW, None)] == ["old", "fresh"]
+
+
+def test_retrievability_decreases_with_time_since_the_memory_formed(cfg):
+    ages = [0.1, 2, 7, 30, 365, 730]
+    hits = rerank([candidate(f"a{a}", a, cfg=cfg) for a in ages], {f"a{a}": 0.01 for a in ages}, cfg, NOW, None)
+    assert [h.id for h in hits] == [f"a{a}" for a in ages]
+    values = [h.retrievability for h in hits]
+    assert all(a > b for a, b in zip(values[1:], values[2:])) and values[0] == pytest.approx(1.0)
+
+
+def test_a_flashbulb_memory_never_falls_below_the_floor(cfg):
+    flashbulb = candidate("flash", 730, surprise=0.9, cfg=cfg)
+    ordinary = candidate("plain", 730, surprise=0.84, cfg=cfg)
+    raw = retrievability(flashbulb.fsrs_card, NOW)
+    assert raw < cfg.flashbulb_floor  # the floor matters here
+    hits = {h.id: h for h in rerank([flashbulb, ordinary], {"flash": 0.02, "plain": 0.02}, cfg, NOW, None)}
+    assert hits["flash"].retrievability == cfg.flashbulb_floor and hits["flash"].rank == 1
+    assert hits["plain"].retrievability == pytest.approx(retrievability(ordinary.fsrs_card, NOW))
+    assert hits["plain"].retrievability < cfg.flashbulb_floor  # just below the flashbulb threshold: no floor
+
+
+def test_a_time_the_query_names_boosts_the_episodes_in_it(cfg):
+    inside, outside = candidate("inside", 8, cfg=cfg), candidate("outside", 1, cfg=cfg)
+    window = TimeRange(NOW - timedelta(days=10), NOW - timedelta(days=5))
+    named = NamedTime("last week", window)
+    fused = {"inside": 0.030, "outside": 0.031}
+    without = rerank([inside, outside], fused, cfg, NOW, None)
+    assert [h.id for h in without] == ["outside", "inside"] and {h.time_boost for h in without} == {1.0}
+    boosted = {h.id: h for h in rerank([inside, outside], fused, cfg, NOW, named)}
+    assert (boosted["inside"].time_boost, boosted["outside"].time_boost) == (1.5, 1.0)
+    assert boosted["inside"].rank == 1
+    assert boosted["inside"].final == pytest.approx(0.030 * boosted["inside"].retrievability * 1.5)
+
+
+def test_ranks_are_numbered_from_one_in_final_order(cfg):
+    cands = [candidate(f"e{i}", i, cfg=cfg) for i in range(5)]
+    hits = rerank(cands, {f"e{i}": 0.01 * (5 - i) for i in range(5)}, cfg, NOW, None)
+    assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
+    assert all(a.final >= b.final for a, b in zip(hits, hits[1:]))
