@@ -78,19 +78,19 @@ def legs_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
     m_scope = _scope(request, "m", "ts", "ts")
     parts = {
         "episode_vector": f"""
-            SELECT 'episode_vector' AS leg, id, NULL::bigint AS seq, row_number() OVER (ORDER BY d, id) AS rank FROM (
+            SELECT 'episode_vector' AS leg, id::text, NULL::bigint AS seq, row_number() OVER (ORDER BY d, id) AS rank FROM (
                 SELECT e.id, e.embedding <=> %(vector)s AS d FROM episodic_memory e
                 WHERE {e_scope} ORDER BY d LIMIT %(k)s) v""",
         "episode_lexical": f"""
-            SELECT 'episode_lexical', id, NULL::bigint, row_number() OVER (ORDER BY r DESC, id) FROM (
+            SELECT 'episode_lexical', id::text, NULL::bigint, row_number() OVER (ORDER BY r DESC, id) FROM (
                 SELECT e.id, ts_rank_cd(e.search, q.q, 1) AS r FROM episodic_memory e, q
                 WHERE {e_scope} AND e.search @@ q.q ORDER BY r DESC LIMIT %(k)s) l""",
         "message_vector": f"""
-            SELECT 'message_vector', episode_id, seq, row_number() OVER (ORDER BY d, seq) FROM (
+            SELECT 'message_vector', episode_id::text, seq, row_number() OVER (ORDER BY d, seq) FROM (
                 SELECT m.episode_id, m.seq, m.embedding <=> %(vector)s AS d FROM episode_message m
                 WHERE {m_scope} AND m.embedding IS NOT NULL ORDER BY d LIMIT %(k)s) mv""",
         "message_lexical": f"""
-            SELECT 'message_lexical', episode_id, seq, row_number() OVER (ORDER BY r DESC, seq) FROM (
+            SELECT 'message_lexical', episode_id::text, seq, row_number() OVER (ORDER BY r DESC, seq) FROM (
                 SELECT m.episode_id, m.seq, ts_rank_cd(m.search, q.q, 1) AS r FROM episode_message m, q
                 WHERE {m_scope} AND m.search @@ q.q ORDER BY r DESC LIMIT %(k)s) ml""",
     }
@@ -118,9 +118,9 @@ def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.nda
     with conn.transaction():
         set_search_options(conn, ef_search)
         for leg, episode_id, seq, rank in conn.execute(legs_sql(request, legs), params(request, vector, candidates)):
-            ranked[leg].append((rank, str(episode_id)))
+            ranked[leg].append((rank, episode_id))
             if seq is not None:
-                messages[leg][(str(episode_id), seq)] = rank
+                messages[leg][(episode_id, seq)] = rank
     # an episode's rank in a message leg: the order of first appearance of its messages
     episodes = {leg: list(dict.fromkeys(eid for _, eid in sorted(rows))) for leg, rows in ranked.items()}
     return LegResults(episodes, messages)

@@ -118,6 +118,13 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
         for m in sorted(hit.messages, key=lambda m: (-m.relevance, m.seq))[:cap]:
             items.append((m.relevance, hit.rank, m.seq, hit, m))
     items.sort(key=lambda it: (-it[0], it[1], it[2]))
+    headers = [it for it in items if it[4] is None]
+    # no budget holds more than max_tokens / (tokens of the shortest line) messages: past a
+    # few times that, the rest of the ranking cannot be reached
+    reach = 4 * p.max_tokens // smallest
+    items = [it for it in items if it[4] is not None][:reach] + [it for it in headers if it[0] >= 0]
+    items.sort(key=lambda it: (-it[0], it[1], it[2]))
+    items += [it for it in headers if it[0] < 0]
 
     entries: dict[str, Selected] = {}
     costs: dict[str, int] = {}

@@ -92,12 +92,19 @@ def message_relevance(keys: list[tuple[str, int]], ranks: dict[str, dict[tuple[s
     their ranks in the message legs: RRF over the legs that ranked them (0 when none
     did); then a message next to a relevant one in its episode shares ``neighbour_bonus``
     of that one's relevance (the answer after a question, the question before an answer)."""
-    mine = {key: {leg.removeprefix("message_"): r[key] for leg, r in ranks.items() if key in r} for key in keys}
+    mine: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
+    for leg, ranked in ranks.items():
+        name = leg.removeprefix("message_")
+        for key, rank in ranked.items():
+            mine[key][name] = rank
     own = {key: sum(1.0 / (k + rank) for rank in rs.values()) for key, rs in mine.items()}
     out: dict[tuple[str, int], tuple[float, dict[str, int]]] = {}
     for i, key in enumerate(keys):
-        near = [own[keys[j]] for j in (i - 1, i + 1) if 0 <= j < len(keys) and keys[j][0] == key[0]]
-        out[key] = (max([own[key]] + [neighbour_bonus * x for x in near]), mine[key])
+        best = own.get(key, 0.0)
+        for j in (i - 1, i + 1):
+            if 0 <= j < len(keys) and keys[j][0] == key[0]:
+                best = max(best, neighbour_bonus * own.get(keys[j], 0.0))
+        out[key] = (best, mine.get(key, {}))
     return out
 
 
