@@ -16,12 +16,9 @@
 --
 -- Returns the new version, or an error "LOCK", "VERSION" or "HEAD".
 
-if redis.call('GET', KEYS[4]) ~= ARGV[1] then
-  return redis.error_reply('LOCK')
-end
-local version = tonumber(redis.call('HGET', KEYS[3], 'version') or '0')
-if version ~= tonumber(ARGV[3]) then
-  return redis.error_reply('VERSION')
+local version, refused = fenced(KEYS[4], ARGV[1], KEYS[3], ARGV[3])
+if not version then
+  return redis.error_reply(refused)
 end
 if ARGV[4] ~= '' then
   if redis.call('LINDEX', KEYS[1], 0) ~= ARGV[4] then

@@ -22,3 +22,16 @@ local function settle(state, inbox, buffer, segments, quarantine, ttl_ms)
   end
   return 0
 end
+
+-- A fenced writer's check: its lock token still holds the lease and the state is at the
+-- version it read. Returns the version, or nil and the error ("LOCK" / "VERSION").
+local function fenced(lock, token, state, expected)
+  if redis.call('GET', lock) ~= token then
+    return nil, 'LOCK'
+  end
+  local version = tonumber(redis.call('HGET', state, 'version') or '0')
+  if version ~= tonumber(expected) then
+    return nil, 'VERSION'
+  end
+  return version
+end

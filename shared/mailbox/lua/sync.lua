@@ -10,12 +10,9 @@
 -- what this Redis holds, so they stay authoritative.
 -- Returns the new version, or an error "LOCK" / "VERSION".
 
-if redis.call('GET', KEYS[2]) ~= ARGV[1] then
-  return redis.error_reply('LOCK')
-end
-local version = tonumber(redis.call('HGET', KEYS[1], 'version') or '0')
-if version ~= tonumber(ARGV[2]) then
-  return redis.error_reply('VERSION')
+local version, refused = fenced(KEYS[2], ARGV[1], KEYS[1], ARGV[2])
+if not version then
+  return redis.error_reply(refused)
 end
 local seq = tonumber(redis.call('HGET', KEYS[1], 'seq') or '0')
 if tonumber(ARGV[5]) > seq then
