@@ -7,7 +7,6 @@ bar, flushes, waits until every message is in an episode, and prints the episode
 
 from __future__ import annotations
 
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -22,16 +21,6 @@ QUESTIONS = (
     "Which database did we pick for the payments ledger?",
     "What did the seller say about the Cube bike?",
 )
-
-
-def _wait_for_worker(producer, process: subprocess.Popen, timeout: float = 90.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise click.ClickException(f"the worker exited with code {process.returncode}; see the log above")
-        if producer.celery.control.ping(timeout=1.0):
-            return
-    raise click.ClickException(f"no worker answered a ping within {timeout:.0f} s")
 
 
 @click.command("demo")
@@ -63,7 +52,7 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
     from shared.db.episodes import list_episodes
     from shared.db.migrate import upgrade
     from shared.forget import forget_conversation
-    from memq.cli.worker_commands import worker_argv
+    from memq.worker_process import start_worker, stop_worker, wait_for_worker
 
     upgrade(settings)
     producer = Producer(settings)
@@ -74,10 +63,9 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
 
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
     console.print(f"[bold]worker[/] starting (detector {settings.detector}, {llm}) ...")
-    env = {**os.environ, "MEMQ_LOG_LEVEL": os.environ.get("MEMQ_LOG_LEVEL", "WARNING"), "PYTHONWARNINGS": "ignore"}
-    worker = subprocess.Popen(worker_argv(concurrency=2, hostname="demo@%h", loglevel="WARNING"), env=env)
+    worker = start_worker(concurrency=2, hostname="demo@%h")
     try:
-        _wait_for_worker(producer, worker)
+        wait_for_worker(producer, worker)
         started = time.monotonic()
         counts, conversations = replay_file(producer, path, conversation_id=None, batch_size=50)
         for cid in conversations:
@@ -94,11 +82,7 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
                 progress.update(task, completed=total)
         elapsed = time.monotonic() - started
     finally:
-        worker.terminate()
-        try:
-            worker.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            worker.kill()
+        stop_worker(worker)
 
     with pg_connect(settings) as conn:
         for cid in sorted(conversations):

@@ -5,8 +5,6 @@ message ids are ``<sample>-<dia id>`` so a repeated replay adds nothing."""
 
 from __future__ import annotations
 
-import os
-import subprocess
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -33,33 +31,6 @@ def messages_of(conv: LocomoConversation) -> list[dict]:
         }
         for t in conv.turns
     ]
-
-
-def start_workers(concurrency: int, log_path) -> subprocess.Popen:
-    from memq.cli.worker_commands import worker_argv
-
-    env = {**os.environ, "MEMQ_LOG_LEVEL": os.environ.get("MEMQ_LOG_LEVEL", "WARNING"), "PYTHONWARNINGS": "ignore"}
-    out = open(log_path, "ab")  # noqa: SIM115 - the worker owns it for its lifetime
-    return subprocess.Popen(worker_argv(concurrency=concurrency, hostname="eval@%h", loglevel="WARNING"), env=env,
-                            stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
-
-
-def wait_for_worker(producer, process: subprocess.Popen, timeout: float = 180.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the evaluation worker exited with code {process.returncode}")
-        if producer.celery.control.ping(timeout=1.0):
-            return
-    raise RuntimeError(f"no worker answered a ping within {timeout:.0f} s")
-
-
-def stop_workers(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
 
 
 def replay(producer, tenant: str, conversations: list[LocomoConversation], on_progress: Callable[[str, int, int], None],

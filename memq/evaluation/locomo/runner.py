@@ -120,6 +120,7 @@ def run(settings: Settings, config: EvalConfig, progress: Callable[[str, int, in
     from shared.embeddings import get_embedder
     from shared.forget import forget_conversation
     from memq.evaluation.locomo import replay as replay_mod
+    from memq.worker_process import start_worker, stop_worker, wait_for_worker
 
     files = [p for p in find_files(config.data) if not config.files or p.name in config.files]
     if not files:
@@ -145,12 +146,12 @@ def run(settings: Settings, config: EvalConfig, progress: Callable[[str, int, in
         if todo:
             log_path = settings.data_path / "eval-worker.log"
             note(f"starting {config.workers} worker process(es) (log {log_path}) ...")
-            worker = replay_mod.start_workers(config.workers, log_path)
+            worker = start_worker(config.workers, "eval@%h", log_path)
             try:
-                replay_mod.wait_for_worker(producer, worker)
+                wait_for_worker(producer, worker, timeout=180.0, log_hint=f"see {log_path}")
                 times = replay_mod.replay(producer, config.tenant, todo, progress)
             finally:
-                replay_mod.stop_workers(worker)
+                stop_worker(worker, timeout=60.0)
             run_.stages_s["enqueue"] = times.enqueue_s
             run_.stages_s["segmentation + episodes"] = times.process_s
         for c in conversations:
