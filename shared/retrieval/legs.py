@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from shared.retrieval.model import EpisodeFields
 from shared.retrieval.request import RetrievalRequest
 
 OR_QUERY = (
@@ -31,16 +32,9 @@ OR_QUERY = (
 
 
 @dataclass
-class Candidate:
-    id: str
-    conversation_id: str
-    title: str
-    summary: str
-    start_at: datetime
-    end_at: datetime
-    surprise: float
-    message_count: int
-    summary_source: str
+class Candidate(EpisodeFields):
+    """An episode a leg found, before re-ranking."""
+
     fsrs_card: dict[str, Any]
     ranks: dict[str, int] = field(default_factory=dict)
 

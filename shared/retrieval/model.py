@@ -22,7 +22,9 @@ class MessageView:
 
 
 @dataclass
-class EpisodeHit:
+class EpisodeFields:
+    """What retrieval reads of an episodic memory row."""
+
     id: str
     conversation_id: str
     title: str
@@ -32,6 +34,10 @@ class EpisodeHit:
     surprise: float
     message_count: int
     summary_source: str
+
+
+@dataclass
+class EpisodeHit(EpisodeFields):
     ranks: dict[str, int] = field(default_factory=dict)  # leg -> 1-based rank
     rrf: float = 0.0
     retrievability: float = 1.0

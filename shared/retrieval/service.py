@@ -13,7 +13,7 @@ import time
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -23,10 +23,9 @@ import structlog
 
 from shared.db.reviews import Retrieved, record_pending
 from shared.errors import ValidationError
-from shared.ids import check_conversation_id, check_tenant
 from shared.retrieval import legs
 from shared.retrieval.fusion import rrf
-from shared.retrieval.model import EpisodeHit, MessageView
+from shared.retrieval.model import EpisodeFields, EpisodeHit, MessageView
 from shared.retrieval.render import hit_record, markdown, episode_block
 from shared.retrieval.request import RetrievalRequest, build_request
 from shared.retrieval.retrievability import retrievability, with_floor
@@ -118,11 +117,8 @@ def rerank(candidates: list[legs.Candidate], fused: dict[str, float], settings: 
             c.surprise, flashbulb_surprise=settings.flashbulb_surprise, floor=settings.flashbulb_floor,
         )
         boost = settings.time_boost if named is not None and named.window.overlaps(c.start_at, c.end_at) else 1.0
-        hit = EpisodeHit(
-            id=c.id, conversation_id=c.conversation_id, title=c.title, summary=c.summary, start_at=c.start_at,
-            end_at=c.end_at, surprise=c.surprise, message_count=c.message_count, summary_source=c.summary_source,
-            ranks=c.ranks, rrf=fused[c.id], retrievability=r, time_boost=boost,
-        )
+        hit = EpisodeHit(**{f.name: getattr(c, f.name) for f in fields(EpisodeFields)}, ranks=c.ranks, rrf=fused[c.id],
+                         retrievability=r, time_boost=boost)
         hit.final = hit.rrf * (r ** settings.retrievability_weight) * boost
         hits.append(hit)
     hits.sort(key=lambda h: (-h.final, -h.rrf, h.start_at))
@@ -255,17 +251,12 @@ def recent_memory(
     """The conversation's latest episodes that ended within ``days`` of now, newest first:
     title, when and summary, within ``max_tokens``."""
     settings = settings or get_settings()
-    tenant = check_tenant(tenant or settings.tenant)
-    conversation_id = check_conversation_id(conversation_id, settings.conversation_id_max_length)
-    limit = settings.retrieval_limit if limit is None else limit
-    if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= settings.retrieval_limit_max:
-        raise ValidationError(f"must be a whole number from 1 to {settings.retrieval_limit_max}", field="limit")
+    # the same validation as a retrieval (tenant, conversation, limit, budget, now)
+    request = build_request(settings, tenant=tenant, query="recent", conversation_id=conversation_id, limit=limit,
+                            max_tokens=max_tokens, now=now)
     if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days <= 36_500:
         raise ValidationError("must be a number of days above 0", field="days")
-    max_tokens = settings.retrieval_max_tokens if max_tokens is None else max_tokens
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 50 <= max_tokens <= settings.retrieval_max_tokens_max:
-        raise ValidationError(f"must be a whole number from 50 to {settings.retrieval_max_tokens_max}", field="max_tokens")
-    request = build_request(settings, tenant=tenant, query="recent", conversation_id=conversation_id, now=now)
+    tenant, conversation_id, limit, max_tokens = request.tenant, request.conversation_ids[0], request.limit, request.max_tokens
     since = request.now - timedelta(days=days)
     with _connection(conn, settings) as c:
         rows = legs.recent_candidates(c, tenant, conversation_id, since, limit)
