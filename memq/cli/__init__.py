@@ -22,6 +22,10 @@ class _Group(click.Group):
 @click.version_option(package_name="memq")
 def main() -> None:
     """memq: turn live conversations into long-term memory for LLM agents."""
+    from shared.logging import configure_logging
+    from shared.settings import get_settings
+
+    configure_logging(get_settings())  # MEMQ_LOG_LEVEL / MEMQ_LOG_FORMAT for every command
 
 
 def _register() -> None:
@@ -32,6 +36,7 @@ def _register() -> None:
     from memq.cli.evaluate import eval_cmd, eval_locomo_cmd
     from memq.cli.producer_commands import flush_cmd, replay_cmd, send_cmd, status_cmd
     from memq.cli.quarantine import quarantine_group
+    from memq.cli.reindex import reindex_cmd
     from memq.cli.retrieve import recent_cmd, retrieve_cmd
     from memq.cli.services import migrate_cmd, services_group
     from memq.cli.soak import soak_cmd
@@ -40,7 +45,7 @@ def _register() -> None:
     for command in (
         services_group, migrate_cmd, send_cmd, replay_cmd, flush_cmd, status_cmd, quarantine_group, audit_cmd,
         episodes_cmd, worker_cmd, beat_cmd, flower_cmd, demo_cmd, eval_cmd, eval_locomo_cmd, soak_cmd, check_deps_cmd,
-        retrieve_cmd, recent_cmd,
+        retrieve_cmd, recent_cmd, reindex_cmd,
     ):
         main.add_command(command)
 
