@@ -31,6 +31,6 @@ def forget_conversation(client, conn: psycopg.Connection, keys: ConversationKeys
             "DELETE FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s", (tenant, conversation_id)
         )
         deleted = cur.rowcount
-        for table in ("episode_message", "seq_gap", "conversation"):
+        for table in ("episode_message", "seq_gap", "conversation_participant", "conversation"):
             conn.execute(f"DELETE FROM {table} WHERE tenant_id = %s AND conversation_id = %s", (tenant, conversation_id))
     return deleted

@@ -166,7 +166,18 @@ def store_episode(
 
 def _insert_messages(conn: psycopg.Connection, e: EpisodeRow) -> None:
     vectors = e.message_embeddings if e.message_embeddings is not None else [None] * len(e.messages)
+    speakers: dict[str, Any] = {}
+    for m in e.messages:
+        name = speaker_of(m)
+        if name is not None and name not in speakers:
+            speakers[name] = m["timestamp"]
     with conn.cursor() as cur:
+        if speakers:
+            cur.executemany(
+                "INSERT INTO conversation_participant (tenant_id, conversation_id, name, first_seen_at) "
+                "VALUES (%s, %s, %s, %s) ON CONFLICT DO NOTHING",
+                [(e.tenant_id, e.conversation_id, name, at) for name, at in speakers.items()],
+            )
         cur.executemany(
             "INSERT INTO episode_message (tenant_id, conversation_id, seq, message_id, episode_id, role, content, ts, "
             "sent_at, metadata, speaker, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",

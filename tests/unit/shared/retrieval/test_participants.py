@@ -1,0 +1,35 @@
+"""Participants a query names are taken out of the searched text and become a signal of
+their own (``participants.py``)."""
+
+from __future__ import annotations
+
+from shared.retrieval.participants import query_terms
+
+NAMES = ["Caroline", "Melanie", "Anna Lee", "Anna", "May"]
+
+
+def test_a_named_participant_is_taken_out_of_the_searched_text():
+    t = query_terms("What did Caroline research?", NAMES)
+    assert t.named == {"Caroline"} and t.search_text == "What did research?"
+
+
+def test_possessives_and_several_names():
+    t = query_terms("How does Melanie's family feel about Caroline?", NAMES)
+    assert t.named == {"Melanie", "Caroline"} and t.search_text == "How does family feel about?"
+    assert query_terms("Melanie’s kids", NAMES).search_text == "kids"
+
+
+def test_the_longest_name_wins_and_matching_is_case_sensitive_and_whole_word():
+    assert query_terms("Where did Anna Lee go?", NAMES).named == {"Anna Lee"}
+    assert query_terms("what may happen to Annabel?", NAMES).named == frozenset()  # "may" is not "May"
+    assert query_terms("Plans for May 2023", NAMES).named == {"May"}
+
+
+def test_a_query_that_is_only_names_is_searched_as_it_is():
+    t = query_terms("Caroline?", NAMES)
+    assert t.named == {"Caroline"} and t.search_text == "Caroline?"
+
+
+def test_no_participants_leaves_the_query_alone():
+    assert query_terms("what did we decide?", []).search_text == "what did we decide?"
+    assert query_terms("what did we decide?", ["", "  "]).named == frozenset()
