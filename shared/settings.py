@@ -154,6 +154,9 @@ class Settings(BaseSettings):
     key_moment_surprise: float = Field(default=0.7, ge=0, le=1, description="seed 001: surprise at or above is a key moment")
     auto_detail_rank: int = Field(default=2, ge=0, description="seed 001: detail=auto shows messages for rank <= this")
     low_detail_messages: int = Field(default=3, ge=1, description="Messages per episode at detail=low.")
+    display_title_words: int = Field(
+        default=8, ge=1, description="seed 002: display title of an episode shown with its messages (8 words or fewer)"
+    )
     summary_tokens_with_messages: int = Field(
         default=0, ge=0,
         description="When messages are shown, the summary above them is cut to this many tokens (0: left out; "
@@ -171,6 +174,26 @@ class Settings(BaseSettings):
         default=0.8, ge=0, le=1,
         description="Within an episode, a message right after (or before) a relevant one shares this part of its relevance "
         "(an answer follows its question).",
+    )
+    speaker_match_weight: float = Field(
+        default=0.3, ge=0,
+        description="A message by a participant the query names gains this x 1/(k+1) (a share of a first rank in one "
+        "leg); the name itself is taken out of the searched text.",
+    )
+    episode_density_weight: float = Field(
+        default=0.15, ge=0,
+        description="Each message of an episode gains this x the episode's density (the sum of its "
+        "MEMQ_EPISODE_DENSITY_TOP most relevant messages): episodes where several messages match come first.",
+    )
+    episode_density_top: int = Field(default=3, ge=1, le=50, description="Messages summed into an episode's density.")
+    message_reach_tokens: int = Field(
+        default=20, ge=1,
+        description="Messages are read for showing down to rank max_tokens / this in each message leg (and their "
+        "neighbours): a budget of 1,000 tokens reads the best 50 of each leg.",
+    )
+    participants_cache_seconds: float = Field(
+        default=30.0, ge=0,
+        description="How long a process remembers the participant names of a retrieval's scope (0: read them every time).",
     )
 
     # --- embeddings -----------------------------------------------------------

@@ -42,7 +42,12 @@ def message_tokens(role: str, content: str, *, tool_result_max_chars: int, encod
 
 
 @functools.lru_cache(maxsize=50_000)
+def _count_short(text: str) -> int:
+    return count_tokens(text)
+
+
 def count_tokens_cached(text: str) -> int:
     """``count_tokens`` remembered for repeated short texts (the lines of retrieved
-    messages, which come back query after query)."""
-    return count_tokens(text)
+    messages, which come back query after query); long texts are counted afresh, so the
+    cache stays small."""
+    return _count_short(text) if len(text) <= 2_000 else count_tokens(text)

@@ -20,15 +20,22 @@ class Retrieved:
 
 
 def record_pending(conn: psycopg.Connection, tenant: str, query: str, at: datetime, hits: Sequence[Retrieved]) -> int:
-    """One row per returned memory; returns how many were recorded."""
+    """One row per returned memory, in one statement; returns how many were recorded.
+
+    Committed without waiting for the WAL flush (``synchronous_commit = off`` for this
+    statement's transaction only): a retrieval does not wait on the disk for its review
+    notes, and a PostgreSQL crash can lose at most the last fraction of a second of
+    them, never a memory. When ``conn`` is inside a transaction, the setting applies to
+    that transaction."""
     if not hits:
         return 0
-    with conn.cursor() as cur:
-        cur.executemany(
-            "INSERT INTO pending_review (tenant_id, conversation_id, memory_id, query, rank, score, retrieved_at) "
-            "VALUES (%s, %s, %s, %s, %s, %s, %s)",
-            [(tenant, h.conversation_id, h.memory_id, query, h.rank, h.score, at) for h in hits],
-        )
+    conn.execute(
+        "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
+        "INSERT INTO pending_review (tenant_id, conversation_id, memory_id, query, rank, score, retrieved_at) "
+        "SELECT %s, c, m, %s, r, s, %s FROM relaxed, unnest(%s::text[], %s::uuid[], %s::int[], %s::float8[]) AS u(c, m, r, s)",
+        (tenant, query, at, [h.conversation_id for h in hits], [h.memory_id for h in hits], [h.rank for h in hits],
+         [h.score for h in hits]),
+    )
     return len(hits)
 
 

@@ -1,5 +1,6 @@
-"""The SQL of retrieval: four ranked legs in one statement, then the messages of the
-episodes that made the cut.
+"""The SQL of retrieval: four ranked legs in one statement (``legs_sql``, the floor a
+retrieval is measured against), and the same statement returning, in the one round trip,
+the found episodes' rows and the messages that may be shown (``retrieval_sql``).
 
 - ``episode_vector``: HNSW over the summary embeddings (``ORDER BY embedding <=> q LIMIT k``,
   with ``hnsw.iterative_scan`` so a tenant / conversation / time filter cannot starve it);
@@ -51,20 +52,27 @@ def _scope(request: RetrievalRequest, alias: str, time_column_start: str, time_c
     return " AND ".join(where)
 
 
-def params(request: RetrievalRequest, vector: np.ndarray, candidates: int) -> dict[str, Any]:
+def params(request: RetrievalRequest, vector: np.ndarray, candidates: int, query_text: str | None = None,
+           reach: int | None = None) -> dict[str, Any]:
+    """``query_text``: what the lexical legs search by (the query without the participants
+    it names, ``participants.py``); the request's query when not given. ``reach``: the
+    messages ``retrieval_sql`` returns are those ranked within it by a message leg (and
+    their neighbours)."""
     return {
+        "reach": candidates if reach is None else reach,
         "tenant": request.tenant,
         "conversations": list(request.conversation_ids or []),
         "time_start": request.time_range.start if request.time_range else None,
         "time_end": request.time_range.end if request.time_range else None,
-        "query": request.query,
+        "query": request.query if query_text is None else query_text,
         "vector": vector,
         "k": candidates,
     }
 
 
-def legs_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
-    """One statement: (leg, episode id, message seq or NULL, rank) for every requested
+def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
+    """One statement: (leg, episode id, message seq or NULL, rank, the message's
+    conversation or NULL) for every requested
     leg. Message legs return each message they rank, so the ranks serve twice: an
     episode's rank in the leg is that of its best message, and each message's rank
     orders the messages shown."""
@@ -72,60 +80,116 @@ def legs_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
     m_scope = _scope(request, "m", "ts", "ts")
     parts = {
         "episode_vector": f"""
-            SELECT 'episode_vector' AS leg, id::text, NULL::bigint AS seq, row_number() OVER (ORDER BY d, id) AS rank FROM (
+            SELECT 'episode_vector' AS leg, id::text, NULL::bigint AS seq, row_number() OVER (ORDER BY d, id) AS rank,
+                   NULL::text AS conv FROM (
                 SELECT e.id, e.embedding <=> %(vector)s AS d FROM episodic_memory e
                 WHERE {e_scope} ORDER BY d LIMIT %(k)s) v""",
         "episode_lexical": f"""
-            SELECT 'episode_lexical', id::text, NULL::bigint, row_number() OVER (ORDER BY r DESC, id) FROM (
+            SELECT 'episode_lexical', id::text, NULL::bigint, row_number() OVER (ORDER BY r DESC, id), NULL::text FROM (
                 SELECT e.id, ts_rank_cd(e.search, q.q, 1) AS r FROM episodic_memory e, q
                 WHERE {e_scope} AND e.search @@ q.q ORDER BY r DESC LIMIT %(k)s) l""",
         "message_vector": f"""
-            SELECT 'message_vector', episode_id::text, seq, row_number() OVER (ORDER BY d, seq) FROM (
-                SELECT m.episode_id, m.seq, m.embedding <=> %(vector)s AS d FROM episode_message m
+            SELECT 'message_vector', episode_id::text, seq, row_number() OVER (ORDER BY d, seq), conversation_id FROM (
+                SELECT m.episode_id, m.seq, m.conversation_id, m.embedding <=> %(vector)s AS d FROM episode_message m
                 WHERE {m_scope} AND m.embedding IS NOT NULL ORDER BY d LIMIT %(k)s) mv""",
         "message_lexical": f"""
-            SELECT 'message_lexical', episode_id::text, seq, row_number() OVER (ORDER BY r DESC, seq) FROM (
-                SELECT m.episode_id, m.seq, ts_rank_cd(m.search, q.q, 1) AS r FROM episode_message m, q
+            SELECT 'message_lexical', episode_id::text, seq, row_number() OVER (ORDER BY r DESC, seq), conversation_id FROM (
+                SELECT m.episode_id, m.seq, m.conversation_id, ts_rank_cd(m.search, q.q, 1) AS r FROM episode_message m, q
                 WHERE {m_scope} AND m.search @@ q.q ORDER BY r DESC LIMIT %(k)s) ml""",
     }
-    union = " UNION ALL ".join(f"({parts[leg]})" for leg in legs)
-    return f"WITH q AS (SELECT {OR_QUERY} AS q) {union}"
+    return " UNION ALL ".join(f"({parts[leg]})" for leg in legs)
+
+
+def legs_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
+    """The legs alone: (leg, episode id, seq or NULL, rank, conversation or NULL) rows."""
+    return f"WITH q AS (SELECT {OR_QUERY} AS q) {_ranked_union(request, legs)}"
+
+
+_CANDIDATE = ("id::text, conversation_id, title, summary, start_at, end_at, surprise, message_count, first_seq, last_seq, "
+              "summary_source, fsrs_card")
+_NO_CANDIDATE = ("NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::float8, NULL::int, "
+                 "NULL::bigint, NULL::bigint, NULL::text, NULL::jsonb")
+_NO_MESSAGE = "NULL::text, NULL::text, NULL::text, NULL::timestamptz"
+
+
+def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
+    """``legs_sql`` and, in the same statement (one round trip), what retrieval reads next:
+
+    - ``candidate`` rows: every episode a leg found (the fields of ``Candidate``);
+    - ``message`` rows: every message a message leg ranked within ``reach`` and the one
+      before and after it in its episode (role, speaker, content, time): the messages
+      that may be shown.
+
+    Columns: leg, episode id, seq, rank, the candidate's fields, the message's fields;
+    each row fills only its own."""
+    return (
+        f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs)}), "
+        "near AS (SELECT DISTINCT r.conv, r.id::uuid AS episode_id, r.seq + d AS seq FROM ranked r, "
+        "(VALUES (-1), (0), (1)) AS n(d) WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s) "
+        f"SELECT leg, id, seq, rank, conv, {_NO_CANDIDATE}, {_NO_MESSAGE} FROM ranked "
+        f"UNION ALL SELECT 'candidate', id::text, NULL::bigint, NULL::bigint, NULL::text, "
+        f"{_CANDIDATE.removeprefix('id::text, ')}, {_NO_MESSAGE} "
+        "FROM episodic_memory WHERE id IN (SELECT id::uuid FROM ranked) "
+        f"UNION ALL SELECT 'message', m.episode_id::text, m.seq, NULL::bigint, NULL::text, {_NO_CANDIDATE}, "
+        "m.role, m.speaker, m.content, m.ts "
+        "FROM near JOIN episode_message m ON m.tenant_id = %(tenant)s AND m.conversation_id = near.conv "
+        "AND m.seq = near.seq AND m.episode_id = near.episode_id"
+    )
 
 
 def set_search_options(conn: psycopg.Connection, ef_search: int) -> None:
     """Inside a transaction: HNSW search breadth, and iterative scans so that filtered
     searches still return k rows (pgvector >= 0.8)."""
-    conn.execute(f"SET LOCAL hnsw.ef_search = {int(ef_search)}")
-    conn.execute("SET LOCAL hnsw.iterative_scan = relaxed_order")
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
+                 (str(int(ef_search)),))
 
 
 @dataclass
 class LegResults:
     episodes: dict[str, list[str]]  # leg -> episode ids, best first
     messages: dict[str, dict[tuple[str, int], int]]  # message leg -> (episode id, seq) -> 1-based rank
+    candidates: dict[str, Candidate] = field(default_factory=dict)  # episode id -> row (``full``)
+    shown: dict[str, list[tuple]] = field(default_factory=dict)  # episode id -> (seq, role, speaker, content, ts) (``full``)
 
 
 def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.ndarray, legs: tuple[str, ...],
-             candidates: int, ef_search: int) -> LegResults:
+             candidates: int, ef_search: int, *, query_text: str | None = None, full: bool = False,
+             reach: int | None = None) -> LegResults:
+    """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``."""
     ranked: dict[str, list[tuple[int, str]]] = {leg: [] for leg in legs}
     messages: dict[str, dict[tuple[str, int], int]] = {leg: {} for leg in legs if leg.startswith("message_")}
+    rows: dict[str, Candidate] = {}
+    shown: dict[str, list[tuple]] = {}
+    sql = retrieval_sql(request, legs) if full else legs_sql(request, legs)
     with conn.transaction():
         set_search_options(conn, ef_search)
-        for leg, episode_id, seq, rank in conn.execute(legs_sql(request, legs), params(request, vector, candidates)):
-            ranked[leg].append((rank, episode_id))
-            if seq is not None:
-                messages[leg][(episode_id, seq)] = rank
+        for row in conn.execute(sql, params(request, vector, candidates, query_text, reach)).fetchall():
+            leg, episode_id, seq, rank = row[:4]
+            if leg == "candidate":
+                rows[episode_id] = Candidate(episode_id, *row[5:16])
+            elif leg == "message":
+                shown.setdefault(episode_id, []).append((seq, *row[16:]))
+            else:
+                ranked[leg].append((rank, episode_id))
+                if seq is not None:
+                    messages[leg][(episode_id, seq)] = rank
+    for found in shown.values():
+        found.sort()
     # an episode's rank in a message leg: the order of first appearance of its messages
-    episodes = {leg: list(dict.fromkeys(eid for _, eid in sorted(rows))) for leg, rows in ranked.items()}
-    return LegResults(episodes, messages)
+    episodes = {leg: list(dict.fromkeys(eid for _, eid in sorted(rows_))) for leg, rows_ in ranked.items()}
+    return LegResults(episodes, messages, rows, shown)
 
 
-_CANDIDATE = "id::text, conversation_id, title, summary, start_at, end_at, surprise, message_count, summary_source, fsrs_card"
-
-
-def fetch_candidates(conn: psycopg.Connection, ids: list[str]) -> dict[str, Candidate]:
-    rows = conn.execute(f"SELECT {_CANDIDATE} FROM episodic_memory WHERE id = ANY(%s::uuid[])", (ids,)).fetchall()
-    return {r[0]: Candidate(*r) for r in rows}
+def participants(conn: psycopg.Connection, request: RetrievalRequest, limit: int = 1000) -> list[str]:
+    """Names of the participants of the conversations in scope (``conversation_participant``)."""
+    if request.conversation_ids is None:
+        sql = "SELECT DISTINCT name FROM conversation_participant WHERE tenant_id = %s LIMIT %s"
+        args: tuple = (request.tenant, limit)
+    else:
+        sql = ("SELECT DISTINCT name FROM conversation_participant WHERE tenant_id = %s AND conversation_id = ANY(%s) "
+               "LIMIT %s")
+        args = (request.tenant, list(request.conversation_ids), limit)
+    return [r[0] for r in conn.execute(sql, args)]
 
 
 def recent_candidates(conn: psycopg.Connection, tenant: str, conversation_id: str, since: datetime, limit: int) -> list[Candidate]:
@@ -137,10 +201,13 @@ def recent_candidates(conn: psycopg.Connection, tenant: str, conversation_id: st
     return [Candidate(*r) for r in rows]
 
 
-def fetch_messages(conn: psycopg.Connection, episode_ids: list[str]) -> list[tuple]:
-    """Every message of the given episodes: (episode id, seq, role, speaker, content, ts)."""
-    return conn.execute(
+def fetch_messages(conn: psycopg.Connection, episode_ids: list[str]) -> dict[str, list[tuple]]:
+    """Every message of the given episodes: episode id -> (seq, role, speaker, content, ts) in seq order."""
+    out: dict[str, list[tuple]] = {}
+    for row in conn.execute(
         "SELECT episode_id::text, seq, role, speaker, content, ts FROM episode_message "
         "WHERE episode_id = ANY(%s::uuid[]) ORDER BY episode_id, seq",
         (episode_ids,),
-    ).fetchall()
+    ):
+        out.setdefault(row[0], []).append(row[1:])
+    return out

@@ -13,8 +13,9 @@ class MessageView:
     speaker: str | None
     content: str
     ts: datetime
-    relevance: float = 0.0  # within its episode: fused vector and lexical rank
-    ranks: dict[str, int] = field(default_factory=dict)
+    relevance: float = 0.0  # the priority it competes for the budget with (``relevance.py``)
+    ranks: dict[str, int] = field(default_factory=dict)  # "vector" / "lexical" -> 1-based rank in the message legs
+    speaker_match: bool = False  # said by a participant the query names
 
     @property
     def who(self) -> str:
@@ -33,6 +34,8 @@ class EpisodeFields:
     end_at: datetime
     surprise: float
     message_count: int
+    first_seq: int
+    last_seq: int
     summary_source: str
 
 
@@ -44,6 +47,8 @@ class EpisodeHit(EpisodeFields):
     time_boost: float = 1.0
     final: float = 0.0
     rank: int = 0
+    # the messages that may be shown, in seq order: those a message leg found and their
+    # neighbours (``legs.py``), each with its priority; not the episode's every message
     messages: list[MessageView] = field(default_factory=list)
 
     def key_moment(self, threshold: float) -> bool:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.retrieval.model import EpisodeHit, MessageView
-from shared.retrieval.render import episode_block, episode_lines, markdown
+from shared.retrieval.render import GAP, episode_block, episode_lines, gap_count, markdown, message_line, shown_header
 
 Counter = Callable[[str], int]
 
@@ -34,6 +34,7 @@ class SelectionParams:
     # an episode shown without messages competes at this x its final score: the priority of
     # one of its messages that matched nothing itself (MEMQ_MESSAGE_EPISODE_WEIGHT)
     header_weight: float = 1.0
+    title_words: int = 8  # display title of an episode shown with messages (MEMQ_DISPLAY_TITLE_WORDS)
 
 
 @dataclass
@@ -44,14 +45,15 @@ class Selected:
     shown: list[MessageView] = field(default_factory=list)
 
 
-def _cap(hit: EpisodeHit, p: SelectionParams) -> int:
+def message_cap(hit: EpisodeHit, p: SelectionParams) -> int:
+    """How many messages the detail level lets the episode show."""
     if p.detail == "none":
         return 0
     if p.detail == "low":
         return p.low_messages
     if p.detail == "high":
-        return len(hit.messages)
-    return len(hit.messages) if hit.rank <= p.auto_rank or hit.key_moment(p.key_moment_surprise) else 0
+        return hit.message_count
+    return hit.message_count if hit.rank <= p.auto_rank or hit.key_moment(p.key_moment_surprise) else 0
 
 
 def _shorten(text: str, tokens: int, count: Counter) -> str | None:
@@ -70,7 +72,14 @@ def _shorten(text: str, tokens: int, count: Counter) -> str | None:
     return " ".join(words[:lo]) + " …"
 
 
-def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count: Counter, query: str) -> tuple[list[Selected], str]:
+@dataclass
+class Selection:
+    chosen: list[Selected]  # in rank order
+    text: str  # the markdown
+    tokens: int  # ``count(text)``, at most ``max_tokens``
+
+
+def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count: Counter, query: str) -> Selection:
     """The episodes (with their shown messages) and the markdown that fits ``p.max_tokens``.
 
     Items compete for the budget by priority: an episode shown without messages (its
@@ -92,12 +101,37 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             cost = memo[line] = count(line)
         return cost
 
+    gap = count(GAP)
+    message_costs: dict[tuple[str, int], int] = {}
+    header_costs: dict[str, int] = {}
+
     def estimate(s: Selected) -> int:
-        lines = episode_lines(s.hit, s.shown, now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise)
-        return sum(line_cost(x) for x in lines) + len(lines) - 1 + separator
+        """What ``block(s)`` costs, from its parts (``episode_lines`` without the strings)."""
+        if not s.shown:
+            lines = episode_lines(s.hit, [], now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise,
+                                  title_words=p.title_words)
+            return sum(line_cost(x) for x in lines) + len(lines) - 1 + separator
+        hit = s.hit
+        cost = header_costs.get(hit.id)
+        if cost is None:
+            cost = header_costs[hit.id] = count(shown_header(hit, now, key_moment_surprise=p.key_moment_surprise,
+                                                        title_words=p.title_words))
+        lines = 1 + len(s.shown)
+        if s.summary:
+            cost += line_cost(f"Summary: {s.summary}")
+            lines += 1
+        for m in s.shown:
+            key = (hit.id, m.seq)
+            c = message_costs.get(key)
+            if c is None:
+                c = message_costs[key] = count(message_line(m))
+            cost += c
+        gaps = gap_count(sorted(m.seq for m in s.shown), hit.first_seq, hit.last_seq)
+        return cost + gaps * gap + lines + gaps - 1 + separator
 
     def block(s: Selected) -> str:
-        return episode_block(s.hit, s.shown, now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise)
+        return episode_block(s.hit, s.shown, now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise,
+                             title_words=p.title_words)
 
     shortened: dict[tuple[str, int], str | None] = {}
 
@@ -111,7 +145,7 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
 
     items: list[tuple[float, int, int, EpisodeHit, MessageView | None]] = []
     for hit in hits:
-        cap = _cap(hit, p)
+        cap = message_cap(hit, p)
         # an episode that may show messages competes through them; its header alone (with the
         # summary) comes after every message, for when none of its messages fits
         items.append((p.header_weight * hit.final if cap == 0 or not hit.messages else -1.0, hit.rank, -1, hit, None))
@@ -141,7 +175,7 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             if message is None:
                 entry = Selected(hit, hit.summary, 0)
             else:
-                entry = Selected(hit, shorten(hit.summary, p.summary_tokens_with_messages), _cap(hit, p))
+                entry = Selected(hit, shorten(hit.summary, p.summary_tokens_with_messages), message_cap(hit, p))
         elif message is None:
             continue  # its header came with one of its messages
         if message is not None:
@@ -168,13 +202,17 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
 
     chosen = sorted(entries.values(), key=lambda s: s.hit.rank)
     text = markdown([block(s) for s in chosen], query)
-    while count(text) > p.max_tokens and added:  # joining may tokenise a little differently
+    tokens = count(text)
+    while tokens > p.max_tokens and added:  # joining may tokenise a little differently
         entries[added.pop()].shown.pop()
         chosen = [s for s in chosen if s.shown or s.cap == 0 or s.summary]
         text = markdown([block(s) for s in chosen], query)
-    while count(text) > p.max_tokens and chosen:
+        tokens = count(text)
+    while tokens > p.max_tokens and chosen:
         chosen.pop()
         text = markdown([block(s) for s in chosen], query)
-    if count(text) > p.max_tokens:  # nothing chosen, and the query it echoes is too long
+        tokens = count(text)
+    if tokens > p.max_tokens:  # nothing chosen, and the query it echoes is too long
         text = "No memories match the query."
-    return chosen, text
+        tokens = count(text)
+    return Selection(chosen, text, tokens)

@@ -10,7 +10,6 @@ HTTP API, the MCP server and the evaluation all call them.
 from __future__ import annotations
 
 import time
-from collections import defaultdict
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field, fields
@@ -26,10 +25,12 @@ from shared.errors import ValidationError
 from shared.retrieval import legs
 from shared.retrieval.fusion import rrf
 from shared.retrieval.model import EpisodeFields, EpisodeHit, MessageView
-from shared.retrieval.render import hit_record, markdown, episode_block
+from shared.retrieval.participants import query_terms
+from shared.retrieval.relevance import RelevanceParams, episode_density, message_relevance, priority
+from shared.retrieval.render import episode_block, hit_record, markdown
 from shared.retrieval.request import RetrievalRequest, build_request
 from shared.retrieval.retrievability import retrievability, with_floor
-from shared.retrieval.selection import SelectionParams, select
+from shared.retrieval.selection import SelectionParams, message_cap, select
 from shared.retrieval.time_expressions import NamedTime, find_time
 from shared.settings import Settings, get_settings
 from shared.tokens import count_tokens, count_tokens_cached
@@ -47,6 +48,7 @@ class RetrievalResult:
     named_time: NamedTime | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     reviews_recorded: int = 0
+    participants: list[str] = field(default_factory=list)  # participants the query names
 
     def to_json(self) -> dict[str, Any]:
         r = self.request
@@ -67,6 +69,7 @@ class RetrievalResult:
                 "start": self.named_time.window.start.isoformat() if self.named_time.window.start else None,
                 "end": self.named_time.window.end.isoformat() if self.named_time.window.end else None,
             },
+            "participants_named": self.participants,
             "tokens": self.tokens,
             "memories": self.records,
             "text": self.text,
@@ -81,30 +84,11 @@ def _connection(conn: psycopg.Connection | None, settings: Settings) -> Iterator
         return
     from shared.connections import pg_connect
 
-    with pg_connect(settings) as own:
+    with pg_connect(settings, autocommit=True) as own:
         yield own
 
 
-def message_relevance(keys: list[tuple[str, int]], ranks: dict[str, dict[tuple[str, int], int]], k: float,
-                      neighbour_bonus: float) -> dict[tuple[str, int], tuple[float, dict[str, int]]]:
-    """Relevance of messages, given as (episode id, seq) in episode and seq order, from
-    their ranks in the message legs: RRF over the legs that ranked them (0 when none
-    did); then a message next to a relevant one in its episode shares ``neighbour_bonus``
-    of that one's relevance (the answer after a question, the question before an answer)."""
-    mine: dict[tuple[str, int], dict[str, int]] = defaultdict(dict)
-    for leg, ranked in ranks.items():
-        name = leg.removeprefix("message_")
-        for key, rank in ranked.items():
-            mine[key][name] = rank
-    own = {key: sum(1.0 / (k + rank) for rank in rs.values()) for key, rs in mine.items()}
-    out: dict[tuple[str, int], tuple[float, dict[str, int]]] = {}
-    for i, key in enumerate(keys):
-        best = own.get(key, 0.0)
-        for j in (i - 1, i + 1):
-            if 0 <= j < len(keys) and keys[j][0] == key[0]:
-                best = max(best, neighbour_bonus * own.get(keys[j], 0.0))
-        out[key] = (best, mine.get(key, {}))
-    return out
+_EPISODE_FIELDS = tuple(f.name for f in fields(EpisodeFields))
 
 
 def rerank(candidates: list[legs.Candidate], fused: dict[str, float], settings: Settings, now: datetime,
@@ -117,9 +101,9 @@ def rerank(candidates: list[legs.Candidate], fused: dict[str, float], settings: 
             c.surprise, flashbulb_surprise=settings.flashbulb_surprise, floor=settings.flashbulb_floor,
         )
         boost = settings.time_boost if named is not None and named.window.overlaps(c.start_at, c.end_at) else 1.0
-        hit = EpisodeHit(**{f.name: getattr(c, f.name) for f in fields(EpisodeFields)}, ranks=c.ranks, rrf=fused[c.id],
+        hit = EpisodeHit(**{name: getattr(c, name) for name in _EPISODE_FIELDS}, ranks=c.ranks, rrf=fused[c.id],
                          retrievability=r, time_boost=boost)
-        hit.final = hit.rrf * (r ** settings.retrievability_weight) * boost
+        hit.final = hit.rrf * multiplier(hit, settings)
         hits.append(hit)
     hits.sort(key=lambda h: (-h.final, -h.rrf, h.start_at))
     for i, h in enumerate(hits, start=1):
@@ -127,27 +111,71 @@ def rerank(candidates: list[legs.Candidate], fused: dict[str, float], settings: 
     return hits
 
 
-def _attach_messages(conn: psycopg.Connection, hits: list[EpisodeHit], message_ranks: dict[str, dict[tuple[str, int], int]],
-                     settings: Settings) -> None:
-    """Each hit's messages with a priority on the scale of the episodes' final scores:
-    the message's own relevance + weight x its episode's final score (rrf x
-    retrievability x time boost), so the seed's ranking of episodes decides which
-    episodes' messages come first and the message legs decide which of their messages."""
-    rows = legs.fetch_messages(conn, [h.id for h in hits])
-    relevance = message_relevance([(r[0], r[1]) for r in rows], message_ranks, settings.rrf_k, settings.neighbour_bonus)
+def multiplier(hit: EpisodeHit, settings: Settings) -> float:
+    """What an episode's FSRS retrievability and a time the query names do to its scores."""
+    return (hit.retrievability ** settings.retrievability_weight) * hit.time_boost
+
+
+def relevance_params(settings: Settings) -> RelevanceParams:
+    return RelevanceParams(
+        k=settings.rrf_k, neighbour_bonus=settings.neighbour_bonus, speaker_weight=settings.speaker_match_weight,
+        density_weight=settings.episode_density_weight, density_top=settings.episode_density_top,
+        episode_weight=settings.message_episode_weight,
+    )
+
+
+def attach_messages(shown: dict[str, list[tuple]], hits: list[EpisodeHit],
+                    message_ranks: dict[str, dict[tuple[str, int], int]], named: frozenset[str], settings: Settings) -> None:
+    """Give each hit the messages that may be shown (``shown``: episode id -> (seq, role,
+    speaker, content, ts) in seq order), each with the priority it competes for the
+    budget with (``relevance.py``)."""
+    p = relevance_params(settings)
+    rows = [(h.id, row) for h in hits for row in shown.get(h.id, ())]
+    relevance = message_relevance([(eid, r[0]) for eid, r in rows], message_ranks, p, [r[2] for _, r in rows], named)
+    density = episode_density(relevance, p.density_top)
     by_id = {h.id: h for h in hits}
     for h in hits:
         h.messages = []
-    for r in rows:
-        h = by_id[r[0]]
-        score, ranks = relevance[(r[0], r[1])]
-        h.messages.append(MessageView(seq=r[1], role=r[2], speaker=r[3], content=r[4], ts=r[5],
-                                      relevance=score + settings.message_episode_weight * h.final, ranks=ranks))
+    for eid, (seq, role, speaker, content, ts) in rows:
+        h = by_id[eid]
+        rel = relevance[(eid, seq)]
+        h.messages.append(MessageView(
+            seq=seq, role=role, speaker=speaker, content=content, ts=ts, ranks=rel.ranks, speaker_match=rel.speaker_match,
+            relevance=priority(rel.score, density[eid], h.rrf, h.retrievability ** settings.retrievability_weight,
+                               h.time_boost, p),
+        ))
+
+
+def message_reach(max_tokens: int, settings: Settings) -> int:
+    """How deep in each message leg messages are read for showing: a budget holds about
+    max_tokens / MEMQ_MESSAGE_REACH_TOKENS messages, never more than the legs rank."""
+    return max(10, min(settings.retrieval_candidates, -(-max_tokens // settings.message_reach_tokens)))
+
+
+_participants: dict[tuple[str, tuple[str, ...] | None], tuple[float, list[str]]] = {}
+
+
+def participants(conn: psycopg.Connection, request: RetrievalRequest, settings: Settings) -> list[str]:
+    """The names of the participants in scope, remembered for ``MEMQ_PARTICIPANTS_CACHE_SECONDS``
+    per tenant and scope (a new speaker is recognised in queries at most that late)."""
+    key = (request.tenant, request.conversation_ids)
+    now = time.monotonic()
+    cached = _participants.get(key)
+    if cached is not None and cached[0] > now:
+        return cached[1]
+    names = legs.participants(conn, request)
+    if settings.participants_cache_seconds > 0:
+        if len(_participants) > 10_000:
+            _participants.clear()
+        _participants[key] = (now + settings.participants_cache_seconds, names)
+    return names
 
 
 def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, embed: Callable[[str], np.ndarray] | None = None,
              conn: psycopg.Connection | None = None, record: bool = True) -> RetrievalResult:
-    """Run a validated request (see ``build_request``)."""
+    """Run a validated request (see ``build_request``). ``embed`` turns the searched text
+    (the query without the participants it names) into a vector; default: the
+    configured embedding model."""
     settings = settings or get_settings()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -159,49 +187,56 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         def embed(text: str) -> np.ndarray:
             return embedder.embed([text])[0]
 
-    vector = np.asarray(embed(request.query), dtype=np.float32)
-    t1 = time.perf_counter()
-    timings["embed"] = (t1 - t0) * 1000
     named = find_time(request.query, request.now) if request.time_range is None else None
-
     with _connection(conn, settings) as c:
-        found = legs.run_legs(c, request, vector, settings.legs, settings.retrieval_candidates, settings.hnsw_ef_search)
+        terms = query_terms(request.query, participants(c, request, settings))
+        t1 = time.perf_counter()
+        vector = np.asarray(embed(terms.search_text), dtype=np.float32)
         t2 = time.perf_counter()
-        timings["legs"] = (t2 - t1) * 1000
-        fused = rrf(found.episodes, settings.rrf_k)[: max(settings.retrieval_candidates, request.limit)]
-        candidates = legs.fetch_candidates(c, [f.id for f in fused])
-        for f in fused:
-            if f.id in candidates:
-                candidates[f.id].ranks = f.ranks
-        hits = rerank([candidates[f.id] for f in fused if f.id in candidates], {f.id: f.score for f in fused},
-                      settings, request.now, named)[: request.limit]
-        if request.detail != "none" and hits:
-            _attach_messages(c, hits, found.messages, settings)
+        timings["embed"] = (t2 - t1) * 1000
+        found = legs.run_legs(c, request, vector, settings.legs, settings.retrieval_candidates, settings.hnsw_ef_search,
+                              query_text=terms.search_text, full=True, reach=message_reach(request.max_tokens, settings))
         t3 = time.perf_counter()
-        timings["fetch"] = (t3 - t2) * 1000
+        timings["sql"] = (t3 - t2) * 1000
+        fused = rrf(found.episodes, settings.rrf_k)[: max(settings.retrieval_candidates, request.limit)]
+        for f in fused:
+            if f.id in found.candidates:
+                found.candidates[f.id].ranks = f.ranks
+        hits = rerank([found.candidates[f.id] for f in fused if f.id in found.candidates], {f.id: f.score for f in fused},
+                      settings, request.now, named)[: request.limit]
         params = SelectionParams(
             detail=request.detail, max_tokens=request.max_tokens, low_messages=settings.low_detail_messages,
             auto_rank=settings.auto_detail_rank, key_moment_surprise=settings.key_moment_surprise,
             summary_tokens_with_messages=settings.summary_tokens_with_messages,
-            header_weight=settings.message_episode_weight,
+            header_weight=settings.message_episode_weight, title_words=settings.display_title_words,
         )
-        chosen, text = select(hits, params, request.now, count_tokens_cached, request.query)
+        if request.detail != "none" and hits:
+            shown = found.shown
+            # a top episode found by its title or summary alone: the seed shows the top ranks'
+            # source messages, so all of its messages may be shown
+            bare = [h.id for h in hits[: settings.auto_detail_rank] if h.id not in shown and message_cap(h, params) > 0]
+            if bare:
+                shown = {**shown, **legs.fetch_messages(c, bare)}
+            attach_messages(shown, hits, found.messages, terms.named, settings)
+        selection = select(hits, params, request.now, count_tokens_cached, request.query)
+        chosen, text, tokens = selection.chosen, selection.text, selection.tokens
         t4 = time.perf_counter()
         timings["select"] = (t4 - t3) * 1000
         returned = [s.hit for s in chosen]
         records = [hit_record(s.hit, s.shown, s.summary is not None) for s in chosen]
         recorded = 0
         if record and chosen:
-            with c.transaction():
-                recorded = record_pending(c, request.tenant, request.query, request.now, [
-                    Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen
-                ])
+            retrieved = [Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen]
+            if c.autocommit:  # one statement: atomic on its own
+                recorded = record_pending(c, request.tenant, request.query, request.now, retrieved)
+            else:
+                with c.transaction():
+                    recorded = record_pending(c, request.tenant, request.query, request.now, retrieved)
         timings["record"] = (time.perf_counter() - t4) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
-    tokens = count_tokens(text)
     log.debug("retrieved", tenant=request.tenant, memories=len(chosen), tokens=tokens, detail=request.detail,
-             named_time=named.phrase if named else None, ms=round(timings["total"], 1))
-    return RetrievalResult(request, text, tokens, returned, records, named, timings, recorded)
+              named_time=named.phrase if named else None, participants=sorted(terms.named), ms=round(timings["total"], 1))
+    return RetrievalResult(request, text, tokens, returned, records, named, timings, recorded, sorted(terms.named))
 
 
 def retrieve_memory(

@@ -148,3 +148,29 @@ def test_recent_lists_the_newest_first(stored, tenant):
     assert text.index("Weekend in Paris") < text.index("Filing the tax return")
     empty = run(tenant, "recent", "nobody")
     assert empty.exit_code == 0 and "No memories in the last 7 days of nobody." in empty.stdout
+
+
+def test_reindex_fills_missing_message_vectors_and_retrieval_finds_them_again(db, stored, tenant, settings):
+    """Messages stored without a vector (before migration 0003) are skipped by the vector
+    leg until ``memq reindex`` embeds them with the current ``indexed_text``."""
+    from shared.messages import indexed_text
+
+    db.execute("UPDATE episode_message SET embedding = NULL WHERE tenant_id = %s", (tenant,))
+    missing = db.execute("SELECT count(*) FROM episode_message WHERE tenant_id = %s AND embedding IS NULL",
+                         (tenant,)).fetchone()[0]
+    assert missing == 6
+    out = run(tenant, "reindex")
+    assert out.exit_code == 0, out.output
+    assert "re-embedded 6 messages" in out.stdout
+    assert db.execute("SELECT count(*) FROM episode_message WHERE tenant_id = %s AND embedding IS NULL",
+                      (tenant,)).fetchone()[0] == 0
+    from shared.embeddings import get_embedder
+
+    row = db.execute("SELECT content, embedding FROM episode_message WHERE tenant_id = %s ORDER BY seq LIMIT 1",
+                     (tenant,)).fetchone()
+    expected = get_embedder(settings).embed([indexed_text({"role": "user", "content": row[0]})])[0]
+    assert np.allclose(np.asarray(row[1].to_numpy()), expected, atol=1e-5)
+    again = run(tenant, "reindex")
+    assert again.exit_code == 0 and "nothing to re-embed" in again.stdout
+    everything = run(tenant, "reindex", "--conversation", "home", "--all")
+    assert everything.exit_code == 0 and "re-embedded 4 messages" in everything.stdout

@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from shared.retrieval.model import EpisodeHit, MessageView
-from shared.retrieval.render import episode_block, gap_line, hit_record, markdown, relative, when
+from shared.retrieval.render import GAP, episode_block, gap_count, hit_record, markdown, relative, short_title, when
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
 START = datetime(2023, 5, 7, 14, 5, tzinfo=UTC)
@@ -22,7 +22,7 @@ def hit(surprise: float = 0.2, messages: int = 6, **kw) -> EpisodeHit:
                          ranks={"vector": i + 1}) for i in range(messages)]
     fields = dict(id="e-1", conversation_id="c-1", title="Planting tomatoes in raised beds", summary="They planned the beds.",
                   start_at=START, end_at=START + timedelta(minutes=40), surprise=surprise, message_count=messages,
-                  summary_source="extractive", ranks={"episode_vector": 3, "message_lexical": 1}, rrf=0.0325,
+                  first_seq=10, last_seq=10 + messages - 1, summary_source="extractive", ranks={"episode_vector": 3, "message_lexical": 1}, rrf=0.0325,
                   retrievability=0.8123456, time_boost=1.5, final=0.0396, rank=2, messages=views)
     fields.update(kw)
     return EpisodeHit(**fields)
@@ -56,7 +56,7 @@ def test_when_gives_absolute_and_relative_time():
 def test_markdown_block_has_title_time_and_summary():
     block = episode_block(hit(), [], now=NOW, summary="They planned the beds.", key_moment_surprise=0.7)
     lines = block.splitlines()
-    assert lines[0] == "### 2. Planting tomatoes in raised beds"
+    assert lines[0] == "### Planting tomatoes in raised beds"
     assert lines[1] == when(h := hit(), NOW) and ABSOLUTE.match(lines[1]) and h.title in lines[0]
     assert lines[2] == "Summary: They planned the beds."
     assert len(lines) == 3 and "key moment" not in block
@@ -72,13 +72,26 @@ def test_shown_messages_are_in_their_order_with_markers_for_what_is_left_out():
     h = hit(messages=8)
     shown = [h.messages[5], h.messages[2]]  # chosen by relevance, given out of order
     lines = episode_block(h, shown, now=NOW, summary=None, key_moment_surprise=0.7).splitlines()
-    assert lines[2:] == [
-        gap_line(2), "- user: message 2 about the garden",
-        gap_line(2), "- assistant: message 5 about the garden",
-        gap_line(2),
+    assert lines[1:] == [
+        GAP, "- user: message 2 about the garden",
+        GAP, "- assistant: message 5 about the garden",
+        GAP,
     ]
-    for n in (1, 3, 12):  # a marker says how many messages are left out
-        assert re.fullmatch(rf"\s*… {n} (messages? )?left out …", gap_line(n)), gap_line(n)
+    assert gap_count([12, 15], 10, 17) == 3 == lines.count(GAP)
+
+
+def test_with_messages_one_header_line_says_when_and_a_short_title():
+    h = hit(title="Planting tomatoes in raised beds after the long and rainy spring", surprise=0.8)
+    head = episode_block(h, h.messages[:1], now=NOW, summary=None, key_moment_surprise=0.7).splitlines()[0]
+    assert head == "### 7 May 2023 14:05 UTC (2 weeks ago) · key moment · Planting tomatoes in raised beds after the long …"
+    assert short_title("a b c", 8) == "a b c" and short_title("a b c d", 2) == "a b …"
+
+
+def test_adjacent_messages_need_no_marker_between_them():
+    h = hit(messages=6)
+    lines = episode_block(h, h.messages[1:3], now=NOW, summary=None, key_moment_surprise=0.7).splitlines()
+    assert lines[1:] == [GAP, "- assistant: message 1 about the garden", "- user: message 2 about the garden", GAP]
+    assert gap_count([], 10, 15) == 1 and gap_count([10, 11, 12], 10, 12) == 0 and gap_count([12], 10, 12) == 1
 
 
 def test_the_speaker_name_is_shown_when_the_producer_gave_one():
@@ -88,7 +101,7 @@ def test_the_speaker_name_is_shown_when_the_producer_gave_one():
 
 def test_every_message_shown_means_no_marker():
     h = hit(messages=3)
-    assert "left out" not in episode_block(h, h.messages, now=NOW, summary=None, key_moment_surprise=0.7)
+    assert GAP not in episode_block(h, h.messages, now=NOW, summary=None, key_moment_surprise=0.7).splitlines()
 
 
 def test_nothing_found_says_so_with_the_query():
@@ -109,5 +122,5 @@ def test_hit_record_has_every_score_and_is_json_ready():
     assert [m["seq"] for m in record["messages"]] == [11, 14]
     assert record["messages"][0] == {"seq": 11, "role": "assistant", "speaker": None,
                                      "content": "message 1  about\nthe   garden", "timestamp": "2023-05-07T14:06:00+00:00",
-                                     "relevance": 0.1}
+                                     "relevance": 0.1, "vector_rank": 2, "lexical_rank": None, "speaker_named": False}
     assert json.loads(json.dumps(record)) == record

@@ -14,7 +14,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from shared.retrieval.model import EpisodeHit, MessageView
-from shared.retrieval.render import gap_line, markdown
+from shared.retrieval.render import GAP, episode_block, markdown
 from shared.retrieval.selection import SelectionParams, select
 from shared.tokens import count_tokens
 
@@ -38,14 +38,16 @@ def episode(rank: int, messages: int = 10, *, surprise: float = 0.1, own=None, w
              for i in range(messages)]
     return EpisodeHit(id=f"e{rank}", conversation_id="c", title=f"Episode {rank} about {text(4, rank)}",
                       summary=text(summary_words, rank), start_at=start, end_at=start + timedelta(minutes=messages),
-                      surprise=surprise, message_count=messages, summary_source="extractive", rank=rank, final=final,
-                      messages=views)
+                      surprise=surprise, message_count=messages, first_seq=0, last_seq=messages - 1,
+                      summary_source="extractive", rank=rank, final=final, messages=views)
 
 
 def run(hits, detail: str, max_tokens: int = 4000, query: str = "tomato", **kw):
     """``select`` with explicit parameters (the defaults are the product's to tune)."""
     params = {"low_messages": 3, "auto_rank": 2, "key_moment_surprise": 0.7, "summary_tokens_with_messages": 40} | kw
-    return select(hits, SelectionParams(detail=detail, max_tokens=max_tokens, **params), NOW, count_tokens, query)
+    selection = select(hits, SelectionParams(detail=detail, max_tokens=max_tokens, **params), NOW, count_tokens, query)
+    assert selection.tokens == count_tokens(selection.text)
+    return selection.chosen, selection.text
 
 
 def shown(chosen) -> dict[str, list[int]]:
@@ -70,6 +72,7 @@ def hit_lists(draw) -> list[EpisodeHit]:
             id=f"e{rank}", conversation_id="c", title=draw(st.text(max_size=120)), summary=draw(_free_text),
             start_at=start, end_at=start + timedelta(minutes=draw(st.integers(0, 3000))), final=final,
             surprise=draw(st.floats(0, 1)), message_count=len(views), summary_source="extractive", rank=rank, messages=views,
+            first_seq=views[0].seq if views else 1, last_seq=views[-1].seq + draw(st.integers(0, 3)) if views else 1,
         ))
     return hits
 
@@ -115,7 +118,7 @@ def test_with_a_small_budget_the_best_memory_is_still_returned(detail):
     for budget in (50, 64, 100):
         chosen, out = run(hits, detail, budget)
         assert [s.hit.id for s in chosen][:1] == ["e1"], (detail, budget)
-        assert out.startswith("### 1. Episode 1") and count_tokens(out) <= budget
+        assert "Episode 1 about" in out.splitlines()[0] and count_tokens(out) <= budget
 
 
 def test_more_budget_never_shows_less():
@@ -133,7 +136,7 @@ def test_none_shows_title_time_and_whole_summary_in_rank_order_and_no_messages()
     hits = [episode(rank) for rank in range(1, 6)]
     chosen, out = run(hits, "none")
     assert shown(chosen) == {f"e{r}": [] for r in range(1, 6)}
-    assert f"Summary: {hits[0].summary}" in out and "- user:" not in out and "left out" not in out
+    assert f"Summary: {hits[0].summary}" in out and "- user:" not in out and GAP not in out.splitlines()
     header_only = count_tokens(run(hits[:2], "none")[1])
     assert [s.hit.id for s in run(hits, "none", header_only + 5)[0]] == ["e1", "e2"]  # headers by rank
 
@@ -143,11 +146,12 @@ def test_low_shows_the_few_most_relevant_messages():
     chosen, out = run(hits, "low")
     assert shown(chosen) == {"e1": [7, 8, 9], "e2": [3, 6, 8]}  # not the first three
     block = out.split("\n\n")[1].splitlines()
-    assert block[3:] == [
-        gap_line(3), f"- assistant: {hits[1].messages[3].content}",
-        gap_line(2), f"- user: {hits[1].messages[6].content}",
-        gap_line(1), f"- user: {hits[1].messages[8].content}",
-        gap_line(1),
+    assert block[0].startswith("### ") and block[1].startswith("Summary: ")
+    assert block[2:] == [
+        GAP, f"- assistant: {hits[1].messages[3].content}",
+        GAP, f"- user: {hits[1].messages[6].content}",
+        GAP, f"- user: {hits[1].messages[8].content}",
+        GAP,
     ]
 
 
@@ -158,14 +162,14 @@ def test_low_takes_its_count_from_the_parameters():
 def test_high_shows_every_message_when_the_budget_allows():
     chosen, out = run([episode(1), episode(2)], "high")
     assert shown(chosen) == {"e1": list(range(10)), "e2": list(range(10))}
-    assert "left out" not in out
+    assert GAP not in out.splitlines()
 
 
 def test_auto_is_high_for_the_top_ranks_and_key_moments_and_none_for_the_rest():
     hits = [episode(1), episode(2), episode(3), episode(4, surprise=0.7), episode(5, surprise=0.69)]
     chosen, out = run(hits, "auto", auto_rank=2, key_moment_surprise=0.7)
     assert shown(chosen) == {"e1": list(range(10)), "e2": list(range(10)), "e3": [], "e4": list(range(10)), "e5": []}
-    assert "· key moment" in out.split("\n\n")[3].splitlines()[1]
+    assert "· key moment" in out.split("\n\n")[3].splitlines()[0]
 
 
 def test_summary_is_shortened_above_messages_and_whole_without_them():
@@ -182,9 +186,12 @@ def test_summary_is_shortened_above_messages_and_whole_without_them():
 
 def test_the_most_relevant_messages_win_under_a_tight_budget():
     hit = episode(1, messages=20, own=lambda i: 0.05 if i in (4, 15) else 0.0001 * i, summary_words=5)
-    header = count_tokens(run([hit], "none")[1])
-    assert shown(run([hit], "high", header + 45)[0]) == {"e1": [4]}  # room for one message: the best
-    assert shown(run([hit], "high", header + 80)[0]) == {"e1": [4, 15]}  # two: the two best, not 0 and 1
+    def cost(*seqs):
+        return count_tokens(episode_block(hit, [hit.messages[i] for i in seqs], now=NOW, summary=hit.summary,
+                                          key_moment_surprise=0.7))
+
+    assert shown(run([hit], "high", cost(4) + 5)[0]) == {"e1": [4]}  # room for one message: the best
+    assert shown(run([hit], "high", cost(4, 15) + 5)[0]) == {"e1": [4, 15]}  # two: the two best, not 0 and 1
 
 
 def test_a_lower_ranked_episodes_best_message_beats_a_higher_ranked_ones_weak_message():
@@ -200,7 +207,7 @@ def test_a_message_brings_its_episodes_header():
     hits = [episode(1, summary_words=5), episode(2, summary_words=5, own=lambda i: 0.5 if i == 0 else 0.0)]
     chosen, out = run(hits, "high", 90)
     assert 0 in shown(chosen)["e2"]  # the best item of all
-    assert f"### 2. {hits[1].title}\n" in out  # came with its header
+    assert [line for line in out.splitlines() if line.startswith("### ")][-1].endswith(f"· {hits[1].title}")  # with its header
 
 
 def test_nothing_to_select_says_no_memories_match():

@@ -1,6 +1,5 @@
-"""The pure scoring steps of retrieval: how relevant each message of an episode is, and
-how fused episodes are re-ranked by FSRS retrievability at the moment of the question and
-by a time the query names."""
+"""How fused episodes are re-ranked by FSRS retrievability at the moment of the question
+and by a time the query names (``service.rerank``)."""
 
 from __future__ import annotations
 
@@ -12,7 +11,7 @@ import pytest
 from shared.retrieval.legs import Candidate
 from shared.retrieval.request import TimeRange
 from shared.retrieval.retrievability import retrievability
-from shared.retrieval.service import message_relevance, rerank
+from shared.retrieval.service import rerank
 from shared.retrieval.time_expressions import NamedTime
 from shared.settings import Settings
 from worker.episodes.fsrs_card import initial_memory
@@ -32,40 +31,7 @@ def candidate(id_: str, ended_days_ago: float, surprise: float = 0.1, *, cfg: Se
     card = initial_memory(zlib.crc32(id_.encode()), end, surprise, boost=cfg.surprise_stability_boost,
                           desired_retention=cfg.desired_retention).card
     return Candidate(id=id_, conversation_id="c", title=id_, summary="", start_at=end - timedelta(minutes=30), end_at=end,
-                     surprise=surprise, message_count=4, summary_source="extractive", fsrs_card=card)
-
-
-# --- message relevance -------------------------------------------------------------
-
-def test_messages_are_scored_by_the_rrf_of_their_ranks_in_the_message_legs():
-    keys = [("e1", 1), ("e1", 2), ("e1", 3), ("e1", 4)]
-    ranks = {"message_vector": {("e1", 2): 1, ("e1", 3): 2}, "message_lexical": {("e1", 3): 1}}
-    out = message_relevance(keys, ranks, k=60, neighbour_bonus=0.0)
-    assert {key: r for key, (_, r) in out.items()} == {
-        ("e1", 1): {}, ("e1", 2): {"vector": 1}, ("e1", 3): {"vector": 2, "lexical": 1}, ("e1", 4): {},
-    }
-    assert out[("e1", 3)][0] == pytest.approx(1 / 62 + 1 / 61)  # found by both legs beats first of one
-    assert out[("e1", 2)][0] == pytest.approx(1 / 61)
-    assert out[("e1", 1)][0] == 0.0 == out[("e1", 4)][0]  # in no leg's top k
-
-
-def test_a_message_next_to_a_relevant_one_shares_part_of_its_relevance():
-    # the question (seq 5) holds the query's words; its answer (seq 6) is in no leg
-    keys = [("e1", 4), ("e1", 5), ("e1", 6), ("e1", 7)]
-    ranks = {"message_lexical": {("e1", 5): 1}, "message_vector": {("e1", 7): 3}}
-    alone = message_relevance(keys, ranks, k=60, neighbour_bonus=0.0)
-    shared = message_relevance(keys, ranks, k=60, neighbour_bonus=0.5)
-    assert shared[("e1", 6)][0] == pytest.approx(max(0.5 * alone[("e1", 5)][0], 0.5 * alone[("e1", 7)][0]))
-    assert shared[("e1", 4)][0] == pytest.approx(0.5 * alone[("e1", 5)][0])
-    assert shared[("e1", 5)][0] == alone[("e1", 5)][0]  # its own relevance is already the larger
-    assert shared[("e1", 6)][1] == {}  # ranks stay the message's own
-
-
-def test_neighbours_never_cross_episodes():
-    keys = [("e1", 9), ("e2", 1)]  # adjacent in the list, in different episodes
-    out = message_relevance(keys, {"message_lexical": {("e1", 9): 1}}, k=60, neighbour_bonus=1.0)
-    assert out[("e2", 1)][0] == 0.0 and out[("e1", 9)][0] == pytest.approx(1 / 61)
-    assert message_relevance([], {}, 60, 0.5) == {}
+                     surprise=surprise, message_count=4, first_seq=1, last_seq=4, summary_source="extractive", fsrs_card=card)
 
 
 # --- re-ranking by retrievability --------------------------------------------------
