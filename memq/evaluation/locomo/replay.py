@@ -9,7 +9,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from memq.evaluation.locomo.data import LocomoConversation
+from memq.evaluation.locomo.data import LocomoConversation, Turn
 
 
 @dataclass
@@ -18,16 +18,23 @@ class ReplayTimes:
     process_s: float  # segmentation and episode creation, until every conversation is idle
 
 
+def as_message(t: Turn, role: str = "user") -> dict:
+    """One turn as the producer takes it (the speaker's name in ``metadata.name``)."""
+    return {
+        "role": role,
+        "content": t.text,
+        "timestamp": t.at.isoformat(),
+        "metadata": {"name": t.speaker, "dia_id": t.dia_id},
+    }
+
+
 def messages_of(conv: LocomoConversation) -> list[dict]:
     a, _ = conv.speakers
     return [
         {
             "conversation_id": conv.sample_id,
-            "role": "user" if t.speaker == a else "assistant",
-            "content": t.text,
-            "timestamp": t.at.isoformat(),
+            **as_message(t, "user" if t.speaker == a else "assistant"),
             "message_id": f"{conv.sample_id}-{t.dia_id}",
-            "metadata": {"name": t.speaker, "dia_id": t.dia_id},
         }
         for t in conv.turns
     ]

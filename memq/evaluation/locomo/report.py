@@ -36,18 +36,29 @@ def to_json(run: EvalRun) -> dict[str, Any]:
     }
 
 
+TARGET_BASELINES = ("turn", "turn · memq query")
+
+
 def targets(run: EvalRun) -> dict[str, Any]:
+    """The issue's targets against each single-turn baseline present: recall at 1,000
+    tokens at least 0.10 above it, and at or above it at every budget; and retrieval's
+    latency within twice its legs' SQL."""
     overall = run.table()
-    if MAIN.name not in overall or "turn" not in overall:
+    if MAIN.name not in overall:
         return {}
-    memq, turn = overall[MAIN.name], overall["turn"]
-    gain = memq[1000].recall - turn[1000].recall if 1000 in memq else None
-    return {
-        "recall_at_1000_minus_single_turn": round(gain, 4) if gain is not None else None,
-        "at_least_0.10_above_at_1000": gain is not None and gain >= 0.10,
-        "at_or_above_single_turn_every_budget": all(memq[b].recall >= turn[b].recall for b in run.config.budgets),
-        "latency_ratio_under_2": run.latency_ms.get("ratio_p50", 99) < 2 and run.latency_ms.get("ratio_p99", 99) < 2,
-    }
+    memq = overall[MAIN.name]
+    out: dict[str, Any] = {"latency_ratio_under_2": run.latency_ms.get("ratio_p50", 99) < 2 and run.latency_ms.get("ratio_p99", 99) < 2}
+    for name in TARGET_BASELINES:
+        if name not in overall or 1000 not in memq:
+            continue
+        base = overall[name]
+        gain = memq[1000].recall - base[1000].recall
+        out[name] = {
+            "recall_at_1000_minus_baseline": round(gain, 4),
+            "at_least_0.10_above_at_1000": gain >= 0.10,
+            "at_or_above_every_budget": all(memq[b].recall >= base[b].recall for b in run.config.budgets),
+        }
+    return out
 
 
 def print_report(run: EvalRun, console: Console) -> None:
@@ -86,11 +97,15 @@ def print_report(run: EvalRun, console: Console) -> None:
     t = targets(run)
     if t:
         mark = {True: "[green]met[/]", False: "[red]NOT met[/]"}
-        console.print(
-            f"[bold]targets[/] R@1000 − single turn = {t['recall_at_1000_minus_single_turn']:+.3f} (≥ 0.10: "
-            f"{mark[t['at_least_0.10_above_at_1000']]}); at or above single turn at every budget: "
-            f"{mark[t['at_or_above_single_turn_every_budget']]}; latency ratio < 2: {mark[t['latency_ratio_under_2']]}"
-        )
+        for name in TARGET_BASELINES:
+            if name in t:
+                b = t[name]
+                console.print(
+                    f"[bold]target vs {name}[/]: R@1000 − baseline = {b['recall_at_1000_minus_baseline']:+.3f} (≥ 0.10: "
+                    f"{mark[b['at_least_0.10_above_at_1000']]}); at or above it at every budget: "
+                    f"{mark[b['at_or_above_every_budget']]}"
+                )
+        console.print(f"[bold]target[/] latency ratio < 2: {mark[t['latency_ratio_under_2']]}")
 
 
 def write_json(run: EvalRun, path: Path) -> None:

@@ -21,7 +21,7 @@ import numpy as np
 
 from memq.evaluation.locomo.data import CATEGORIES, LocomoConversation, Question, find_files, load_locomo
 from memq.evaluation.locomo.recall import Found, evidence_found, percentile, summarise
-from memq.evaluation.locomo.units import UNIT_KINDS, UnitIndex, fill, make_units
+from memq.evaluation.locomo.units import SEARCHES, UNIT_KINDS, UnitIndex, fill, make_units
 from shared.settings import Settings
 
 BUDGETS = (250, 500, 1000, 2000)
@@ -33,15 +33,26 @@ class Method:
     kind: str  # "memq" or a unit kind
     detail: str = "high"
     overrides: tuple[tuple[str, Any], ...] = ()  # settings changed for this method only (ablations)
+    search: str = "plain"  # baselines: "plain" hybrid search, or "memq" (memq's message text and query handling)
+    lexical: str = "ts_rank_cd"  # baselines: or "bm25" (memq/evaluation/locomo/bm25.py)
 
 
 MAIN = Method("memq", "memq", "high")
-BASELINES = tuple(Method(f"{k}", k) for k in UNIT_KINDS)
+BASELINES = (
+    Method("turn", "turn"),
+    Method("turn · memq query", "turn", search="memq"),
+    Method("window8", "window8"),
+    Method("session", "session"),
+)
 ABLATIONS = (
     Method("memq auto", "memq", "auto"),
     Method("memq no-FSRS", "memq", "high", (("retrievability_weight", 0.0),)),
     Method("memq episode legs", "memq", "high", (("retrieval_legs", "episode_vector,episode_lexical"),)),
     Method("memq no-neighbour", "memq", "high", (("neighbour_bonus", 0.0),)),
+    Method("memq no-density", "memq", "high", (("episode_density_weight", 0.0),)),
+    Method("memq no-speaker", "memq", "high", (("speaker_match_weight", 0.0),)),
+    Method("memq no-time-boost", "memq", "high", (("time_boost", 1.0),)),
+    Method("turn · memq query · BM25", "turn", search="memq", lexical="bm25"),
 )
 
 
@@ -165,20 +176,20 @@ def run(settings: Settings, config: EvalConfig, progress: Callable[[str, int, in
         for c in conversations:
             for kind in UNIT_KINDS:
                 units = make_units(c, kind)
-                index.add(units, embedder.embed([u.text for u in units]))
+                index.add(units, {s: embedder.embed([u.embedded(s) for u in units]) for s in SEARCHES})
         run_.stages_s["baseline units indexed"] = time.monotonic() - t
 
         asked = [(c, q) for c in conversations for q in c.questions if q.category in config.categories and q.evidence]
         t = time.monotonic()
-        vectors = embedder.embed([q.question for _, q in asked])
+        queries = Queries.embed(conn, settings, config.tenant, asked, embedder)
         run_.stages_s["questions embedded"] = time.monotonic() - t
-        run_.latency_ms["embed_per_question"] = run_.stages_s["questions embedded"] * 1000 / max(1, len(asked))
+        run_.latency_ms["embed_per_question"] = run_.stages_s["questions embedded"] * 1000 / max(1, 2 * len(asked))
         methods = [MAIN, *BASELINES, *(ABLATIONS if config.ablations else ())]
         for method in methods:
             t = time.monotonic()
-            _ask(run_, settings, conn, index, method, asked, vectors, progress)
+            _ask(run_, settings, conn, index, method, asked, queries, progress)
             run_.stages_s[f"questions: {method.name}"] = time.monotonic() - t
-        _latency(run_, settings, conn, asked, vectors)
+        _latency(run_, settings, conn, asked, queries)
     return run_
 
 
@@ -186,7 +197,46 @@ def _now(conv: LocomoConversation):
     return conv.ends_at + timedelta(days=1)
 
 
-def _ask(run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Method, asked, vectors: np.ndarray,
+@dataclass
+class Queries:
+    """Every question embedded once, as asked (the plain baselines) and as memq searches
+    it (without the participants it names), with the names; ``embed`` hands memq the
+    vector of the text it asks for."""
+
+    raw: np.ndarray
+    searched: np.ndarray
+    terms: list[Any]
+    cache: dict[str, np.ndarray]
+
+    @classmethod
+    def embed(cls, conn, settings: Settings, tenant: str, asked, embedder) -> Queries:
+        from shared.retrieval import legs
+        from shared.retrieval.participants import query_terms
+        from shared.retrieval.request import build_request
+
+        names: dict[str, list[str]] = {}
+        for c, _ in asked:
+            if c.sample_id not in names:
+                request = build_request(settings, tenant=tenant, query="participants", conversation_id=c.sample_id)
+                names[c.sample_id] = legs.participants(conn, request)
+        terms = [query_terms(q.question, names[c.sample_id]) for c, q in asked]
+        raw = embedder.embed([q.question for _, q in asked])
+        searched = embedder.embed([t.search_text for t in terms])
+        cache = {t.search_text: v for t, v in zip(terms, searched)}
+        return cls(raw, searched, terms, cache)
+
+    def embed_fn(self, embedder_fallback: Callable[[str], np.ndarray] | None = None) -> Callable[[str], np.ndarray]:
+        def embed(text: str) -> np.ndarray:
+            if text not in self.cache:
+                if embedder_fallback is None:
+                    raise KeyError(f"query text not embedded in advance: {text[:60]!r}")
+                self.cache[text] = embedder_fallback(text)
+            return self.cache[text]
+
+        return embed
+
+
+def _ask(run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Method, asked, queries: Queries,
          progress) -> None:
     from shared.retrieval.service import retrieve_memory
     from shared.retrieval.time_expressions import find_time
@@ -194,6 +244,7 @@ def _ask(run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Meth
 
     local = settings.model_copy(update=dict(method.overrides)) if method.overrides else settings
     limit = run_.config.limit or local.retrieval_limit_max
+    embed = queries.embed_fn()
     for i, (conv, q) in enumerate(asked):
         evidence = [conv.turn(e).text for e in q.evidence]
         if method is MAIN and find_time(q.question, _now(conv)) is not None:
@@ -204,20 +255,27 @@ def _ask(run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Meth
                 result = retrieve_memory(
                     q.question, tenant=run_.config.tenant, conversation_id=conv.sample_id, limit=limit,
                     detail=method.detail, max_tokens=budget, now=_now(conv), settings=local, conn=conn,
-                    embed=lambda _text, v=vectors[i]: v, record=False,
+                    embed=embed, record=False,
                 )
                 text, tokens = result.text, result.tokens
             else:
                 if ranked is None:
-                    ranked = index.search(method.kind, conv.sample_id, q.question, vectors[i],
-                                          settings.retrieval_candidates, settings.rrf_k)
+                    if method.search == "memq":
+                        terms = queries.terms[i]
+                        ranked = index.search(method.kind, conv.sample_id, terms.search_text, queries.searched[i],
+                                              settings.retrieval_candidates, settings.rrf_k, search="memq",
+                                              named=terms.named, speaker_weight=settings.speaker_match_weight,
+                                              lexical=method.lexical)
+                    else:
+                        ranked = index.search(method.kind, conv.sample_id, q.question, queries.raw[i],
+                                              settings.retrieval_candidates, settings.rrf_k)
                 text = fill(ranked, budget, count_tokens)
                 tokens = count_tokens(text)
             run_.results.append(QuestionResult(q, conv.sample_id, method.name, budget, evidence_found(text, evidence), tokens))
         progress(f"questions: {method.name}", i + 1, len(asked))
 
 
-def _latency(run_: EvalRun, settings: Settings, conn, asked, vectors: np.ndarray, budget: int = 1000) -> None:
+def _latency(run_: EvalRun, settings: Settings, conn, asked, queries: Queries, budget: int = 1000) -> None:
     """retrieve_memory end to end (query embedding excluded: it is given; pending reviews
     recorded as in production) next to the legs' SQL alone, same queries, interleaved."""
     from shared.retrieval import legs
@@ -227,15 +285,17 @@ def _latency(run_: EvalRun, settings: Settings, conn, asked, vectors: np.ndarray
     totals: list[float] = []
     floors: list[float] = []
     limit = run_.config.limit or settings.retrieval_limit_max
+    embed = queries.embed_fn()
     for repeat in range(2):  # the first pass warms caches and is not counted
         for i, (conv, q) in enumerate(asked):
             request = build_request(settings, tenant=run_.config.tenant, query=q.question, conversation_id=conv.sample_id,
                                     limit=limit, detail=MAIN.detail, max_tokens=budget, now=_now(conv))
             t = time.perf_counter()
-            legs.run_legs(conn, request, vectors[i], settings.legs, settings.retrieval_candidates, settings.hnsw_ef_search)
+            legs.run_legs(conn, request, queries.searched[i], settings.legs, settings.retrieval_candidates,
+                          settings.hnsw_ef_search, query_text=queries.terms[i].search_text)
             floor = time.perf_counter() - t
             t = time.perf_counter()
-            retrieve(request, settings=settings, embed=lambda _text, v=vectors[i]: v, conn=conn, record=True)
+            retrieve(request, settings=settings, embed=embed, conn=conn, record=True)
             total = time.perf_counter() - t
             if repeat:
                 floors.append(floor * 1000)
