@@ -58,3 +58,11 @@ class BatchRejected(BatchError, ValidationError):
 
 class BatchIncomplete(BatchError, ServiceError):
     """Redis failed during the batch: some conversations' parts may have been stored."""
+
+
+class NotFound(MemqError):
+    """No such thing in the caller's tenant (another tenant's is reported the same way)."""
+
+
+class Busy(MemqError):
+    """The resource is held by other work right now; the same request later will succeed."""

@@ -196,6 +196,39 @@ class Settings(BaseSettings):
         description="How long a process remembers the participant names of a retrieval's scope (0: read them every time).",
     )
 
+    # --- agent context (seed 002, MIRA) ---------------------------------------
+    manifest_depth: int = Field(default=30, ge=1, le=500, description="seed 002: segments shown in the manifest")
+    manifest_title_chars: int = Field(default=60, ge=10, le=500, description="seed 002: manifest title length")
+    manifest_cache_seconds: float = Field(
+        default=600.0, ge=0,
+        description="seed 002: how long a conversation's manifest stays cached in Redis (0: never cached); it is "
+        "invalidated when an episode is created or the conversation is forgotten.",
+    )
+    session_summary_count: int = Field(default=3, ge=0, le=50, description="seed 002: episode summaries in a session context")
+    session_continuity_messages: int = Field(
+        default=6, ge=0, le=100, description="seed 002: messages before the open segment shown for continuity"
+    )
+    session_max_tokens: int = Field(default=2000, ge=100, le=16_000, description="Token budget of a session context.")
+    session_open_messages_max: int = Field(
+        default=200, ge=1, le=5000, description="Newest messages of the open segment read for a session context."
+    )
+
+    # --- HTTP API and keys ------------------------------------------------------
+    api_host: str = Field(default="127.0.0.1", description="Where `memq api` listens (loopback by default).")
+    api_port: int = Field(default=8765, ge=1, le=65535)
+    api_auth: bool = Field(default=True, description="Bearer API keys required (`memq keys create`). Off only for trusted networks.")
+    api_max_body_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted; a larger one is refused with 413."
+    )
+    api_max_batch: int = Field(default=1000, ge=1, le=100_000, description="Messages one request may add.")
+    api_keys_refresh_seconds: float = Field(
+        default=5.0, gt=0, description="How often the API reloads the keys (a revoked key stops working within this)."
+    )
+    forget_wait_seconds: float = Field(
+        default=90.0, gt=0,
+        description="How long forgetting a conversation waits for a worker draining it to let go before answering busy.",
+    )
+
     # --- embeddings -----------------------------------------------------------
     embedding_model: str = Field(
         default="local/all-MiniLM-L6-v2",

@@ -473,7 +473,8 @@ def run_worker(valid, settings, *, detector_name: str, gap_seconds: float, tenan
     after, each a step of the engine; then a flush closes the open event. Every closed
     segment goes through its Redis record into ``build_episode``."""
     from shared.mailbox.codec import decode_buffer_item, decode_inbox_item, to_micros
-    from worker.conversation_store import ConversationStore, episode_id_for, parse_segment
+    from shared.mailbox.codec import parse_segment
+    from worker.conversation_store import ConversationStore, episode_id_for
     from worker.episodes.builder import build_episode
     from worker.segmentation.detectors.registry import build_detector
     from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step

@@ -29,7 +29,7 @@ from typing import Any
 
 import redis
 
-from shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item
+from shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item, parse_segment
 from shared.mailbox.keys import conversation_keys
 from shared.mailbox.scripts import Scripts
 from shared.settings import Settings
@@ -53,11 +53,6 @@ class InboxMoved(StateChanged):
 def episode_id_for(tenant: str, conversation_id: str, first_seq: int, last_seq: int) -> str:
     """Deterministic in the messages it covers: the same segment always gets the same id."""
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memq:{tenant}/{conversation_id}/{first_seq}-{last_seq}"))
-
-
-def parse_segment(raw: str) -> dict[str, Any]:
-    fence, _, record = raw.partition(" ")
-    return {**json.loads(record), "fence": int(fence)}
 
 
 @dataclass
@@ -257,6 +252,10 @@ class ConversationStore:
         """A waiting segment with its ``fence`` (stored as ``"<fence> <json>"``)."""
         raw = self.client.hget(self.keys.segments, episode_id)
         return parse_segment(raw) if raw else None
+
+    def invalidate_manifest(self) -> None:
+        """A new episode changes the conversation's manifest (shared/context/service.py)."""
+        self.client.delete(self.keys.manifest)
 
     def finish_segment(self, episode_id: str) -> None:
         self.scripts.finish_segment(

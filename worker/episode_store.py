@@ -63,6 +63,8 @@ def create_episode(store: ConversationStore, conn, segment_id: str, settings: Se
     else:
         raise StoredChanged(f"segment {segment_id}: what PostgreSQL holds kept changing; will retry")
     store.finish_segment(segment_id)
+    if outcome.inserted:
+        store.invalidate_manifest()
     if outcome.duplicates:
         log.warning("duplicate_messages_not_stored", segment_id=segment_id, duplicates=outcome.duplicates)
     if row is None:

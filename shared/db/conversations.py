@@ -50,7 +50,9 @@ def raise_fence(conn: psycopg.Connection, tenant: str, conversation_id: str, red
     state expired): their messages are back in the inbox, or were accepted in the lost
     window, and get new numbers. They are recorded as gaps. Call inside a transaction."""
     row = lock_conversation(conn, tenant, conversation_id)
-    fence = row.fence + 1
+    # from one sequence for all conversations: a fence is never handed out twice, even to
+    # a conversation forgotten and started again under the same id (migration 0006)
+    fence = conn.execute("SELECT nextval('conversation_fence')").fetchone()[0]
     retired: list[tuple[int, int]] = []
     if redis_seq < row.last_seq:
         # One ordered pass over what is known above Redis' counter; a hole is a gap.

@@ -30,6 +30,7 @@ class Scripts:
     quarantine_retry: Script
     due: Script
     adopt_segment: Script
+    unlock: Script
 
     @classmethod
     def register(cls, client) -> "Scripts":

@@ -227,11 +227,14 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         recorded = 0
         if record and chosen:
             retrieved = [Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen]
-            if c.autocommit:  # one statement: atomic on its own
-                recorded = record_pending(c, request.tenant, request.query, request.now, retrieved)
-            else:
-                with c.transaction():
+            try:
+                if c.autocommit:  # one statement: atomic on its own
                     recorded = record_pending(c, request.tenant, request.query, request.now, retrieved)
+                else:
+                    with c.transaction():
+                        recorded = record_pending(c, request.tenant, request.query, request.now, retrieved)
+            except psycopg.errors.ForeignKeyViolation:  # a memory forgotten since it was read: nothing to review
+                log.info("review_not_recorded", reason="memory forgotten meanwhile")
         timings["record"] = (time.perf_counter() - t4) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
     log.debug("retrieved", tenant=request.tenant, memories=len(chosen), tokens=tokens, detail=request.detail,

@@ -17,7 +17,8 @@ from memq.audit import audit
 from shared.db.conversations import gaps
 from shared.db.episodes import StaleSegment, check_stored, store_episode, stored_message_ids
 from shared.mailbox.scripts import Scripts
-from worker.conversation_store import ConversationStore, parse_segment
+from shared.mailbox.codec import parse_segment
+from worker.conversation_store import ConversationStore
 from worker.drain import drain
 from worker.episode_store import create_episode
 from worker.segmentation.detectors.rules_only import RulesOnlyDetector
@@ -237,6 +238,6 @@ def test_gaps_are_found_below_what_postgresql_holds(producer, db, tenant):
     assert plan.retired == [(3, 5), (7, 7), (10, 11)]
     with db.transaction():
         again = raise_fence(db, tenant, conv, 0)
-    assert again.retired == [] and again.fence == plan.fence + 1
+    assert again.retired == [] and again.fence > plan.fence
     with db.transaction():
         assert raise_fence(db, tenant, conv, 6).retired == []  # above Redis' counter only

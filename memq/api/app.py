@@ -1,0 +1,118 @@
+"""The HTTP service: ``create_app()`` for uvicorn (``memq api``), OpenAPI at
+``/openapi.json`` and interactive docs at ``/docs``. Versioned paths under ``/v1``;
+every route but the health checks needs a bearer key (``auth.py``); the MCP server
+(streamable HTTP, stateless, JSON answers) is at ``/mcp`` behind the same keys."""
+
+from __future__ import annotations
+
+import json
+from contextlib import asynccontextmanager
+
+import anyio
+from fastapi import FastAPI
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.routing import Route
+
+from memq.api import errors
+from memq.api.auth import UNAUTHORIZED, tenant_for
+from memq.api.limits import BodyLimit
+from memq.api.routes import conversations, health, memory, messages
+from memq.api.services import Services
+from shared.settings import Settings, get_settings
+
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+
+
+def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
+    """``services``: already started ones (tests); by default they start with the app."""
+    from memq.mcp_server import build_server
+    from shared.logging import configure_logging
+
+    settings = settings or get_settings()
+    configure_logging(settings)
+    holder: dict[str, Services] = {}
+    mcp = build_server(_Late(holder))
+    mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
+                            transport_security=_transport_security(settings))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI):
+        own = services is None
+        svc = services or await anyio.to_thread.run_sync(Services.start, settings)
+        holder["services"] = app.state.services = svc
+        try:
+            async with mcp.session_manager.run():
+                yield
+        finally:
+            if own:
+                svc.close()
+
+    app = FastAPI(
+        title="memq", version=_version(), lifespan=lifespan,
+        description="Long-term memory for LLM agents: add conversation messages, retrieve what matters, load the "
+                    "context of a new session, forget a conversation. Every route under /v1 needs "
+                    "`Authorization: Bearer <key>` (`memq keys create --tenant T`); the MCP server is at /mcp.",
+    )
+    if services is not None:  # usable before the lifespan runs (schemathesis' ASGI client does not run it)
+        holder["services"] = app.state.services = services
+    errors.install(app)
+    for module in (messages, memory, conversations, health):
+        app.include_router(module.router)
+    app.router.routes.append(Route("/mcp", endpoint=McpAuth(StreamableHTTPASGIApp(mcp.session_manager), holder),
+                                   methods=["GET", "POST", "DELETE"], include_in_schema=False))
+    app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    return app
+
+
+class _Late:
+    """The services, once the lifespan has started them (the MCP tools are built first)."""
+
+    def __init__(self, holder: dict[str, Services]):
+        self._holder = holder
+
+    def __getattr__(self, name: str):
+        return getattr(self._holder["services"], name)
+
+
+class McpAuth:
+    """The API's bearer check in front of the MCP endpoint; the tenant goes to the tools
+    through the request's state, never from anything the client says."""
+
+    def __init__(self, app, holder: dict[str, Services]):
+        self.app, self.holder = app, holder
+
+    async def __call__(self, scope, receive, send):
+        headers = dict(scope.get("headers") or ())
+        authorization = headers.get(b"authorization", b"").decode("latin-1") or None
+        tenant = tenant_for(self.holder["services"], authorization)
+        if tenant is None:
+            body = json.dumps({"error": {"type": "unauthorized", "message": UNAUTHORIZED, "field": None}}).encode()
+            await send({"type": "http.response.start", "status": 401, "headers": [
+                (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
+                (b"content-length", str(len(body)).encode())]})
+            await send({"type": "http.response.body", "body": body})
+            return
+        scope.setdefault("state", {})["memq_tenant"] = tenant
+        await self.app(scope, receive, send)
+
+
+def _transport_security(settings: Settings) -> TransportSecuritySettings:
+    """DNS-rebinding protection while bound to loopback (a browser page cannot reach the
+    local service through a hostile name); behind a proxy the proxy owns that."""
+    if settings.api_host in LOOPBACK:
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+    return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("memq")
+    except PackageNotFoundError:
+        return "0"

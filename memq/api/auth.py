@@ -1,0 +1,33 @@
+"""Who is calling: the tenant of the bearer key (``Authorization: Bearer memq_…``). A
+missing, malformed, unknown or revoked key gets the same 401, which says nothing about
+what exists. Keys are never logged. With ``MEMQ_API_AUTH=false`` every caller is
+``MEMQ_TENANT`` (for a trusted network only)."""
+
+from __future__ import annotations
+
+from fastapi import Depends, HTTPException, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+
+from memq.api.services import Services
+from shared.auth.api_keys import bearer
+
+scheme = HTTPBearer(auto_error=False, description="An API key from `memq keys create --tenant T`.")
+
+UNAUTHORIZED = "a valid API key is required: Authorization: Bearer <key> (create one with `memq keys create`)"
+
+
+def services(request: Request) -> Services:
+    return request.app.state.services
+
+
+def tenant_for(services_: Services, authorization: str | None) -> str | None:
+    if not services_.settings.api_auth:
+        return services_.settings.tenant
+    return services_.keys.tenant_of(bearer(authorization))
+
+
+def caller(request: Request, _: HTTPAuthorizationCredentials | None = Depends(scheme)) -> str:
+    tenant = tenant_for(services(request), request.headers.get("authorization"))
+    if tenant is None:
+        raise HTTPException(401, UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
+    return tenant

@@ -1,0 +1,44 @@
+"""Liveness and readiness: ``/healthz`` says the process answers; ``/readyz`` checks
+Redis, PostgreSQL and that at least one worker answers a ping, naming each."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Depends
+from fastapi.responses import JSONResponse
+
+from memq.api.auth import services
+from memq.api.models import Check, ReadyOut
+from memq.api.services import Services
+
+router = APIRouter(tags=["health"])
+
+
+@router.get("/healthz", summary="The process is up")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz", response_model=ReadyOut, summary="Redis, PostgreSQL and a worker are reachable",
+            responses={503: {"model": ReadyOut, "description": "something is not"}})
+def readyz(svc: Services = Depends(services)) -> JSONResponse:
+    checks: dict[str, Check] = {}
+    try:
+        svc.redis.ping()
+        with svc.producer.celery.connection_for_write() as broker:
+            broker.ensure_connection(max_retries=1)
+        checks["redis"] = Check(ok=True)
+    except Exception as exc:
+        checks["redis"] = Check(ok=False, detail=type(exc).__name__)
+    try:
+        with svc.pool.connection(timeout=2) as conn:
+            conn.execute("SELECT 1")
+        checks["postgres"] = Check(ok=True)
+    except Exception as exc:
+        checks["postgres"] = Check(ok=False, detail=type(exc).__name__)
+    try:
+        replies = svc.producer.celery.control.ping(timeout=1.0) or []
+        checks["workers"] = Check(ok=bool(replies), detail=f"{len(replies)} answered" if replies else "no worker answered a ping")
+    except Exception as exc:
+        checks["workers"] = Check(ok=False, detail=type(exc).__name__)
+    ready = all(c.ok for c in checks.values())
+    return JSONResponse(ReadyOut(ready=ready, checks=checks).model_dump(), status_code=200 if ready else 503)

@@ -1,0 +1,67 @@
+"""What the HTTP service and the MCP server share: settings, a PostgreSQL pool, the
+mailbox Redis client, the producer (the same Lua enqueue as the library) and the API
+keys. Built once per process (``Services.start``)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+
+import psycopg
+from pgvector.psycopg import register_vector
+from psycopg_pool import ConnectionPool
+
+from memq.api.keystore import KeyStore
+from producer.client import Producer
+from shared.settings import Settings
+
+
+@dataclass
+class Services:
+    settings: Settings
+    pool: ConnectionPool
+    producer: Producer
+    keys: KeyStore
+
+    @property
+    def redis(self):
+        return self.producer.redis
+
+    @classmethod
+    def start(cls, settings: Settings, *, load_model: bool = True) -> Services:
+        from shared.connections import service_urls
+        from shared.db.api_keys import active_key, active_keys
+        from shared.embedded import services as embedded
+
+        embedded.up(settings)
+        pool = ConnectionPool(
+            service_urls(settings).database_url, min_size=1, max_size=10, kwargs={"autocommit": True},
+            configure=register_vector, open=True, name="memq-api",
+        )
+        pool.wait(timeout=30)
+
+        def load_keys() -> dict[str, tuple[bytes, str]]:
+            with pool.connection() as conn:
+                return active_keys(conn)
+
+        def load_key(key_id: str) -> tuple[bytes, str] | None:
+            with pool.connection() as conn:
+                return active_key(conn, key_id)
+
+        keys = KeyStore(load_keys, settings.api_keys_refresh_seconds, load_key)
+        keys.start()
+        if load_model:  # before the first request, not during it
+            from shared.embeddings import get_embedder
+
+            get_embedder(settings)
+        return cls(settings, pool, Producer(settings), keys)
+
+    @contextmanager
+    def conn(self) -> Iterator[psycopg.Connection]:
+        with self.pool.connection() as conn:
+            yield conn
+
+    def close(self) -> None:
+        self.keys.stop()
+        self.pool.close()

@@ -1,0 +1,63 @@
+"""What the context views are built from: stored episodes and the open segment."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+
+@dataclass(frozen=True)
+class EpisodeView:
+    id: str
+    title: str
+    summary: str
+    start_at: datetime
+    end_at: datetime
+    message_count: int
+    surprise: float = 0.0
+    tools_used: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class Said:
+    """One message as an agent is shown it."""
+
+    role: str
+    speaker: str | None
+    content: str
+    at: datetime
+
+    @property
+    def who(self) -> str:
+        return self.speaker or self.role
+
+
+@dataclass(frozen=True)
+class OpenSegment:
+    """Messages accepted but not yet in an episode (closed segments waiting for their
+    episode, the open event, the inbox), in order. Quarantined messages are not shown."""
+
+    messages: tuple[Said, ...] = ()
+    tools_used: tuple[str, ...] = field(default=())
+
+    @property
+    def active(self) -> bool:
+        return bool(self.messages)
+
+    @property
+    def start_at(self) -> datetime | None:
+        return self.messages[0].at if self.messages else None
+
+    @property
+    def end_at(self) -> datetime | None:
+        return self.messages[-1].at if self.messages else None
+
+
+@dataclass(frozen=True)
+class OpenSpan:
+    """The open segment as the manifest shows it: its first and latest message, and how
+    many messages it holds."""
+
+    first: Said
+    last: Said
+    count: int

@@ -1,0 +1,206 @@
+"""The agent context views, read: ``manifest`` and ``session_context`` for one
+conversation of a tenant. PostgreSQL holds the episodes and their messages, Redis what
+is not yet in an episode. The manifest's episode part is cached in Redis (``keys.manifest``)
+and invalidated when an episode is created (``worker/episode_store.py``) or the
+conversation is forgotten; a cached copy is also checked against the conversation's
+episode count and last stored message, so a copy written by a reader that raced either
+is never served.
+
+A conversation that does not exist (or belongs to another tenant) has an empty manifest
+and a session context with nothing in it: the same answer, so nothing is revealed.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from datetime import UTC, datetime, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+import psycopg
+
+from shared.context.manifest import Manifest, build_manifest, render_markdown
+from shared.context.manifest import to_json as manifest_json
+from shared.context.model import EpisodeView, OpenSegment, OpenSpan, Said
+from shared.context.session import SessionContext, SessionParams, build_session_context
+from shared.errors import ValidationError
+from shared.ids import check_conversation_id, check_tenant
+from shared.mailbox.keys import ConversationKeys, conversation_keys
+from shared.mailbox.open_segment import read_unstored
+from shared.settings import Settings, get_settings
+from shared.tokens import count_tokens_cached
+
+
+def timezone(name: Any) -> tuple[tzinfo, str]:
+    if name is None or name == "":
+        return UTC, "UTC"
+    if not isinstance(name, str) or len(name) > 64 or "\x00" in name:
+        raise ValidationError("must be an IANA time zone name such as 'Europe/Berlin' or 'UTC'", field="timezone")
+    try:
+        return ZoneInfo(name), name
+    except (ZoneInfoNotFoundError, ValueError, OSError):
+        raise ValidationError(f"{name[:40]!r} is not a known IANA time zone (e.g. 'Europe/Berlin', 'UTC')",
+                              field="timezone") from None
+
+
+def _int(value: Any, field: str, lo: int, hi: int) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise ValidationError(f"must be a whole number from {lo} to {hi}", field=field)
+    return value
+
+
+def _now(now: datetime | None) -> datetime:
+    if now is None:
+        return datetime.now(UTC)
+    if now.tzinfo is None:
+        raise ValidationError("must be timezone-aware", field="now")
+    return now
+
+
+# --- reading ----------------------------------------------------------------------------
+
+_EPISODE = "id::text, title, summary, start_at, end_at, message_count, surprise, tools_used"
+
+
+def _episode(row: tuple) -> EpisodeView:
+    return EpisodeView(row[0], row[1], row[2], row[3], row[4], row[5], row[6], tuple(row[7] or ()))
+
+
+def latest_episodes(conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int) -> tuple[list[EpisodeView], int]:
+    rows = conn.execute(
+        f"SELECT {_EPISODE}, count(*) OVER () FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s "
+        "ORDER BY start_at DESC, id LIMIT %s",
+        (tenant, conversation_id, limit),
+    ).fetchall()
+    return [_episode(r) for r in rows], (rows[0][-1] if rows else 0)
+
+
+def last_messages(conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int) -> list[Said]:
+    rows = conn.execute(
+        "SELECT role, speaker, content, ts FROM episode_message WHERE tenant_id = %s AND conversation_id = %s "
+        "ORDER BY seq DESC LIMIT %s",
+        (tenant, conversation_id, limit),
+    ).fetchall()
+    return [Said(*r) for r in reversed(rows)]
+
+
+def open_segment(client, keys: ConversationKeys, limit: int) -> tuple[OpenSegment, int, Said | None]:
+    """The newest ``limit`` messages not yet in an episode, how many there are, the first."""
+    read = read_unstored(client, keys, limit)
+    said = tuple(Said(m.role, m.speaker, m.content, m.timestamp) for m in read.messages)
+    first = Said(read.first.role, read.first.speaker, read.first.content, read.first.timestamp) if read.first else None
+    return OpenSegment(said), read.total, first
+
+
+def _fingerprint(conn: psycopg.Connection, tenant: str, conversation_id: str) -> list[int] | None:
+    row = conn.execute("SELECT episode_count, last_seq FROM conversation WHERE tenant_id = %s AND conversation_id = %s",
+                       (tenant, conversation_id)).fetchone()
+    return [row[0], row[1]] if row else None
+
+
+def _cached_episodes(client, conn, keys: ConversationKeys, depth: int, settings: Settings) -> tuple[list[EpisodeView], int, bool]:
+    """(newest episodes, how many in all, whether the cache answered)."""
+    fingerprint = _fingerprint(conn, keys.tenant, keys.conversation_id)
+    if fingerprint is None:
+        return [], 0, False
+    usable = settings.manifest_cache_seconds > 0 and depth <= settings.manifest_depth
+    if usable:
+        raw = client.get(keys.manifest)
+        if raw:
+            cached = json.loads(raw)
+            if cached.get("fp") == fingerprint:
+                episodes = [EpisodeView(e[0], e[1], e[2], datetime.fromisoformat(e[3]), datetime.fromisoformat(e[4]), e[5],
+                                        e[6], tuple(e[7])) for e in cached["episodes"]]
+                return episodes[:depth], cached["total"], True
+    episodes, total = latest_episodes(conn, keys.tenant, keys.conversation_id, max(depth, settings.manifest_depth))
+    if usable:
+        payload = {"fp": fingerprint, "total": total, "episodes": [
+            [e.id, e.title, e.summary, e.start_at.isoformat(), e.end_at.isoformat(), e.message_count, e.surprise,
+             list(e.tools_used)] for e in episodes]}
+        client.set(keys.manifest, json.dumps(payload, ensure_ascii=False), px=int(settings.manifest_cache_seconds * 1000))
+    return episodes[:depth], total, False
+
+
+def invalidate_manifest(client, keys: ConversationKeys) -> None:
+    client.delete(keys.manifest)
+
+
+# --- the views ----------------------------------------------------------------------------
+
+@dataclass
+class ManifestResult:
+    manifest: Manifest
+    text: str
+    cached: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {**manifest_json(self.manifest), "text": self.text, "cached": self.cached}
+
+
+def _scope(settings: Settings, tenant: str | None, conversation_id: Any) -> tuple[str, str]:
+    return check_tenant(tenant or settings.tenant), check_conversation_id(conversation_id, settings.conversation_id_max_length)
+
+
+def manifest(conversation_id: str, *, tenant: str | None = None, depth: int | None = None, tz: str | None = None,
+             now: datetime | None = None, settings: Settings | None = None, conn: psycopg.Connection | None = None,
+             client=None) -> ManifestResult:
+    """The conversation's episodes as a tree by relative date (newest first), the open
+    segment marked Active, in markdown (seed 002's tree) and JSON."""
+    settings = settings or get_settings()
+    tenant, conversation_id = _scope(settings, tenant, conversation_id)
+    depth = settings.manifest_depth if depth is None else _int(depth, "depth", 1, 500)
+    zone, zone_name = timezone(tz)
+    now = _now(now)
+    keys = conversation_keys(settings, tenant, conversation_id)
+    with _resources(settings, conn, client) as (c, r):
+        episodes, total, cached = _cached_episodes(r, c, keys, depth, settings)
+        segment, open_count, first = open_segment(r, keys, 1)
+    span = OpenSpan(first, segment.messages[-1], open_count) if first is not None else None
+    built = build_manifest(conversation_id, episodes, span, now=now, tz=zone, tz_name=zone_name, depth=depth,
+                           title_chars=settings.manifest_title_chars, total_episodes=total)
+    return ManifestResult(built, render_markdown(built, zone), cached)
+
+
+def session_context(conversation_id: str, *, tenant: str | None = None, max_tokens: int | None = None,
+                    summaries: int | None = None, continuity: int | None = None, tz: str | None = None,
+                    now: datetime | None = None, settings: Settings | None = None, conn: psycopg.Connection | None = None,
+                    client=None) -> SessionContext:
+    """What an agent puts at the top of a new session (seed 002), within ``max_tokens``."""
+    settings = settings or get_settings()
+    tenant, conversation_id = _scope(settings, tenant, conversation_id)
+    params = SessionParams(
+        max_tokens=settings.session_max_tokens if max_tokens is None else _int(max_tokens, "max_tokens", 100,
+                                                                              settings.retrieval_max_tokens_max),
+        summary_count=settings.session_summary_count if summaries is None else _int(summaries, "summaries", 0, 50),
+        continuity_messages=(settings.session_continuity_messages if continuity is None
+                             else _int(continuity, "continuity", 0, 100)),
+    )
+    zone, zone_name = timezone(tz)
+    now = _now(now)
+    keys = conversation_keys(settings, tenant, conversation_id)
+    with _resources(settings, conn, client) as (c, r):
+        recent, total = latest_episodes(c, tenant, conversation_id, max(1, params.summary_count))
+        before = last_messages(c, tenant, conversation_id, params.continuity_messages) if params.continuity_messages else []
+        segment, open_count, _ = open_segment(r, keys, settings.session_open_messages_max)
+    return build_session_context(conversation_id, recent, total, before, segment, now=now, tz=zone, tz_name=zone_name,
+                                 params=params, count=count_tokens_cached, open_count=open_count)
+
+
+class _resources:
+    """The caller's connection and Redis client, or our own for the call."""
+
+    def __init__(self, settings: Settings, conn, client):
+        self.settings, self.conn, self.client = settings, conn, client
+        self._own = None
+
+    def __enter__(self):
+        from shared.connections import mailbox_client, pg_connect
+
+        if self.conn is None:
+            self._own = pg_connect(self.settings, autocommit=True)
+        return (self.conn or self._own), (self.client or mailbox_client(self.settings))
+
+    def __exit__(self, *exc) -> None:
+        if self._own is not None:
+            self._own.close()

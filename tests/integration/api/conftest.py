@@ -1,0 +1,81 @@
+"""The HTTP service on real Redis and PostgreSQL (and, where a test asks for it, a real
+worker): the app in-process through Starlette's TestClient, or served by uvicorn on a
+loopback port for clients that speak HTTP themselves (the MCP SDK)."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+import uuid
+
+import pytest
+
+
+@pytest.fixture(scope="session")
+def api_services(service_env, settings):
+    from memq.api.services import Services
+
+    svc = Services.start(settings)
+    yield svc
+    svc.close()
+
+
+@pytest.fixture(scope="session")
+def app(api_services, settings):
+    from memq.api.app import create_app
+
+    return create_app(settings, services=api_services)
+
+
+@pytest.fixture(scope="session")
+def client(app):
+    from fastapi.testclient import TestClient
+
+    with TestClient(app, base_url="http://127.0.0.1") as c:
+        yield c
+
+
+def new_key(db, tenant: str) -> dict[str, str]:
+    from shared.db.api_keys import create_key
+
+    new, _ = create_key(db, tenant, "test")
+    return {"Authorization": f"Bearer {new.key}"}
+
+
+@pytest.fixture
+def auth(db, tenant) -> dict[str, str]:
+    """Headers with a key of this test's tenant."""
+    return new_key(db, tenant)
+
+
+@pytest.fixture
+def stranger(db) -> tuple[str, dict[str, str]]:
+    """Another tenant and a key of it."""
+    other = f"t{uuid.uuid4().hex[:12]}"
+    return other, new_key(db, other)
+
+
+@pytest.fixture(scope="session")
+def served(api_services, settings):
+    """An app served by uvicorn on a free loopback port (its own instance: an MCP session
+    manager runs once per app): its base URL."""
+    import uvicorn
+
+    from memq.api.app import create_app
+
+    app = create_app(settings, services=api_services)
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on",
+                                           access_log=False))
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.05)
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(10)

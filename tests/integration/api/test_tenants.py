@@ -1,0 +1,137 @@
+"""Tenant isolation over every endpoint, the MCP tools and the CLI: a second tenant's key
+can neither read, search, list, manifest, context, flush nor delete the first's data; a
+conversation id of another tenant behaves exactly like one that does not exist. And the
+keys: a revoked or wrong key is a 401 that says nothing of what exists, and keys never
+reach the logs."""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import timedelta
+
+import pytest
+from click.testing import CliRunner
+from helpers import START, messages
+
+from memq.cli import main
+
+pytestmark = pytest.mark.integration
+
+CONV = "shared-name"
+
+
+@pytest.fixture
+def stored(client, auth, worker, producer, tenant):
+    """The first tenant's conversation, in episodes."""
+    client.post(f"/v1/conversations/{CONV}/messages", json={"messages": messages()}, headers=auth)
+    client.post(f"/v1/conversations/{CONV}/flush", headers=auth)
+    producer.wait_idle(CONV, tenant=tenant, timeout=120)
+    episodes = client.get(f"/v1/conversations/{CONV}/episodes", headers=auth).json()["episodes"]
+    assert len(episodes) == 2
+    return episodes
+
+
+def test_another_tenant_sees_nothing_and_changes_nothing(client, auth, stranger, stored, producer, tenant):
+    _, theirs = stranger
+    url = f"/v1/conversations/{CONV}"
+    unknown = "/v1/conversations/never-existed"
+    now = (START + timedelta(days=1)).isoformat()
+    for path in (url, unknown):  # another tenant's conversation looks exactly like one that does not exist
+        assert client.get(f"{path}/episodes", headers=theirs).json()["episodes"] == []
+        manifest = client.get(f"{path}/manifest", headers=theirs).json()
+        assert manifest["groups"] == [] and manifest["total_episodes"] == 0
+        context = client.get(f"{path}/context", headers=theirs).json()
+        assert context["text"] == "" and context["total_episodes"] == 0
+        assert client.post(f"{path}/flush", headers=theirs).json()["flushed"] is False
+        assert client.delete(path, headers=theirs).json()["forgotten"] is False
+    for scope in ({"conversation_id": CONV}, {"conversation_ids": [CONV, "x"]}, {}):
+        raw = client.post("/v1/memory/retrieve/raw", json={"query": "train to Hamburg", "now": now, **scope},
+                          headers=theirs).json()
+        assert raw["memories"] == [] and raw["text"].startswith("No memories match")
+    recent = client.post("/v1/memory/recent/raw", json={"conversation_id": CONV, "days": 3650}, headers=theirs).json()
+    assert recent["memories"] == []
+
+    # the first tenant still has everything
+    assert [e["id"] for e in client.get(f"{url}/episodes", headers=auth).json()["episodes"]] == [e["id"] for e in stored]
+    mine = client.post("/v1/memory/retrieve/raw", json={"query": "train to Hamburg", "now": now}, headers=auth).json()
+    assert {m["id"] for m in mine["memories"]} <= {e["id"] for e in stored} and mine["memories"]
+
+    # the same conversation id written by the other tenant is another conversation
+    client.post(f"{url}/messages", json={"role": "user", "content": "A different conversation, same name."}, headers=theirs)
+    assert producer.status(CONV, tenant=tenant).inbox == 0
+    assert len(client.get(f"{url}/episodes", headers=auth).json()["episodes"]) == 2
+
+
+def test_mcp_over_http_is_scoped_by_the_key(served, auth, stranger, stored):
+    import anyio
+    import httpx2
+    from mcp import Client
+    from mcp.client.streamable_http import streamable_http_client
+
+    async def call(headers, tool, args):
+        async with Client(streamable_http_client(f"{served}/mcp", http_client=httpx2.AsyncClient(headers=headers))) as c:
+            result = await c.call_tool(tool, args)
+            return result.content[0].text
+
+    mine = anyio.run(call, auth, "retrieve_memory", {"query": "seat on the train", "conversation_id": CONV})
+    assert "seat 54" in mine
+    theirs = anyio.run(call, stranger[1], "retrieve_memory", {"query": "seat on the train", "conversation_id": CONV})
+    assert theirs.startswith("No memories match")
+    assert "(no episodes yet)" in anyio.run(call, stranger[1], "manifest", {"conversation_id": CONV})
+
+
+def test_cli_commands_are_scoped_by_tenant(stored, stranger, tenant):
+    other, _ = stranger
+    runner = CliRunner()
+
+    def run(*args):
+        out = runner.invoke(main, [*args])
+        assert out.exit_code == 0, out.output
+        return out.stdout
+
+    assert "seat 54" in run("retrieve", CONV, "seat on the train", "--tenant", tenant, "--no-record")
+    assert run("retrieve", CONV, "seat on the train", "--tenant", other, "--no-record").startswith("No memories match")
+    assert json.loads(run("recent", CONV, "--days", "3650", "--json", "--tenant", other))["memories"] == []
+    assert "0 episodes of" in run("episodes", CONV, "--tenant", other)
+    assert "(no episodes yet)" in run("manifest", CONV, "--tenant", other)
+    assert json.loads(run("context", CONV, "--json", "--tenant", other))["text"] == ""
+    assert "nothing to forget" in run("forget", CONV, "--yes", "--tenant", other)
+    assert json.loads(run("manifest", CONV, "--json", "--tenant", tenant))["total_episodes"] == 2
+
+
+def test_wrong_missing_and_revoked_keys_get_the_same_401(client, db, tenant, settings):
+    from shared.db.api_keys import create_key
+
+    new, row = create_key(db, tenant, "to revoke")
+    headers = {"Authorization": f"Bearer {new.key}"}
+    assert client.get("/v1/conversations/c/episodes", headers=headers).status_code == 200
+    revoked = CliRunner().invoke(main, ["keys", "revoke", row.id])
+    assert revoked.exit_code == 0 and "revoked" in revoked.output
+    deadline = time.monotonic() + settings.api_keys_refresh_seconds + 3
+    while client.get("/v1/conversations/c/episodes", headers=headers).status_code != 401:
+        assert time.monotonic() < deadline, "a revoked key still works after the refresh interval"
+        time.sleep(0.2)
+    bodies = set()
+    for h in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Bearer {new.key[:-2]}xx"},
+              {"Authorization": "Basic dXNlcjpwYXNz"}, headers):
+        r = client.post("/v1/memory/retrieve", json={"query": "anything"}, headers=h)
+        assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
+        bodies.add(r.text)
+    assert len(bodies) == 1  # nothing tells a revoked key from a made-up one
+
+
+def test_keys_are_listed_never_shown_and_never_logged(client, tenant, capsys, caplog):
+    runner = CliRunner()
+    created = runner.invoke(main, ["keys", "create", "--tenant", tenant, "--name", "ci"])
+    assert created.exit_code == 0
+    key = created.stdout.strip()
+    assert key.startswith("memq_")
+    listed = runner.invoke(main, ["keys", "list", "--tenant", tenant, "--json"])
+    rows = json.loads(listed.stdout)
+    assert [r["name"] for r in rows] == ["ci"] and key not in listed.stdout and rows[0]["revoked_at"] is None
+    caplog.set_level("DEBUG")
+    client.post("/v1/memory/retrieve", json={"query": "q"}, headers={"Authorization": f"Bearer {key}"})
+    client.post("/v1/memory/retrieve", json={"query": "q"}, headers={"Authorization": f"Bearer {key}x"})
+    captured = capsys.readouterr()
+    assert key not in captured.out + captured.err + caplog.text

@@ -1,0 +1,105 @@
+"""Forgetting a conversation (``shared/forget.py``) leaves nothing, waits for a drain that
+holds the conversation, and work in flight cannot write the forgotten messages back:
+not into the empty conversation, nor into a new conversation under the same id."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from invariants import traces
+from test_redis_rewind import _connect, _messages, _no_publish, embedder  # noqa: F401 - embedder is a fixture
+
+from shared.db.episodes import StaleSegment, check_stored, store_episode, stored_message_ids
+from shared.errors import Busy
+from shared.forget import forget_conversation
+from shared.mailbox.codec import parse_segment
+from shared.mailbox.scripts import Scripts
+from worker.conversation_store import ConversationStore
+from worker.drain import drain
+from worker.episode_store import create_episode
+from worker.episodes.builder import build_episode
+from worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from worker.sync import sync_with_database
+
+pytestmark = pytest.mark.integration
+
+
+def _traces(db, producer, tenant, conv):
+    return traces(db, producer.redis, tenant, conv)
+
+
+def _cut(producer, settings, tenant, conv) -> tuple[ConversationStore, list[str]]:
+    """Drain the conversation by hand up to closed segments (as a worker would), without
+    creating their episodes."""
+    store = ConversationStore(producer.redis, Scripts.register(producer.redis), settings, tenant, conv)
+    assert store.acquire()
+    snap = sync_with_database(store, store.snapshot(), _connect(settings))
+    closed: list[str] = []
+    drain(store, settings, RulesOnlyDetector(), None, closed.append, snap)
+    store.release()
+    return store, closed
+
+
+def _write_late(db, settings, embedder, tenant, conv, segment) -> None:  # noqa: F811
+    """What an episode creation that read ``segment`` before the forget does afterwards."""
+    row = build_episode({**segment, "episode_id": "00000000-0000-4000-8000-000000000001"}, settings, embedder)
+    store_episode(db, tenant=tenant, conversation_id=conv, fence=segment["fence"], messages=segment["messages"],
+                  expected=check_stored(db, tenant, conv, segment["messages"]), row=row)
+
+
+def test_an_episode_creation_in_flight_cannot_bring_a_forgotten_conversation_back(producer, db, settings, tenant,
+                                                                                   embedder):  # noqa: F811
+    conv = "forget-in-flight"
+    keys = producer.keys(conv)
+    _no_publish(producer)
+    producer.add_messages(_messages("a", 4), conversation_id=conv)
+    producer.flush(conv)
+    _, closed = _cut(producer, settings, tenant, conv)
+    in_flight = parse_segment(producer.redis.hget(keys.segments, closed[0]))  # an episode task has read it...
+
+    done = forget_conversation(producer.redis, db, keys)  # ...and the conversation is forgotten
+    assert done.redis_keys > 0 and _traces(db, producer, tenant, conv) == []
+
+    with pytest.raises(StaleSegment):
+        _write_late(db, settings, embedder, tenant, conv, in_flight)
+    assert _traces(db, producer, tenant, conv) == []  # not even the conversation row came back
+
+    # the same id, started again: a new conversation with fences never handed out before
+    producer.add_messages(_messages("b", 3), conversation_id=conv)
+    producer.flush(conv)
+    store, recut = _cut(producer, settings, tenant, conv)
+    assert parse_segment(producer.redis.hget(keys.segments, recut[0]))["fence"] != in_flight["fence"]
+    with pytest.raises(StaleSegment):
+        _write_late(db, settings, embedder, tenant, conv, in_flight)
+    assert create_episode(store, db, recut[0], settings, embedder).status == "created"
+    assert stored_message_ids(db, tenant, conv) == ["b1", "b2", "b3"]
+
+
+def test_forget_waits_for_the_drain_holding_the_conversation(producer, db, settings, tenant):
+    conv = "forget-waits"
+    keys = producer.keys(conv)
+    _no_publish(producer)
+    producer.add_messages(_messages("c", 2), conversation_id=conv)
+    producer.redis.set(keys.lock, "a-drain", px=60_000)  # a worker is draining it
+
+    with pytest.raises(Busy):
+        forget_conversation(producer.redis, db, keys, wait_seconds=0.3)
+    assert producer.status(conv).inbox == 2  # nothing was deleted
+
+    result: dict = {}
+
+    def forget() -> None:
+        started = time.monotonic()
+        result["done"] = forget_conversation(producer.redis, db, keys, wait_seconds=20)
+        result["waited"] = time.monotonic() - started
+
+    thread = threading.Thread(target=forget)
+    thread.start()
+    time.sleep(0.5)
+    assert "done" not in result and producer.status(conv).inbox == 2
+    producer.redis.delete(keys.lock)  # the drain ends
+    thread.join(20)
+    assert result["waited"] >= 0.5 and result["done"].existed
+    assert _traces(db, producer, tenant, conv) == []
