@@ -11,7 +11,7 @@ MEMQ   := $(VENV)/bin/memq
 STAMP  := $(VENV)/.installed-stamp
 DATA   ?= ../shared/eval
 
-.PHONY: eval install demo test test-unit test-integration test-cluster soak check-deps services-up services-down migrate worker beat flower clean
+.PHONY: api eval install demo test test-unit test-integration test-cluster soak check-deps services-up services-down migrate worker beat flower clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memq needs Python >= 3.11; set PYTHON=python3.11")'
@@ -69,6 +69,11 @@ eval: install
 
 worker: migrate
 	$(MEMQ) worker
+
+# The HTTP API (OpenAPI at /openapi.json, docs at /docs) with the MCP server at /mcp, on
+# loopback; a key for MEMQ_TENANT is written to .memq/api-key on first start.
+api: migrate
+	$(MEMQ) api
 
 beat: services-up
 	$(MEMQ) beat

@@ -9,7 +9,6 @@ A revoked key stops working within the refresh interval."""
 from __future__ import annotations
 
 import threading
-import time
 
 import structlog
 

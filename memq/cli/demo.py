@@ -2,7 +2,8 @@
 
 Starts the services (embedded unless REDIS_URL / DATABASE_URL are set), migrates,
 starts a real Celery worker as a subprocess, replays the sample with a progress
-bar, flushes, waits until every message is in an episode, and prints the episodes.
+bar, flushes, waits until every message is in an episode, prints the episodes, answers
+three questions from memory and shows the manifest.
 """
 
 from __future__ import annotations
@@ -94,6 +95,20 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
     console.print(f"[green]done[/] in {elapsed:.1f} s: {counts['accepted'] + counts['clamped']} messages accepted, "
                   f"{counts['duplicate']} duplicates skipped")
     _answer(console, settings, sorted(conversations), questions or (QUESTIONS if path == SAMPLE else ()))
+    _manifest(console, settings, sorted(conversations))
+    console.print("[dim]next: `make api` serves this over HTTP and MCP (README: Use it from your agent)[/]")
+
+
+def _manifest(console: Console, settings, conversations: list[str]) -> None:
+    """The manifest an agent would keep in its system prompt (seed 002)."""
+    from rich.panel import Panel
+    from rich.text import Text
+
+    from shared.context.service import manifest
+
+    for cid in conversations:
+        result = manifest(cid, depth=12, settings=settings)
+        console.print(Panel(Text(result.text), title=f"[bold]memq manifest[/] {cid}", expand=False))
 
 
 def _answer(console: Console, settings, conversations: list[str], questions: tuple[str, ...]) -> None:

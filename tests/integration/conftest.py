@@ -9,9 +9,7 @@ database 0 is untouched) and a fresh tenant per test, so PostgreSQL rows never c
 from __future__ import annotations
 
 import os
-import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
@@ -150,38 +148,3 @@ def scripted_llm(settings):
             yield llm
         finally:
             settings.llm_model, settings.llm_api_base, settings.llm_api_key = saved
-
-
-def spawn_worker(env: dict[str, str], name: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
-    from memq.cli.worker_commands import worker_argv
-
-    full = {**os.environ, **env, **(extra_env or {})}
-    return subprocess.Popen(
-        worker_argv(concurrency=1, hostname=f"{name}@%h", pool="solo", loglevel="WARNING"),
-        cwd=ROOT,
-        env=full,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-
-
-def wait_for_workers(app, names: set[str], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        replies = app.control.ping(timeout=1.0) or []
-        seen = {next(iter(r)).split("@")[0] for r in replies}
-        if names <= seen:
-            return
-    raise AssertionError(f"workers {names} did not answer a ping within {timeout} s")
-
-
-def stop_process(p: subprocess.Popen, timeout: float = 30.0) -> str:
-    p.terminate()
-    try:
-        _, err = p.communicate(timeout=timeout)
-    except subprocess.TimeoutExpired:
-        p.kill()
-        _, err = p.communicate()
-    return err or ""
-

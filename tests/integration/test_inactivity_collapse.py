@@ -8,7 +8,7 @@ import subprocess
 import sys
 import time
 
-from conftest import ROOT, stop_process
+from processes import ROOT, stop_process
 from invariants import assert_every_message_in_exactly_one_episode
 
 from shared.db.episodes import list_episodes

@@ -7,7 +7,7 @@ import random
 import time
 from datetime import UTC, datetime, timedelta
 
-from conftest import spawn_worker, stop_process, wait_for_workers
+from processes import spawn_worker, stop_process, wait_for_workers
 from invariants import assert_every_message_in_exactly_one_episode
 
 from shared import tasks

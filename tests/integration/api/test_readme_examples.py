@@ -1,0 +1,48 @@
+"""The README's "Use it from your agent" examples, run as a user would run them, against a
+live server (uvicorn on loopback) with a key of a fresh tenant."""
+
+from __future__ import annotations
+
+import os
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.integration
+
+README = Path(__file__).resolve().parents[3] / "README.md"
+
+
+def examples(language: str) -> list[str]:
+    blocks = re.findall(rf"```{language} agent-example\n(.*?)```", README.read_text(), flags=re.S)
+    assert blocks, f"no {language} agent-example in the README"
+    return blocks
+
+
+@pytest.fixture
+def env(served, auth, service_env) -> dict[str, str]:
+    return {**os.environ, **service_env, "MEMQ_URL": served, "MEMQ_KEY": auth["Authorization"].removeprefix("Bearer ")}
+
+
+def test_the_http_examples(env):
+    for block in examples("bash"):
+        script = "\n".join(line for line in block.splitlines() if not line.startswith("export MEMQ_URL="))
+        out = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], env=env, capture_output=True, text=True,
+                             timeout=120)
+        assert out.returncode == 0, out.stderr
+        assert '"status":"accepted"' in out.stdout and '"flushed":true' in out.stdout
+        assert "CONVERSATION MANIFEST" in out.stdout and '"error"' not in out.stdout
+
+
+def test_the_python_examples(env):
+    outputs = []
+    for block in examples("python"):
+        out = subprocess.run([sys.executable, "-c", block], env=env, capture_output=True, text=True, timeout=120)
+        assert out.returncode == 0, out.stderr
+        outputs.append(out.stdout)
+    assert "## Open segment (not yet in an episode)" in outputs[0]  # the session context of the new conversation
+    assert "['retrieve_memory', 'recent_memory', 'manifest', 'session_context']" in outputs[1]
+    assert "CONVERSATION MANIFEST" in outputs[1]
