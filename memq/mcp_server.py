@@ -1,5 +1,6 @@
 """memq as a Model Context Protocol server (official ``mcp`` SDK): the tools
-``retrieve_memory``, ``recent_memory``, ``manifest`` and ``session_context``, each a call
+``retrieve_memory``, ``recent_memory``, ``manifest``, ``session_context`` and
+``search_facts``, each a call
 into the same library as the HTTP API.
 
 Two transports: stdio (``memq mcp``; the tenant is the process' ``--tenant`` /
@@ -63,6 +64,7 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
         limit: Annotated[int | None, Field(description="Most episodes returned.")] = None,
         since: Annotated[str | None, Field(description="ISO-8601: only episodes after this.")] = None,
         until: Annotated[str | None, Field(description="ISO-8601: only episodes before this.")] = None,
+        asked_in: Annotated[str | None, Field(description="The conversation you are in (default: the one searched).")] = None,
     ) -> str:
         from shared.retrieval.service import retrieve_memory as retrieve
 
@@ -73,7 +75,32 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
                 return retrieve(query, tenant=who, conversation_id=conversation_id, conversation_ids=conversation_ids,
                                 detail=detail, max_tokens=max_tokens, limit=limit,
                                 time_range=None if since is None and until is None else (since, until),
-                                settings=services.settings, conn=conn).text
+                                settings=services.settings, conn=conn, asked_in=asked_in).text
+
+        return await run(call)
+
+    @server.tool(description="Search the facts memq has distilled from earlier conversation (who people are, what "
+                             "they prefer, want, did; each with its category and since when it is true).")
+    async def search_facts(
+        query: Annotated[str, Field(description="What to look for, in words.")],
+        ctx: Context,
+        conversation_id: Annotated[str | None, Field(description="Facts of this conversation only.")] = None,
+        limit: Annotated[int | None, Field(description="Most facts.")] = None,
+    ) -> str:
+        from shared.db.facts import search_facts as search
+        from shared.embeddings import get_embedder
+        from shared.retrieval.facts_section import fact_line
+        from shared.retrieval.request import build_request
+
+        who = tenant_of(ctx)
+
+        def call() -> str:
+            request = build_request(services.settings, tenant=who, query=query, conversation_id=conversation_id, limit=limit)
+            vector = get_embedder(services.settings).embed([request.query])[0]
+            with services.conn() as conn:
+                found = search(conn, who, request.conversation_ids, [(request.query, vector)], request.limit,
+                               k=services.settings.rrf_k, min_similarity=services.settings.fact_min_similarity)
+            return "\n".join(fact_line(f) for f, _, _ in found) or f"No facts match “{request.query}”."
 
         return await run(call)
 

@@ -5,8 +5,9 @@ work in flight, idempotently.
    ``MEMQ_FORGET_WAIT_SECONDS``), so no drain is between reading the state and writing it.
 2. Delete its Redis keys (queue, open event, state, message ids, closed segments,
    quarantine, cached manifest) and its entries in the shard indexes.
-3. In one transaction delete its rows: episodes, their messages, pending reviews,
-   sequence gaps, participants, and the conversation row with its fence.
+3. In one transaction delete its rows: episodes, their messages, pending and applied
+   reviews (also those of retrievals asked in it), facts and their history, sequence
+   gaps, participants, and the conversation row with its fence.
 4. Release the lock.
 
 Work that began before and ends after: a drain finds its lock gone and its commits
@@ -77,6 +78,10 @@ def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str
     args = (tenant, conversation_id)
     with conn.transaction():
         conn.execute(f"DELETE FROM pending_review {where}", args)
+        conn.execute("DELETE FROM pending_review WHERE tenant_id = %s AND asked_in = %s", args)
+        conn.execute(f"DELETE FROM memory_review {where}", args)
+        conn.execute(f"DELETE FROM semantic_fact_history {where}", args)
+        conn.execute(f"DELETE FROM semantic_fact {where}", args)
         messages = conn.execute(f"DELETE FROM episode_message {where}", args).rowcount
         episodes = conn.execute(f"DELETE FROM episodic_memory {where}", args).rowcount
         for table in ("seq_gap", "conversation_participant", "conversation"):

@@ -27,17 +27,16 @@ def check_tenant(value: Any, index: int | None = None) -> str:
     return value
 
 
-def check_conversation_id(value: Any, max_length: int = 128, index: int | None = None) -> str:
+def check_conversation_id(value: Any, max_length: int = 128, index: int | None = None,
+                          field: str = "conversation_id") -> str:
     if not isinstance(value, str) or not value:
-        raise ValidationError("must be a non-empty string", field="conversation_id", index=index)
+        raise ValidationError("must be a non-empty string", field=field, index=index)
     if len(value) > max_length:
-        raise ValidationError(
-            f"is {len(value)} characters; at most {max_length} are allowed", field="conversation_id", index=index
-        )
+        raise ValidationError(f"is {len(value)} characters; at most {max_length} are allowed", field=field, index=index)
     if not _CONVERSATION.fullmatch(value):
         raise ValidationError(
             f"{value!r} has characters outside letters, digits and . _ : - (or does not start with a letter or digit)",
-            field="conversation_id",
+            field=field,
             index=index,
         )
     return value

@@ -196,6 +196,29 @@ class Settings(BaseSettings):
         description="How long a process remembers the participant names of a retrieval's scope (0: read them every time).",
     )
 
+    # --- memory review (seed 001) ---------------------------------------------
+    review_easy_similarity: float = Field(default=0.75, ge=0, le=1, description="Usage signal: closeness for easy.")
+    review_good_similarity: float = Field(default=0.6, ge=0, le=1, description="Usage signal: closeness for good.")
+    review_hard_similarity: float = Field(default=0.45, ge=0, le=1, description="Usage signal: closeness for hard.")
+    review_easy_uptake: int = Field(default=4, ge=1, description="Usage signal: distinctive words taken up for easy.")
+    review_good_uptake: int = Field(default=2, ge=1, description="Usage signal: distinctive words taken up for good.")
+    review_hard_uptake: int = Field(default=1, ge=1, description="Usage signal: distinctive words taken up for hard.")
+
+    # --- semantic consolidation (seed 001) -------------------------------------
+    consolidation_threshold: int = Field(
+        default=3, ge=1, description="seed 001: unconsolidated episodes of a conversation that start a consolidation."
+    )
+    consolidation_max_episodes: int = Field(default=12, ge=1, le=100, description="Episodes one consolidation run reads.")
+    consolidation_candidates: int = Field(default=20, ge=1, le=100, description="Related known facts shown to the LLM.")
+    fact_duplicate_similarity: float = Field(
+        default=0.95, gt=0, le=1, description="A new fact this close (cosine) to an active one reinforces it instead."
+    )
+    retrieval_facts: int = Field(default=5, ge=0, le=50, description="Active facts in a retrieval's facts section.")
+    fact_min_similarity: float = Field(
+        default=0.35, ge=0, le=1, description="A fact found by its vector alone is shown only this close (cosine) to the query."
+    )
+    session_facts: int = Field(default=5, ge=0, le=50, description="Active facts in a session context.")
+
     # --- agent context (seed 002, MIRA) ---------------------------------------
     manifest_depth: int = Field(default=30, ge=1, le=500, description="seed 002: segments shown in the manifest")
     manifest_title_chars: int = Field(default=60, ge=10, le=500, description="seed 002: manifest title length")

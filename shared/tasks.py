@@ -6,18 +6,23 @@ are the whole interface.
 
 EVENT_SEGMENTATION = "memq.event_segmentation"
 EPISODE_CREATION = "memq.episode_creation"
+MEMORY_REVIEW = "memq.memory_review"
+SEMANTIC_CONSOLIDATION = "memq.semantic_consolidation"
 COLLAPSE_IDLE = "memq.collapse_idle"
 SWEEP_STALLED = "memq.sweep_stalled"
 
 SEGMENTATION_QUEUE = "memq.segmentation"
 EPISODES_QUEUE = "memq.episodes"
 MAINTENANCE_QUEUE = "memq.maintenance"
+MEMORY_QUEUE = "memq.memory"  # review and consolidation: LLM-bound, kept off the segmentation path
 
-ALL_QUEUES = (SEGMENTATION_QUEUE, EPISODES_QUEUE, MAINTENANCE_QUEUE)
+ALL_QUEUES = (SEGMENTATION_QUEUE, EPISODES_QUEUE, MAINTENANCE_QUEUE, MEMORY_QUEUE)
 
 ROUTES = {
     EVENT_SEGMENTATION: {"queue": SEGMENTATION_QUEUE},
     EPISODE_CREATION: {"queue": EPISODES_QUEUE},
+    MEMORY_REVIEW: {"queue": MEMORY_QUEUE},
+    SEMANTIC_CONSOLIDATION: {"queue": MEMORY_QUEUE},
     COLLAPSE_IDLE: {"queue": MAINTENANCE_QUEUE},
     SWEEP_STALLED: {"queue": MAINTENANCE_QUEUE},
 }

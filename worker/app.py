@@ -21,7 +21,8 @@ from shared.settings import get_settings
 def create_app() -> Celery:
     settings = get_settings()
     configure_logging(settings)
-    app = Celery("memq", include=["worker.tasks.segmentation", "worker.tasks.episodes", "worker.tasks.maintenance"])
+    app = Celery("memq", include=["worker.tasks.segmentation", "worker.tasks.episodes", "worker.tasks.maintenance",
+                                   "worker.tasks.memory"])
     app.conf.update(celery_config(settings, service_urls(settings).redis_url))
     app.conf.beat_schedule = {
         "collapse-idle-conversations": {"task": tasks.COLLAPSE_IDLE, "schedule": settings.collapse_check_seconds},

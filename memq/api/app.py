@@ -17,7 +17,7 @@ from starlette.routing import Route
 from memq.api import errors
 from memq.api.auth import UNAUTHORIZED, tenant_for
 from memq.api.limits import BodyLimit
-from memq.api.routes import conversations, health, memory, messages
+from memq.api.routes import conversations, facts, health, memory, messages
 from memq.api.services import Services
 from shared.settings import Settings, get_settings
 
@@ -57,7 +57,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     if services is not None:  # usable before the lifespan runs (schemathesis' ASGI client does not run it)
         holder["services"] = app.state.services = services
     errors.install(app)
-    for module in (messages, memory, conversations, health):
+    for module in (messages, memory, conversations, facts, health):
         app.include_router(module.router)
     app.router.routes.append(Route("/mcp", endpoint=McpAuth(StreamableHTTPASGIApp(mcp.session_manager), holder),
                                    methods=["GET", "POST", "DELETE"], include_in_schema=False))

@@ -61,6 +61,15 @@ class RetrieveIn(Strict):
     time_range: TimeRangeIn | None = Field(default=None, description="Only episodes overlapping this range.")
     now: str | None = Field(default=None, description="The moment of the question (default: now).")
     record: bool = Field(default=True, description="Record the returned memories for review.")
+    asked_in: str | None = Field(default=None, description="The conversation the agent asks from (default: the one "
+                                 "searched): its next segment shows whether what is returned was used.")
+
+
+class FactSearchIn(Strict):
+    query: str
+    conversation_id: str | None = None
+    conversation_ids: list[str] | None = None
+    limit: int | None = Field(default=None, description="Most facts (default MEMQ_RETRIEVAL_LIMIT).")
 
 
 class RecentIn(Strict):

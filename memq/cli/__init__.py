@@ -35,6 +35,7 @@ def _register() -> None:
     from memq.cli.episodes import episodes_cmd
     from memq.cli.evaluate import eval_cmd, eval_locomo_cmd
     from memq.cli.producer_commands import flush_cmd, replay_cmd, send_cmd, status_cmd
+    from memq.cli.memory import consolidate_cmd, facts_cmd
     from memq.cli.quarantine import quarantine_group
     from memq.cli.reindex import reindex_cmd
     from memq.cli.retrieve import recent_cmd, retrieve_cmd
@@ -47,6 +48,7 @@ def _register() -> None:
         services_group, migrate_cmd, send_cmd, replay_cmd, flush_cmd, status_cmd, quarantine_group, audit_cmd,
         episodes_cmd, worker_cmd, beat_cmd, flower_cmd, demo_cmd, eval_cmd, eval_locomo_cmd, soak_cmd, check_deps_cmd,
         retrieve_cmd, recent_cmd, reindex_cmd, api_cmd, mcp_cmd, keys_group, forget_cmd, manifest_cmd, context_cmd,
+        consolidate_cmd, facts_cmd,
     ):
         main.add_command(command)
 

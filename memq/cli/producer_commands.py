@@ -112,17 +112,43 @@ def status_cmd(conversation_id: str | None, tenant: str | None) -> None:
         )
         if o.quarantined:
             click.echo("see `memq quarantine list --all-tenants`")
+        memory = _memory_backlog(producer.settings, tenant, None)
+        click.echo(f"episodes_unconsolidated={memory[0]} reviews_pending={memory[1]}"
+                   + ("" if producer.settings.llm_enabled or not memory[0] else
+                      " (consolidation waits for an LLM: set MEMQ_LLM_MODEL, then `memq consolidate`)"))
         return
     s = producer.status(conversation_id, tenant=tenant)
+    memory = _memory_backlog(producer.settings, tenant, conversation_id)
     click.echo(
         f"inbox={s.inbox} open_event={s.buffer} segments_waiting={s.segments} "
         f"drain_queued={s.drain_queued} flush_requested={s.flush_requested} "
-        f"messages_accepted={s.accepted} messages_numbered={s.numbered} quarantined={len(s.quarantined)}"
+        f"messages_accepted={s.accepted} messages_numbered={s.numbered} quarantined={len(s.quarantined)} "
+        f"episodes_unconsolidated={memory[0]} reviews_pending={memory[1]}"
     )
     if s.failing:
         click.echo(f"failing: message {s.failing['message_id']} failed {s.failing['failures']} time(s): {s.failing['error']}")
     for q in s.quarantined:
         click.echo(f"quarantined {q.kind} {q.id} after {q.failures} failures: {q.error}")
+
+
+def _memory_backlog(settings, tenant: str | None, conversation_id: str | None) -> tuple[int, int]:
+    """(episodes waiting for consolidation, pending reviews) of a conversation, or of a
+    tenant (every tenant when neither is given)."""
+    from shared.connections import pg_connect
+
+    where, args = "TRUE", []
+    if tenant or conversation_id:
+        where, args = "tenant_id = %s", [tenant or settings.tenant]
+    if conversation_id:
+        where += " AND conversation_id = %s"
+        args.append(conversation_id)
+    with pg_connect(settings, autocommit=True) as conn:
+        episodes = conn.execute(f"SELECT count(*) FROM episodic_memory WHERE {where} AND consolidated_at IS NULL",
+                                args).fetchone()[0]
+        reviews = conn.execute(f"SELECT count(*) FROM pending_review WHERE "
+                               f"{where.replace('conversation_id', 'coalesce(asked_in, conversation_id)')} "
+                               "AND consumed_at IS NULL", args).fetchone()[0]
+    return episodes, reviews
 
 
 __all__ = ["send_cmd", "replay_cmd", "flush_cmd", "status_cmd", "replay_file"]

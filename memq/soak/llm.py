@@ -55,6 +55,11 @@ class SoakLLM:
         schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("name", "")
         text = "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
         digest = int(hashlib.sha1(text.encode("utf-8", "replace")).hexdigest(), 16)
+        if schema == "Consolidation":  # the chain goes on: nothing lasting in soak chatter
+            return {"actions": []}
+        if schema == "MemoryRatings":
+            shown = [line.split("]", 1)[0][1:] for line in text.splitlines() if line.startswith("[")]
+            return {"ratings": [{"memory": int(n), "rating": "good", "reason": "soak"} for n in shown if n.isdigit()]}
         if schema == "TopicShift":
             shift = digest % 5 == 0
             return {

@@ -165,8 +165,10 @@ def manifest(conversation_id: str, *, tenant: str | None = None, depth: int | No
 def session_context(conversation_id: str, *, tenant: str | None = None, max_tokens: int | None = None,
                     summaries: int | None = None, continuity: int | None = None, tz: str | None = None,
                     now: datetime | None = None, settings: Settings | None = None, conn: psycopg.Connection | None = None,
-                    client=None) -> SessionContext:
-    """What an agent puts at the top of a new session (seed 002), within ``max_tokens``."""
+                    client=None, embed=None) -> SessionContext:
+    """What an agent puts at the top of a new session (seed 002), within ``max_tokens``.
+    ``embed``: text -> vector for finding the relevant facts (default: the embedding model,
+    loaded only when the conversation has facts to rank)."""
     settings = settings or get_settings()
     tenant, conversation_id = _scope(settings, tenant, conversation_id)
     params = SessionParams(
@@ -183,8 +185,41 @@ def session_context(conversation_id: str, *, tenant: str | None = None, max_toke
         recent, total = latest_episodes(c, tenant, conversation_id, max(1, params.summary_count))
         before = last_messages(c, tenant, conversation_id, params.continuity_messages) if params.continuity_messages else []
         segment, open_count, _ = open_segment(r, keys, settings.session_open_messages_max)
+        facts = relevant_facts(c, settings, tenant, conversation_id, segment, recent, embed)
     return build_session_context(conversation_id, recent, total, before, segment, now=now, tz=zone, tz_name=zone_name,
-                                 params=params, count=count_tokens_cached, open_count=open_count)
+                                 params=params, count=count_tokens_cached, open_count=open_count, facts=facts)
+
+
+def relevant_facts(conn, settings: Settings, tenant: str, conversation_id: str, segment: OpenSegment,
+                   recent: list[EpisodeView], embed=None) -> list[str]:
+    """The conversation's active facts most relevant to where it is now (the open
+    segment's newest messages, else the latest episode), as lines; the most reinforced
+    ones when nothing is said yet."""
+    from shared.db.facts import list_facts, search_facts
+    from shared.retrieval.facts_section import fact_line
+
+    if settings.session_facts <= 0 or not conn.execute(
+            "SELECT EXISTS (SELECT 1 FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s AND expired_at IS NULL)",
+            (tenant, conversation_id)).fetchone()[0]:
+        return []
+    if segment.messages:
+        about = " ".join(m.content for m in segment.messages[-3:])
+    elif recent:
+        latest = max(recent, key=lambda e: e.start_at)
+        about = f"{latest.title} {latest.summary}"
+    else:
+        about = ""
+    if not about.strip():
+        facts = list_facts(conn, tenant, conversation_id, limit=500)
+        facts.sort(key=lambda f: (-f.reinforcements, f.created_at))
+        return [fact_line(f) for f in facts[: settings.session_facts]]
+    if embed is None:
+        from shared.embeddings import get_embedder
+
+        embed = lambda text: get_embedder(settings).embed([text])[0]  # noqa: E731
+    found = search_facts(conn, tenant, [conversation_id], [(about[:2000], embed(about[:2000]))], settings.session_facts,
+                         k=settings.rrf_k, min_similarity=settings.fact_min_similarity)
+    return [fact_line(f) for f, _, _ in found]
 
 
 class _resources:

@@ -2,6 +2,7 @@
 top of a new session, in order
 
 1. a collapse marker: older history is stored as memories and can be searched;
+   then the most relevant facts known (semantic memory);
 2. the most recent episodes' summaries;
 3. continuity: the last messages before the open segment;
 4. a session-boundary marker with the time gap;
@@ -9,8 +10,8 @@ top of a new session, in order
 
 Pure: the caller passes what was read and a token counter. Everything fits
 ``max_tokens`` (counted on exactly the returned text); when it does not all fit, the
-newest open-segment messages are kept first, then continuity, then summaries, newest
-first, and what was left out is said.
+newest open-segment messages are kept first, then continuity, then facts, then
+summaries, newest first, and what was left out is said.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ class SessionContext:
     conversation_id: str
     total_episodes: int
     summaries: list[EpisodeView]  # oldest first
+    facts: list[str]  # fact lines shown, most relevant first
     continuity: list[Said]
     active: list[Said]
     gap: timedelta | None  # from the last message before the open segment to its first (or to now)
@@ -58,6 +60,7 @@ class SessionContext:
                  "end_at": e.end_at.isoformat(), "message_count": e.message_count}
                 for e in self.summaries
             ],
+            "facts": self.facts,
             "continuity": [said(m) for m in self.continuity],
             "gap_seconds": None if self.gap is None else int(self.gap.total_seconds()),
             "open_segment": [said(m) for m in self.active],
@@ -114,6 +117,7 @@ def build_session_context(
     params: SessionParams,
     count: Counter,
     open_count: int | None = None,
+    facts: Sequence[str] = (),
 ) -> SessionContext:
     """``recent``: the newest episodes, any order (the newest ``summary_count`` are
     used); ``continuity``: the last messages before the open segment, in order;
@@ -143,6 +147,8 @@ def build_session_context(
         parts: list[str] = []
         if collapse:
             parts.append(collapse)
+        if keep_f:
+            parts.append("\n".join(["## Known facts", *keep_f]))
         if keep_s:
             head = "## Recent episodes" + (f" ({left['summaries']} earlier left out)" if left.get("summaries") else "")
             parts.append("\n\n".join([head, *(summary_block(e) for e in keep_s)]))
@@ -166,6 +172,7 @@ def build_session_context(
     keep_a: list[str] = []
     keep_c: list[str] = []
     keep_s: list[EpisodeView] = []
+    keep_f: list[str] = []
     budget = params.max_tokens
 
     def left() -> dict[str, int]:
@@ -193,6 +200,12 @@ def build_session_context(
                 keep.insert(0, short)
                 used += count(short) + 1
             break
+    for line in facts:
+        cost = count(line) + 1 + (count("## Known facts") + 2 if not keep_f else 0)
+        if used + cost > budget:
+            break
+        keep_f.append(line)
+        used += cost
     for e in reversed(summaries):
         cost = count(summary_block(e)) + 2 + (count("## Recent episodes") + 2 if not keep_s else 0)
         if used + cost > budget:
@@ -200,11 +213,15 @@ def build_session_context(
         keep_s.insert(0, e)
         used += cost
     text = text_now()
-    while count(text) > budget and (keep_s or keep_c or keep_a):  # the markers alone may not fit a tiny budget
-        next(k for k in (keep_s, keep_c, keep_a) if k).pop(0)
+    while count(text) > budget and (keep_s or keep_f or keep_c or keep_a):  # the markers alone may not fit a tiny budget
+        if keep_f and not keep_s:
+            keep_f.pop()
+        else:
+            next(k for k in (keep_s, keep_c, keep_a) if k).pop(0)
         text = text_now()
     if count(text) > budget:
         text = ""
     kept_a = active[len(active) - len(keep_a):] if keep_a else []
     kept_c = before[len(before) - len(keep_c):] if keep_c else []
-    return SessionContext(conversation_id, total_episodes, keep_s, kept_c, kept_a, gap, text, count(text), left(), tz_name)
+    return SessionContext(conversation_id, total_episodes, keep_s, keep_f, kept_c, kept_a, gap, text, count(text), left(),
+                          tz_name)

@@ -1,14 +1,16 @@
-"""Repository for ``pending_review``: what each retrieval returned, kept for the review
-stage, which later grades every memory by how it was actually used and updates its FSRS
-state. Retrieval only records; reading and consuming belong to the review stage."""
+"""Repository for ``pending_review`` and ``memory_review``: what each retrieval returned
+(recorded by the read side), and the reviews applied to memories' FSRS state by the
+review stage (``worker/review``), one per memory per day."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
+from typing import Any
 
 import psycopg
+from psycopg.types.json import Jsonb
 
 
 @dataclass(frozen=True)
@@ -19,8 +21,11 @@ class Retrieved:
     score: float
 
 
-def record_pending(conn: psycopg.Connection, tenant: str, query: str, at: datetime, hits: Sequence[Retrieved]) -> int:
+def record_pending(conn: psycopg.Connection, tenant: str, query: str, at: datetime, hits: Sequence[Retrieved],
+                   asked_in: str | None = None) -> int:
     """One row per returned memory, in one statement; returns how many were recorded.
+    ``asked_in``: the conversation the retrieval served, whose next segment reviews it
+    (None: each memory's own conversation).
 
     Committed without waiting for the WAL flush (``synchronous_commit = off`` for this
     statement's transaction only): a retrieval does not wait on the disk for its review
@@ -31,20 +36,100 @@ def record_pending(conn: psycopg.Connection, tenant: str, query: str, at: dateti
         return 0
     conn.execute(
         "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
-        "INSERT INTO pending_review (tenant_id, conversation_id, memory_id, query, rank, score, retrieved_at) "
-        "SELECT %s, c, m, %s, r, s, %s FROM relaxed, unnest(%s::text[], %s::uuid[], %s::int[], %s::float8[]) AS u(c, m, r, s)",
-        (tenant, query, at, [h.conversation_id for h in hits], [h.memory_id for h in hits], [h.rank for h in hits],
-         [h.score for h in hits]),
+        "INSERT INTO pending_review (tenant_id, conversation_id, memory_id, query, rank, score, retrieved_at, asked_in) "
+        "SELECT %s, c, m, %s, r, s, %s, %s FROM relaxed, "
+        "unnest(%s::text[], %s::uuid[], %s::int[], %s::float8[]) AS u(c, m, r, s)",
+        (tenant, query, at, asked_in, [h.conversation_id for h in hits], [h.memory_id for h in hits],
+         [h.rank for h in hits], [h.score for h in hits]),
     )
     return len(hits)
 
 
 def open_reviews(conn: psycopg.Connection, tenant: str, conversation_id: str | None = None) -> list[tuple]:
-    """Pending reviews not yet consumed (memory id, query, rank, score, retrieved at), oldest first."""
+    """Pending reviews not yet consumed (memory id, query, rank, score, retrieved at), oldest
+    first; with ``conversation_id``, those its next segment reviews."""
     sql = ("SELECT memory_id::text, query, rank, score, retrieved_at FROM pending_review "
            "WHERE tenant_id = %s AND consumed_at IS NULL")
     args: list = [tenant]
     if conversation_id is not None:
-        sql += " AND conversation_id = %s"
+        sql += " AND coalesce(asked_in, conversation_id) = %s"
         args.append(conversation_id)
     return conn.execute(sql + " ORDER BY retrieved_at, id", args).fetchall()
+
+
+@dataclass(frozen=True)
+class Pending:
+    id: int
+    memory_id: str
+    conversation_id: str  # the memory's
+    query: str
+    retrieved_at: datetime
+
+
+def pending_for(conn: psycopg.Connection, tenant: str, asked_in: str, until: datetime) -> list[Pending]:
+    """Open reviews of retrievals served to ``asked_in`` up to ``until``."""
+    rows = conn.execute(
+        "SELECT id, memory_id::text, conversation_id, query, retrieved_at FROM pending_review "
+        "WHERE tenant_id = %s AND coalesce(asked_in, conversation_id) = %s AND consumed_at IS NULL AND retrieved_at <= %s "
+        "ORDER BY id",
+        (tenant, asked_in, until),
+    ).fetchall()
+    return [Pending(*r) for r in rows]
+
+
+def lock_open(conn: psycopg.Connection, ids: Sequence[int]) -> set[int]:
+    """Of ``ids``, those still open, locked until the transaction ends (call inside one)."""
+    rows = conn.execute("SELECT id FROM pending_review WHERE id = ANY(%s) AND consumed_at IS NULL ORDER BY id FOR UPDATE",
+                        (list(ids),)).fetchall()
+    return {r[0] for r in rows}
+
+
+def lock_cards(conn: psycopg.Connection, memory_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
+    """memory id -> (conversation, FSRS card), the rows locked (call inside a transaction)."""
+    rows = conn.execute("SELECT id::text, conversation_id, fsrs_card FROM episodic_memory WHERE id = ANY(%s::uuid[]) "
+                        "ORDER BY id FOR UPDATE", (list(memory_ids),)).fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+@dataclass(frozen=True)
+class DayReview:
+    id: int
+    card_before: dict[str, Any]
+    rating: int
+    merged: int
+
+
+def review_of_day(conn: psycopg.Connection, memory_id: str, day: date) -> DayReview | None:
+    row = conn.execute("SELECT id, card_before, rating, reviews_merged FROM memory_review WHERE memory_id = %s AND review_day = %s",
+                       (memory_id, day)).fetchone()
+    return DayReview(*row) if row else None
+
+
+def save_review(conn: psycopg.Connection, *, tenant: str, conversation_id: str, memory_id: str, at: datetime, rating: int,
+                source: str, detail: dict[str, Any], card_before: dict[str, Any], card_after: dict[str, Any], merged: int,
+                segment_id: str | None) -> int:
+    """Insert the day's review, or replace it with the merged one; apply it to the memory."""
+    row = conn.execute(
+        "INSERT INTO memory_review (tenant_id, conversation_id, memory_id, review_day, reviewed_at, rating, source, detail, "
+        "card_before, card_after, reviews_merged, segment_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (memory_id, review_day) DO UPDATE SET reviewed_at = EXCLUDED.reviewed_at, rating = EXCLUDED.rating, "
+        "source = EXCLUDED.source, detail = EXCLUDED.detail, card_after = EXCLUDED.card_after, "
+        "reviews_merged = EXCLUDED.reviews_merged, segment_id = EXCLUDED.segment_id, updated_at = now() RETURNING id",
+        (tenant, conversation_id, memory_id, at.date(), at, rating, source, Jsonb(detail), Jsonb(card_before),
+         Jsonb(card_after), merged, segment_id),
+    ).fetchone()
+    conn.execute(
+        "UPDATE episodic_memory SET fsrs_card = %s, stability = %s, difficulty = %s, last_reviewed_at = %s WHERE id = %s",
+        (Jsonb(card_after), card_after["stability"], card_after["difficulty"], at, memory_id),
+    )
+    return row[0]
+
+
+def consume(conn: psycopg.Connection, pending_ids: Sequence[int], review_id: int) -> None:
+    conn.execute("UPDATE pending_review SET consumed_at = now(), review_id = %s WHERE id = ANY(%s)", (review_id, list(pending_ids)))
+
+
+def reviews_of(conn: psycopg.Connection, memory_id: str) -> list[tuple]:
+    """(day, rating, source, merged, detail) of every review applied to a memory, oldest first."""
+    return conn.execute("SELECT review_day, rating, source, reviews_merged, detail FROM memory_review WHERE memory_id = %s "
+                        "ORDER BY review_day", (memory_id,)).fetchall()

@@ -32,6 +32,7 @@ class RetrievalRequest:
     max_tokens: int
     time_range: TimeRange | None
     now: datetime  # the moment of the question: retrievability and relative times
+    asked_in: str | None = None  # the conversation the retrieval serves: its next segment reviews what was returned
 
 
 def _aware(value: Any, field: str) -> datetime | None:
@@ -59,7 +60,10 @@ def build_request(
     max_tokens: Any = None,
     time_range: tuple[Any, Any] | TimeRange | None = None,
     now: datetime | None = None,
+    asked_in: str | None = None,
 ) -> RetrievalRequest:
+    """``asked_in``: the conversation the retrieval serves (default: the one conversation
+    searched, if only one is); reviews of what is returned wait for its next segment."""
     tenant = check_tenant(tenant or settings.tenant)
     if conversation_id is not None and conversation_ids is not None:
         raise ValidationError("give conversation_id or conversation_ids, not both", field="conversation_ids")
@@ -107,4 +111,8 @@ def build_request(
         if window.start and window.end and window.start >= window.end:
             raise ValidationError("start must be before end", field="time_range")
     now = _aware(now, "now") if now is not None else datetime.now(UTC)
-    return RetrievalRequest(tenant, scope, query, limit, detail, max_tokens, window, now)
+    if asked_in is not None:
+        asked_in = check_conversation_id(asked_in, settings.conversation_id_max_length, field="asked_in")
+    elif scope is not None and len(scope) == 1:
+        asked_in = scope[0]
+    return RetrievalRequest(tenant, scope, query, limit, detail, max_tokens, window, now, asked_in)

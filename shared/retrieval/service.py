@@ -12,7 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,9 +20,11 @@ import numpy as np
 import psycopg
 import structlog
 
+from shared.db.facts import search_facts
 from shared.db.reviews import Retrieved, record_pending
 from shared.errors import ValidationError
 from shared.retrieval import legs
+from shared.retrieval.facts_section import fact_record, facts_block
 from shared.retrieval.fusion import rrf
 from shared.retrieval.model import EpisodeFields, EpisodeHit, MessageView
 from shared.retrieval.participants import query_terms
@@ -49,6 +51,7 @@ class RetrievalResult:
     timings_ms: dict[str, float] = field(default_factory=dict)
     reviews_recorded: int = 0
     participants: list[str] = field(default_factory=list)  # participants the query names
+    facts: list[dict[str, Any]] = field(default_factory=list)  # the facts section, with scores
 
     def to_json(self) -> dict[str, Any]:
         r = self.request
@@ -70,7 +73,9 @@ class RetrievalResult:
                 "end": self.named_time.window.end.isoformat() if self.named_time.window.end else None,
             },
             "participants_named": self.participants,
+            "asked_in": r.asked_in,
             "tokens": self.tokens,
+            "facts": self.facts,
             "memories": self.records,
             "text": self.text,
             "timings_ms": {k: round(v, 2) for k, v in self.timings_ms.items()},
@@ -218,8 +223,15 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
             if bare:
                 shown = {**shown, **legs.fetch_messages(c, bare)}
             attach_messages(shown, hits, found.messages, terms.named, settings)
-        selection = select(hits, params, request.now, count_tokens_cached, request.query)
-        chosen, text, tokens = selection.chosen, selection.text, selection.tokens
+        facts_text, fact_records = _facts(c, request, terms.search_text, vector, settings)
+        if facts_text:  # the facts come first; the episodes fill what is left
+            params = replace(params, max_tokens=max(0, request.max_tokens - count_tokens(facts_text + "\n\n")))
+        selection = select(hits, params, request.now, count_tokens_cached, request.query) if params.max_tokens >= 20 else None
+        chosen = selection.chosen if selection else []
+        text = selection.text if selection else ""
+        if facts_text:
+            text = facts_text if not chosen else f"{facts_text}\n\n{text}"
+        tokens = count_tokens(text)
         t4 = time.perf_counter()
         timings["select"] = (t4 - t3) * 1000
         returned = [s.hit for s in chosen]
@@ -229,17 +241,33 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
             retrieved = [Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen]
             try:
                 if c.autocommit:  # one statement: atomic on its own
-                    recorded = record_pending(c, request.tenant, request.query, request.now, retrieved)
+                    recorded = record_pending(c, request.tenant, request.query, request.now, retrieved, request.asked_in)
                 else:
                     with c.transaction():
-                        recorded = record_pending(c, request.tenant, request.query, request.now, retrieved)
+                        recorded = record_pending(c, request.tenant, request.query, request.now, retrieved,
+                                                  request.asked_in)
             except psycopg.errors.ForeignKeyViolation:  # a memory forgotten since it was read: nothing to review
                 log.info("review_not_recorded", reason="memory forgotten meanwhile")
         timings["record"] = (time.perf_counter() - t4) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
     log.debug("retrieved", tenant=request.tenant, memories=len(chosen), tokens=tokens, detail=request.detail,
               named_time=named.phrase if named else None, participants=sorted(terms.named), ms=round(timings["total"], 1))
-    return RetrievalResult(request, text, tokens, returned, records, named, timings, recorded, sorted(terms.named))
+    return RetrievalResult(request, text, tokens, returned, records, named, timings, recorded, sorted(terms.named),
+                           fact_records)
+
+
+def _facts(conn: psycopg.Connection, request: RetrievalRequest, text: str, vector: np.ndarray,
+           settings: Settings) -> tuple[str, list[dict[str, Any]]]:
+    """The facts section (semantic memory) within a third of the budget, and its records."""
+    if settings.retrieval_facts <= 0:
+        return "", []
+    found = search_facts(conn, request.tenant, request.conversation_ids, [(text, vector)], settings.retrieval_facts,
+                         k=settings.rrf_k, min_similarity=settings.fact_min_similarity)
+    if not found:
+        return "", []
+    block, kept = facts_block([f for f, _, _ in found], request.max_tokens // 3, count_tokens_cached)
+    scores = {f.id: (score, ranks) for f, score, ranks in found}
+    return block, [fact_record(f, *scores[f.id]) for f in kept]
 
 
 def retrieve_memory(
@@ -257,13 +285,16 @@ def retrieve_memory(
     conn: psycopg.Connection | None = None,
     embed: Callable[[str], np.ndarray] | None = None,
     record: bool = True,
+    asked_in: str | None = None,
 ) -> RetrievalResult:
     """Memories of one conversation, of several, or (neither given) of every conversation
-    of the tenant, most relevant first, within ``max_tokens`` of returned text."""
+    of the tenant, most relevant first, within ``max_tokens`` of returned text.
+    ``asked_in``: the conversation the agent asked from (default: the one searched, when
+    one is); what is returned is reviewed when that conversation's next segment ends."""
     settings = settings or get_settings()
     request = build_request(
         settings, tenant=tenant, query=query, conversation_id=conversation_id, conversation_ids=conversation_ids,
-        limit=limit, detail=detail, max_tokens=max_tokens, time_range=time_range, now=now,
+        limit=limit, detail=detail, max_tokens=max_tokens, time_range=time_range, now=now, asked_in=asked_in,
     )
     return retrieve(request, settings=settings, embed=embed, conn=conn, record=record)
 

@@ -1,3 +1,3 @@
-"""Celery tasks: thin shells over the orchestration in ``worker.drain`` and the
-episode builder. ``event_segmentation -> episode_creation`` is the chain; later
-stages (memory review, consolidation) will follow episode creation."""
+"""Celery tasks: thin shells over the orchestration in ``worker.drain``,
+``worker.episode_store``, ``worker.review`` and ``worker.consolidation``. The chain:
+``event_segmentation -> episode_creation -> memory_review -> semantic_consolidation``."""

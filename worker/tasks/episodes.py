@@ -44,6 +44,8 @@ def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt
     try:
         with resources.database() as conn:
             created = create_episode(store, conn, episode_id, settings, resources.embedder())
+        if created.status == "created":  # the chain goes on: what was retrieved before this segment is reviewed
+            publish.review(tenant, conversation_id, created.episode_id)
         return {"status": created.status, "episode_id": created.episode_id, "summary_source": created.summary_source}
     except StaleSegment as exc:
         fence = store.adopt_segment(episode_id)

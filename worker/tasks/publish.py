@@ -16,3 +16,11 @@ def episode(tenant: str, conversation_id: str, episode_id: str, *, countdown: fl
     app.send_task(
         tasks.EPISODE_CREATION, args=[tenant, conversation_id, episode_id], kwargs=kwargs, countdown=countdown or None
     )
+
+
+def review(tenant: str, conversation_id: str, episode_id: str, *, countdown: float = 0.0) -> None:
+    app.send_task(tasks.MEMORY_REVIEW, args=[tenant, conversation_id, episode_id], countdown=countdown or None)
+
+
+def consolidation(tenant: str, conversation_id: str, *, countdown: float = 0.0) -> None:
+    app.send_task(tasks.SEMANTIC_CONSOLIDATION, args=[tenant, conversation_id], countdown=countdown or None)

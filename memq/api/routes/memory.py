@@ -23,7 +23,7 @@ def _retrieve(body: RetrieveIn, tenant: str, svc: Services) -> RetrievalResult:
         return retrieve_memory(
             body.query, tenant=tenant, conversation_id=body.conversation_id, conversation_ids=body.conversation_ids,
             limit=body.limit, detail=body.detail, max_tokens=body.max_tokens, time_range=time_range, now=body.now,
-            settings=svc.settings, conn=conn, record=body.record,
+            settings=svc.settings, conn=conn, record=body.record, asked_in=body.asked_in,
         )
 
 

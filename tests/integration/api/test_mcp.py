@@ -18,7 +18,7 @@ from test_retrieval import write_episode
 pytestmark = pytest.mark.integration
 
 ROOT = Path(__file__).resolve().parents[3]
-TOOLS = {"retrieve_memory", "recent_memory", "manifest", "session_context"}
+TOOLS = {"retrieve_memory", "recent_memory", "manifest", "session_context", "search_facts"}
 
 
 @pytest.fixture

@@ -44,5 +44,5 @@ def test_the_python_examples(env):
         assert out.returncode == 0, out.stderr
         outputs.append(out.stdout)
     assert "## Open segment (not yet in an episode)" in outputs[0]  # the session context of the new conversation
-    assert "['retrieve_memory', 'recent_memory', 'manifest', 'session_context']" in outputs[1]
+    assert "['retrieve_memory', 'search_facts', 'recent_memory', 'manifest', 'session_context']" in outputs[1]
     assert "CONVERSATION MANIFEST" in outputs[1]

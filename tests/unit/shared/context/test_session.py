@@ -90,3 +90,14 @@ def test_the_budget_always_holds(n_eps, n_before, n_active, budget, long):
         active[-1] = Said("user", "Ana", "very long message " * 400, active[-1].at)
     ctx = build(episodes(n_eps), n_eps, said(n_before, NOW - timedelta(days=1)), active, max_tokens=budget)
     assert ctx.tokens == count_tokens(ctx.text) <= budget
+
+
+def test_facts_come_after_the_collapse_marker_and_before_summaries():
+    ctx = build(episodes(3), 3, said(2, NOW - timedelta(days=1)), said(1, NOW - timedelta(minutes=1)),
+                facts=["- Ana lives in Porto. (identity, since 1 Mar 2026)"])
+    text = ctx.text
+    assert text.index("[Earlier conversation") < text.index("## Known facts") < text.index("## Recent episodes")
+    assert ctx.facts == ["- Ana lives in Porto. (identity, since 1 Mar 2026)"] and ctx.to_json()["facts"] == ctx.facts
+    tight = build(episodes(3), 3, [], said(1, NOW - timedelta(minutes=1)), max_tokens=100,
+                  facts=["- a long fact " + "word " * 60])
+    assert tight.tokens <= 100 and tight.facts == []

@@ -1,0 +1,60 @@
+"""Semantic memory over HTTP: a conversation's facts, search over active facts, and the
+history of one fact; scoped to the key's tenant like everything else."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Depends, Path, Query
+
+from memq.api.auth import caller, services
+from memq.api.models import FactSearchIn
+from memq.api.services import Services
+from shared.db.facts import fact_history, get_fact, list_facts, search_facts
+from shared.errors import NotFound, ValidationError
+from shared.ids import check_conversation_id
+from shared.retrieval.facts_section import fact_record
+from shared.retrieval.participants import query_terms
+from shared.retrieval.request import build_request
+
+router = APIRouter(tags=["facts"])
+
+
+@router.get("/v1/conversations/{conversation_id}/facts", summary="The conversation's facts (active, or all with retired)")
+def conversation_facts(conversation_id: str = Path(...), include_retired: bool = Query(False),
+                       tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+    check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
+    with svc.conn() as conn:
+        facts = list_facts(conn, tenant, conversation_id, include_retired=include_retired)
+    return {"conversation_id": conversation_id, "facts": [f.to_json() for f in facts]}
+
+
+@router.post("/v1/facts/search", summary="Active facts most relevant to a query (hybrid search)")
+def facts_search(body: FactSearchIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+    from shared.embeddings import get_embedder
+
+    request = build_request(svc.settings, tenant=tenant, query=body.query, conversation_id=body.conversation_id,
+                            conversation_ids=body.conversation_ids, limit=body.limit)
+    with svc.conn() as conn:
+        from shared.retrieval.legs import participants
+
+        terms = query_terms(request.query, participants(conn, request))
+        vector = get_embedder(svc.settings).embed([terms.search_text])[0]
+        found = search_facts(conn, tenant, request.conversation_ids, [(terms.search_text, vector)], request.limit,
+                             k=svc.settings.rrf_k, min_similarity=svc.settings.fact_min_similarity)
+    return {"query": request.query, "facts": [fact_record(f, score, ranks) for f, score, ranks in found]}
+
+
+@router.get("/v1/facts/{fact_id}/history", summary="A fact and every change to it")
+def history(fact_id: str = Path(...), tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+    import uuid
+
+    try:
+        uuid.UUID(fact_id)
+    except ValueError:
+        raise ValidationError("must be a fact id (a UUID)", field="fact_id") from None
+    with svc.conn() as conn:
+        fact = get_fact(conn, tenant, fact_id)
+        if fact is None:
+            raise NotFound("no such fact")
+        return {"fact": fact.to_json(), "history": fact_history(conn, tenant, fact_id)}

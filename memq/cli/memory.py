@@ -1,0 +1,127 @@
+"""``memq consolidate`` (drain the semantic-consolidation backlog, e.g. after an LLM was
+configured) and ``memq facts`` (a conversation's facts, a search, or one fact's history)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from memq.cli.options import tenant_option
+from memq.cli.retrieve import _answer_only_on_stdout
+from shared.settings import get_settings
+
+
+@click.command("consolidate")
+@click.argument("conversation_id", required=False)
+@tenant_option
+def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
+    """Consolidate every episode still waiting (of CONVERSATION_ID, else of the tenant):
+    the LLM distils lasting facts. Needs MEMQ_LLM_MODEL."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from shared.connections import pg_connect
+    from shared.db.migrate import upgrade
+    from shared.embeddings import get_embedder
+    from shared.ids import check_conversation_id, check_tenant
+    from worker.consolidation.job import consolidate
+
+    settings = get_settings()
+    if not settings.llm_enabled:
+        raise click.ClickException("consolidation needs an LLM: set MEMQ_LLM_MODEL (and MEMQ_LLM_API_BASE / key), "
+                                   "see the README's LLM section")
+    tenant = check_tenant(tenant or settings.tenant)
+    upgrade(settings)
+    with _answer_only_on_stdout():
+        if conversation_id is not None:
+            check_conversation_id(conversation_id, settings.conversation_id_max_length)
+    with pg_connect(settings, autocommit=True) as conn:
+        sql = ("SELECT conversation_id, count(*) FROM episodic_memory WHERE tenant_id = %s AND consolidated_at IS NULL"
+               + (" AND conversation_id = %s" if conversation_id else "") + " GROUP BY conversation_id ORDER BY 1")
+        backlog = conn.execute(sql, (tenant, conversation_id) if conversation_id else (tenant,)).fetchall()
+        total = sum(n for _, n in backlog)
+        if not total:
+            click.echo("nothing waiting for consolidation")
+            return
+        embedder = get_embedder(settings)
+        done, failed, counts = 0, 0, {}
+        columns = (TextColumn("[bold]consolidating[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
+                   TimeElapsedColumn())
+        with Progress(*columns) as progress:
+            task = progress.add_task("episodes", total=total)
+            for conv, _ in backlog:
+                progress.update(task, description=conv)
+                while True:
+                    outcome = consolidate(conn, settings, embedder, tenant, conv)
+                    if outcome.status != "done":
+                        failed += outcome.episodes if outcome.status == "failed" else 0
+                        break
+                    done += outcome.episodes
+                    for k, v in outcome.counts.items():
+                        counts[k] = counts.get(k, 0) + v
+                    progress.update(task, completed=done)
+    summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no facts"
+    click.echo(f"consolidated {done} of {total} episodes: {summary}")
+    if failed:
+        raise click.ClickException(f"{failed} episodes could not be consolidated (the LLM gave no usable answer); "
+                                   "they stay pending: run again")
+
+
+@click.command("facts")
+@click.argument("conversation_id")
+@tenant_option
+@click.option("--query", help="Search the active facts instead of listing them.")
+@click.option("--history", "fact_id", metavar="FACT_ID", help="Show one fact and every change to it.")
+@click.option("--all", "include_retired", is_flag=True, help="Retired facts too.")
+@click.option("--json", "as_json", is_flag=True)
+def facts_cmd(conversation_id: str, tenant: str | None, query: str | None, fact_id: str | None, include_retired: bool,
+              as_json: bool) -> None:
+    """A conversation's facts (semantic memory)."""
+    from shared.connections import pg_connect
+    from shared.db.facts import fact_history, get_fact, list_facts, search_facts
+    from shared.ids import check_conversation_id
+    from shared.retrieval.facts_section import fact_line
+
+    settings = get_settings()
+    tenant = tenant or settings.tenant
+    with _answer_only_on_stdout():
+        check_conversation_id(conversation_id, settings.conversation_id_max_length)
+    with pg_connect(settings, autocommit=True) as conn:
+        if fact_id:
+            fact = get_fact(conn, tenant, fact_id) if _is_uuid(fact_id) else None
+            if fact is None or fact.conversation_id != conversation_id:
+                raise click.ClickException(f"no fact {fact_id!r} in {conversation_id!r}")
+            data = {"fact": fact.to_json(), "history": fact_history(conn, tenant, fact_id)}
+            if as_json:
+                click.echo(json.dumps(data, indent=2))
+            else:
+                click.echo(fact_line(fact))
+                for h in data["history"]:
+                    click.echo(f"  {h['at']}  {h['action']}  {json.dumps(h['detail'])}")
+            return
+        if query:
+            from shared.embeddings import get_embedder
+
+            vector = get_embedder(settings).embed([query])[0]
+            facts = [f for f, _, _ in search_facts(conn, tenant, [conversation_id], [(query, vector)], settings.retrieval_limit,
+                                                   k=settings.rrf_k, min_similarity=settings.fact_min_similarity)]
+        else:
+            facts = list_facts(conn, tenant, conversation_id, include_retired=include_retired)
+    if as_json:
+        click.echo(json.dumps([f.to_json() for f in facts], indent=2))
+        return
+    for f in facts:
+        state = "" if f.active else f"  [retired {f.expired_at:%Y-%m-%d}]"
+        click.echo(f"{f.id}  {fact_line(f)}{state}")
+    if not facts:
+        click.echo("no facts")
+
+
+def _is_uuid(value: str) -> bool:
+    import uuid
+
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

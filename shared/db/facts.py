@@ -1,0 +1,182 @@
+"""Repository for semantic memory (migration 0007): ``semantic_fact`` rows and their
+history. Facts belong to one conversation of one tenant; nothing is ever deleted (but by
+forgetting the conversation): a fact is retired by setting ``expired_at`` (and, when it
+stopped being true, ``invalid_at``), and every change is a ``semantic_fact_history`` row."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import psycopg
+from psycopg.types.json import Jsonb
+
+CATEGORIES = ("identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline")
+
+_FACT = ("id::text, conversation_id, category, content, valid_at, invalid_at, created_at, expired_at, superseded_by::text, "
+         "source_episode_ids::text[], reinforcements, last_reinforced_at")
+
+
+@dataclass(frozen=True)
+class Fact:
+    id: str
+    conversation_id: str
+    category: str
+    content: str
+    valid_at: datetime | None
+    invalid_at: datetime | None
+    created_at: datetime
+    expired_at: datetime | None
+    superseded_by: str | None
+    source_episode_ids: list[str]
+    reinforcements: int
+    last_reinforced_at: datetime | None
+
+    @property
+    def active(self) -> bool:
+        return self.expired_at is None
+
+    def to_json(self) -> dict[str, Any]:
+        def iso(t: datetime | None) -> str | None:
+            return t.isoformat() if t else None
+
+        return {"id": self.id, "conversation_id": self.conversation_id, "category": self.category, "content": self.content,
+                "valid_at": iso(self.valid_at), "invalid_at": iso(self.invalid_at), "created_at": iso(self.created_at),
+                "expired_at": iso(self.expired_at), "superseded_by": self.superseded_by,
+                "source_episode_ids": self.source_episode_ids, "reinforcements": self.reinforcements,
+                "last_reinforced_at": iso(self.last_reinforced_at), "active": self.active}
+
+
+def _history(conn, fact_id: str, tenant: str, conversation_id: str, action: str, at: datetime, run_id: str,
+             episode_ids: Sequence[str], detail: dict[str, Any]) -> None:
+    conn.execute(
+        "INSERT INTO semantic_fact_history (fact_id, tenant_id, conversation_id, action, at, run_id, episode_ids, detail) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s::uuid[], %s)",
+        (fact_id, tenant, conversation_id, action, at, run_id, list(episode_ids), Jsonb(detail)),
+    )
+
+
+def add_fact(conn, *, tenant: str, conversation_id: str, category: str, content: str, embedding: np.ndarray,
+             valid_at: datetime | None, episode_ids: Sequence[str], at: datetime, run_id: str, model: str | None,
+             detail: dict[str, Any] | None = None) -> str:
+    fact_id = str(uuid.uuid4())
+    conn.execute(
+        "INSERT INTO semantic_fact (id, tenant_id, conversation_id, category, content, embedding, valid_at, created_at, "
+        "source_episode_ids, model) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s)",
+        (fact_id, tenant, conversation_id, category, content, embedding, valid_at, at, list(episode_ids), model),
+    )
+    _history(conn, fact_id, tenant, conversation_id, "created", at, run_id, episode_ids,
+             {"content": content, "category": category, **(detail or {})})
+    return fact_id
+
+
+def reinforce_fact(conn, fact_id: str, *, tenant: str, conversation_id: str, episode_ids: Sequence[str], at: datetime,
+                   run_id: str, detail: dict[str, Any] | None = None) -> None:
+    conn.execute(
+        "UPDATE semantic_fact SET reinforcements = reinforcements + 1, last_reinforced_at = %s, "
+        "source_episode_ids = ARRAY(SELECT DISTINCT unnest(source_episode_ids || %s::uuid[])) WHERE id = %s",
+        (at, list(episode_ids), fact_id),
+    )
+    _history(conn, fact_id, tenant, conversation_id, "reinforced", at, run_id, episode_ids, detail or {})
+
+
+def retire_fact(conn, fact_id: str, *, tenant: str, conversation_id: str, invalid_at: datetime | None, at: datetime,
+                run_id: str, episode_ids: Sequence[str], superseded_by: str | None = None,
+                detail: dict[str, Any] | None = None) -> None:
+    """Supersede (with ``superseded_by``) or invalidate a fact: it stops being true at
+    ``invalid_at`` (world time) and is retired now (``expired_at``)."""
+    conn.execute(
+        "UPDATE semantic_fact SET invalid_at = %s, expired_at = %s, superseded_by = %s WHERE id = %s AND expired_at IS NULL",
+        (invalid_at, at, superseded_by, fact_id),
+    )
+    _history(conn, fact_id, tenant, conversation_id, "superseded" if superseded_by else "invalidated", at, run_id,
+             episode_ids, {**(detail or {}), **({"superseded_by": superseded_by} if superseded_by else {})})
+
+
+def lock_facts(conn, ids: Sequence[str]) -> dict[str, Fact]:
+    rows = conn.execute(f"SELECT {_FACT} FROM semantic_fact WHERE id = ANY(%s::uuid[]) ORDER BY id FOR UPDATE",
+                        (list(ids),)).fetchall()
+    return {r[0]: Fact(*r) for r in rows}
+
+
+def list_facts(conn, tenant: str, conversation_id: str, *, include_retired: bool = False, limit: int = 500) -> list[Fact]:
+    sql = f"SELECT {_FACT} FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s"
+    if not include_retired:
+        sql += " AND expired_at IS NULL"
+    return [Fact(*r) for r in conn.execute(sql + " ORDER BY created_at, id LIMIT %s", (tenant, conversation_id, limit))]
+
+
+def get_fact(conn, tenant: str, fact_id: str) -> Fact | None:
+    row = conn.execute(f"SELECT {_FACT} FROM semantic_fact WHERE tenant_id = %s AND id = %s::uuid", (tenant, fact_id)).fetchone()
+    return Fact(*row) if row else None
+
+
+def fact_history(conn, tenant: str, fact_id: str) -> list[dict[str, Any]]:
+    rows = conn.execute(
+        "SELECT action, at, run_id::text, episode_ids::text[], detail FROM semantic_fact_history "
+        "WHERE tenant_id = %s AND fact_id = %s::uuid ORDER BY at, id",
+        (tenant, fact_id),
+    ).fetchall()
+    return [{"action": r[0], "at": r[1].isoformat(), "run_id": r[2], "episode_ids": r[3], "detail": r[4]} for r in rows]
+
+
+def nearest_active(conn, tenant: str, conversation_id: str, vector: np.ndarray) -> tuple[str, float] | None:
+    """The active fact of the conversation closest to ``vector``: (id, cosine)."""
+    row = conn.execute(
+        "SELECT id::text, 1 - (embedding <=> %s) FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s "
+        "AND expired_at IS NULL ORDER BY embedding <=> %s LIMIT 1",
+        (vector, tenant, conversation_id, vector),
+    ).fetchone()
+    return (row[0], float(row[1])) if row else None
+
+
+def search_facts(conn, tenant: str, conversation_ids: Sequence[str] | None, queries: Sequence[tuple[str, np.ndarray]],
+                 limit: int, k: float = 60.0, candidates: int = 50,
+                 min_similarity: float = 0.0) -> list[tuple[Fact, float, dict[str, int]]]:
+    """Active facts by hybrid search (vector and lexical legs per query, fused by RRF):
+    (fact, rrf score, ranks), best first. ``conversation_ids`` None: the whole tenant.
+    The vector leg keeps only facts at least ``min_similarity`` (cosine) from the query:
+    a nearest fact is not a relevant one when few facts exist."""
+    from shared.retrieval.legs import OR_QUERY
+
+    scope = "tenant_id = %(tenant)s AND expired_at IS NULL"
+    if conversation_ids is not None:
+        scope += " AND conversation_id = ANY(%(conversations)s)"
+    scores: dict[str, float] = {}
+    ranks: dict[str, dict[str, int]] = {}
+    for i, (text, vector) in enumerate(queries):
+        rows = conn.execute(
+            f"""WITH q AS (SELECT {OR_QUERY} AS q)
+            (SELECT 'vector', id::text FROM (SELECT id, embedding <=> %(vector)s AS d FROM semantic_fact WHERE {scope}
+               ORDER BY d LIMIT %(k)s) v WHERE 1 - d >= %(min)s)
+            UNION ALL
+            (SELECT 'lexical', id::text FROM (SELECT id, ts_rank_cd(search, q.q, 1) AS r FROM semantic_fact, q
+               WHERE {scope} AND search @@ q.q ORDER BY r DESC, id LIMIT %(k)s) l)""",
+            {"tenant": tenant, "conversations": list(conversation_ids or []), "query": text, "vector": vector,
+             "k": candidates, "min": min_similarity},
+        ).fetchall()
+        position: dict[str, int] = {}
+        for leg, fact_id in rows:
+            position[leg] = position.get(leg, 0) + 1
+            scores[fact_id] = scores.get(fact_id, 0.0) + 1.0 / (k + position[leg])
+            ranks.setdefault(fact_id, {}).setdefault(f"{leg}{'' if len(queries) == 1 else f'_{i + 1}'}", position[leg])
+    best = sorted(scores, key=lambda f: (-scores[f], f))[:limit]
+    if not best:
+        return []
+    rows = conn.execute(f"SELECT {_FACT} FROM semantic_fact WHERE id = ANY(%s::uuid[])", (best,)).fetchall()
+    facts = {r[0]: Fact(*r) for r in rows}
+    return [(facts[f], scores[f], ranks[f]) for f in best if f in facts]
+
+
+def unconsolidated(conn, tenant: str, conversation_id: str, flashbulb_surprise: float) -> tuple[int, bool]:
+    """(episodes waiting for consolidation, whether one of them is a flashbulb)."""
+    row = conn.execute(
+        "SELECT count(*), coalesce(bool_or(surprise >= %s), false) FROM episodic_memory "
+        "WHERE tenant_id = %s AND conversation_id = %s AND consolidated_at IS NULL",
+        (flashbulb_surprise, tenant, conversation_id),
+    ).fetchone()
+    return row[0], row[1]
