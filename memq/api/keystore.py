@@ -3,18 +3,22 @@ start and refreshed every ``MEMQ_API_KEYS_REFRESH_SECONDS`` in the background, s
 checking a key touches neither PostgreSQL nor Redis (ingest stays one Redis round trip).
 A key id not known yet is looked up once by its id (a primary-key read), so a key created
 a moment ago works at once; an id found nowhere is remembered as unknown until the next
-refresh, so guessing keys cannot make the service query the database again and again.
-A revoked key stops working within the refresh interval."""
+refresh, and lookups are limited to ``LOOKUPS_PER_SECOND``, so guessing keys cannot make
+the service query the database at will. A revoked key stops working within the refresh
+interval."""
 
 from __future__ import annotations
 
 import threading
+import time
 
 import structlog
 
 from shared.auth.api_keys import key_id, matches
 
 log = structlog.get_logger("memq.api.keys")
+
+LOOKUPS_PER_SECOND = 20
 
 
 class KeyStore:
@@ -23,6 +27,7 @@ class KeyStore:
         self._load_one = load_one  # (key id) -> (hash, tenant) | None
         self._keys: dict[str, tuple[bytes, str]] = {}
         self._unknown: set[str] = set()
+        self._lookups: list[float] = []  # when the last lookups of unknown ids happened
         self._lock = threading.Lock()
         self._refresh_seconds = refresh_seconds
         self._stop = threading.Event()
@@ -42,7 +47,7 @@ class KeyStore:
         if kid is None:
             return None
         entry = self._keys.get(kid)
-        if entry is None and self._load_one is not None and kid not in self._unknown:
+        if entry is None and self._load_one is not None and kid not in self._unknown and self._may_look_up():
             try:
                 entry = self._load_one(kid)
             except Exception as exc:  # the database is down: known keys keep working
@@ -57,6 +62,15 @@ class KeyStore:
         if entry is None or not matches(token, entry[0]):
             return None
         return entry[1]
+
+    def _may_look_up(self) -> bool:
+        now = time.monotonic()
+        with self._lock:
+            self._lookups = [t for t in self._lookups if now - t < 1.0]
+            if len(self._lookups) >= LOOKUPS_PER_SECOND:
+                return False
+            self._lookups.append(now)
+            return True
 
     def start(self) -> None:
         self.refresh()

@@ -12,7 +12,6 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
-import psycopg
 from psycopg.types.json import Jsonb
 
 CATEGORIES = ("identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline")

@@ -3,6 +3,7 @@ history of one fact; scoped to the key's tenant like everything else."""
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query
@@ -13,7 +14,9 @@ from memq.api.services import Services
 from shared.db.facts import fact_history, get_fact, list_facts, search_facts
 from shared.errors import NotFound, ValidationError
 from shared.ids import check_conversation_id
+from shared.embeddings import get_embedder
 from shared.retrieval.facts_section import fact_record
+from shared.retrieval.legs import participants
 from shared.retrieval.participants import query_terms
 from shared.retrieval.request import build_request
 
@@ -31,13 +34,9 @@ def conversation_facts(conversation_id: str = Path(...), include_retired: bool =
 
 @router.post("/v1/facts/search", summary="Active facts most relevant to a query (hybrid search)")
 def facts_search(body: FactSearchIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
-    from shared.embeddings import get_embedder
-
     request = build_request(svc.settings, tenant=tenant, query=body.query, conversation_id=body.conversation_id,
                             conversation_ids=body.conversation_ids, limit=body.limit)
     with svc.conn() as conn:
-        from shared.retrieval.legs import participants
-
         terms = query_terms(request.query, participants(conn, request))
         vector = get_embedder(svc.settings).embed([terms.search_text])[0]
         found = search_facts(conn, tenant, request.conversation_ids, [(terms.search_text, vector)], request.limit,
@@ -47,8 +46,6 @@ def facts_search(body: FactSearchIn, tenant: str = Depends(caller), svc: Service
 
 @router.get("/v1/facts/{fact_id}/history", summary="A fact and every change to it")
 def history(fact_id: str = Path(...), tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
-    import uuid
-
     try:
         uuid.UUID(fact_id)
     except ValueError:
