@@ -189,3 +189,19 @@ def test_without_an_llm_episodes_wait_until_memq_consolidate(db, settings, tenan
     assert "episodes_unconsolidated=0" in CliRunner().invoke(main, ["status", CONV, "--tenant", tenant]).output
     listed = CliRunner().invoke(main, ["facts", CONV, "--tenant", tenant])
     assert "Ana has a dog named Pico. (relationship, since 1 Mar 2026)" in listed.output
+
+
+def test_a_consolidation_is_due_at_the_threshold_or_for_a_flashbulb(db, settings, tenant):
+    from worker.tasks.memory import _due
+
+    v = axis(240)
+    write_episode(db, settings, tenant, "quiet", title="Small talk", summary="Weather.", vector=v, start=T0,
+                  messages=[("user", "Nice weather today.", v)])
+    assert not _due(db, settings, tenant, "quiet")  # one ordinary episode waits for more
+    write_episode(db, settings, tenant, "quiet", title="The accident", summary="Ana was in a car accident.", vector=v,
+                  start=T0 + timedelta(days=1), surprise=0.9, messages=[("user", "I was in a car accident!", v)])
+    assert _due(db, settings, tenant, "quiet")  # a flashbulb does not wait
+    for i in range(3):
+        write_episode(db, settings, tenant, "busy", title=f"Chat {i}", summary="Talk.", vector=v,
+                      start=T0 + timedelta(days=i), messages=[("user", f"message {i}", v)])
+        assert _due(db, settings, tenant, "busy") is (i + 1 >= settings.consolidation_threshold)
