@@ -87,20 +87,16 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
         conversation_id: Annotated[str | None, Field(description="Facts of this conversation only.")] = None,
         limit: Annotated[int | None, Field(description="Most facts.")] = None,
     ) -> str:
-        from shared.db.facts import search_facts as search
-        from shared.embeddings import get_embedder
+        from shared.retrieval.facts import find_facts
         from shared.retrieval.facts_section import fact_line
-        from shared.retrieval.request import build_request
 
         who = tenant_of(ctx)
 
         def call() -> str:
-            request = build_request(services.settings, tenant=who, query=query, conversation_id=conversation_id, limit=limit)
-            vector = get_embedder(services.settings).embed([request.query])[0]
             with services.conn() as conn:
-                found = search(conn, who, request.conversation_ids, [(request.query, vector)], request.limit,
-                               k=services.settings.rrf_k, min_similarity=services.settings.fact_min_similarity)
-            return "\n".join(fact_line(f) for f, _, _ in found) or f"No facts match “{request.query}”."
+                asked, found = find_facts(query, tenant=who, settings=services.settings, conn=conn,
+                                          conversation_id=conversation_id, limit=limit)
+            return "\n".join(fact_line(f) for f, _, _ in found) or f"No facts match “{asked}”."
 
         return await run(call)
 

@@ -78,7 +78,7 @@ def facts_cmd(conversation_id: str, tenant: str | None, query: str | None, fact_
               as_json: bool) -> None:
     """A conversation's facts (semantic memory)."""
     from shared.connections import pg_connect
-    from shared.db.facts import fact_history, get_fact, list_facts, search_facts
+    from shared.db.facts import fact_history, get_fact, list_facts
     from shared.ids import check_conversation_id
     from shared.retrieval.facts_section import fact_line
 
@@ -100,11 +100,11 @@ def facts_cmd(conversation_id: str, tenant: str | None, query: str | None, fact_
                     click.echo(f"  {h['at']}  {h['action']}  {json.dumps(h['detail'])}")
             return
         if query:
-            from shared.embeddings import get_embedder
+            from shared.retrieval.facts import find_facts
 
-            vector = get_embedder(settings).embed([query])[0]
-            facts = [f for f, _, _ in search_facts(conn, tenant, [conversation_id], [(query, vector)], settings.retrieval_limit,
-                                                   k=settings.rrf_k, min_similarity=settings.fact_min_similarity)]
+            with _answer_only_on_stdout():
+                _, found = find_facts(query, tenant=tenant, settings=settings, conn=conn, conversation_id=conversation_id)
+            facts = [f for f, _, _ in found]
         else:
             facts = list_facts(conn, tenant, conversation_id, include_retired=include_retired)
     if as_json:

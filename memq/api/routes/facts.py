@@ -11,14 +11,11 @@ from fastapi import APIRouter, Depends, Path, Query
 from memq.api.auth import caller, services
 from memq.api.models import FactSearchIn
 from memq.api.services import Services
-from shared.db.facts import fact_history, get_fact, list_facts, search_facts
+from shared.db.facts import fact_history, get_fact, list_facts
 from shared.errors import NotFound, ValidationError
 from shared.ids import check_conversation_id
-from shared.embeddings import get_embedder
+from shared.retrieval.facts import find_facts
 from shared.retrieval.facts_section import fact_record
-from shared.retrieval.legs import participants
-from shared.retrieval.participants import query_terms
-from shared.retrieval.request import build_request
 
 router = APIRouter(tags=["facts"])
 
@@ -34,14 +31,11 @@ def conversation_facts(conversation_id: str = Path(...), include_retired: bool =
 
 @router.post("/v1/facts/search", summary="Active facts most relevant to a query (hybrid search)")
 def facts_search(body: FactSearchIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
-    request = build_request(svc.settings, tenant=tenant, query=body.query, conversation_id=body.conversation_id,
-                            conversation_ids=body.conversation_ids, limit=body.limit)
     with svc.conn() as conn:
-        terms = query_terms(request.query, participants(conn, request))
-        vector = get_embedder(svc.settings).embed([terms.search_text])[0]
-        found = search_facts(conn, tenant, request.conversation_ids, [(terms.search_text, vector)], request.limit,
-                             k=svc.settings.rrf_k, min_similarity=svc.settings.fact_min_similarity)
-    return {"query": request.query, "facts": [fact_record(f, score, ranks) for f, score, ranks in found]}
+        query, found = find_facts(body.query, tenant=tenant, settings=svc.settings, conn=conn,
+                                  conversation_id=body.conversation_id, conversation_ids=body.conversation_ids,
+                                  limit=body.limit)
+    return {"query": query, "facts": [fact_record(f, score, ranks) for f, score, ranks in found]}
 
 
 @router.get("/v1/facts/{fact_id}/history", summary="A fact and every change to it")
