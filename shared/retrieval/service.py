@@ -224,14 +224,16 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
                 shown = {**shown, **legs.fetch_messages(c, bare)}
             attach_messages(shown, hits, found.messages, terms.named, settings)
         facts_text, fact_records = _facts(c, request, terms.search_text, vector, settings)
-        if facts_text:  # the facts come first; the episodes fill what is left
-            params = replace(params, max_tokens=max(0, request.max_tokens - count_tokens(facts_text + "\n\n")))
+        if facts_text:  # the facts come first; the episodes fill what is left (2 tokens spare for the joint)
+            params = replace(params, max_tokens=max(0, request.max_tokens - count_tokens(facts_text + "\n\n") - 2))
         selection = select(hits, params, request.now, count_tokens_cached, request.query) if params.max_tokens >= 20 else None
         chosen = selection.chosen if selection else []
-        text = selection.text if selection else ""
+        text, tokens = (selection.text, selection.tokens) if selection else ("", 0)
         if facts_text:
             text = facts_text if not chosen else f"{facts_text}\n\n{text}"
-        tokens = count_tokens(text)
+            tokens = count_tokens(text)
+            if tokens > request.max_tokens:  # never expected; the budget holds on what is returned, whatever happens
+                facts_text, fact_records, text, tokens = "", [], selection.text, selection.tokens
         t4 = time.perf_counter()
         timings["select"] = (t4 - t3) * 1000
         returned = [s.hit for s in chosen]

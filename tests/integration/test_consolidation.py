@@ -205,3 +205,19 @@ def test_a_consolidation_is_due_at_the_threshold_or_for_a_flashbulb(db, settings
         write_episode(db, settings, tenant, "busy", title=f"Chat {i}", summary="Talk.", vector=v,
                       start=T0 + timedelta(days=i), messages=[("user", f"message {i}", v)])
         assert _due(db, settings, tenant, "busy") is (i + 1 >= settings.consolidation_threshold)
+
+
+def test_retrieval_shows_the_relevant_facts_first_and_keeps_the_budget(db, settings, tenant, embedder, life):
+    from shared.retrieval.service import retrieve_memory
+    from shared.tokens import count_tokens
+
+    for budget in (50, 80, 150, 400, 1500):
+        r = retrieve_memory("Does Ana play an instrument?", tenant=tenant, conversation_id=CONV, max_tokens=budget,
+                            settings=settings, conn=db, record=False)
+        assert r.tokens == count_tokens(r.text) <= budget, budget
+        if budget >= 150:
+            assert r.text.startswith("## Known facts\n- Ana plays the cello in an amateur orchestra. (interest)")
+            assert r.to_json()["facts"][0]["content"] == "Ana plays the cello in an amateur orchestra."
+    other = retrieve_memory("Does Ana play an instrument?", tenant=tenant, conversation_id="someone-else", settings=settings,
+                            conn=db, record=False)
+    assert other.facts == [] and "Known facts" not in other.text  # facts of another conversation are not shown
