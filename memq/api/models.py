@@ -81,6 +81,8 @@ class RecentIn(Strict):
 
 
 class EpisodeOut(BaseModel):
+    model_config = ConfigDict(extra="ignore")  # the stored row has more than the API shows (stability)
+
     id: str
     title: str
     summary: str

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime
 
 
@@ -38,19 +38,6 @@ class OpenSegment:
     episode, the open event, the inbox), in order. Quarantined messages are not shown."""
 
     messages: tuple[Said, ...] = ()
-    tools_used: tuple[str, ...] = field(default=())
-
-    @property
-    def active(self) -> bool:
-        return bool(self.messages)
-
-    @property
-    def start_at(self) -> datetime | None:
-        return self.messages[0].at if self.messages else None
-
-    @property
-    def end_at(self) -> datetime | None:
-        return self.messages[-1].at if self.messages else None
 
 
 @dataclass(frozen=True)

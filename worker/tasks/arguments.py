@@ -5,9 +5,13 @@ from __future__ import annotations
 
 import uuid
 
+import structlog
+
 from shared.errors import ValidationError
 from shared.ids import check_conversation_id, check_tenant
 from shared.settings import Settings
+
+log = structlog.get_logger("memq.tasks")
 
 
 def conversation_args(settings: Settings, tenant, conversation_id) -> tuple[str, str]:
@@ -19,3 +23,9 @@ def episode_arg(value) -> str:
         return str(uuid.UUID(str(value)))
     except ValueError:
         raise ValidationError(f"{str(value)[:60]!r} is not an episode id (a UUID)", field="episode_id") from None
+
+
+def refused(exc: ValidationError) -> dict:
+    """What a task with malformed arguments does: log it and drop the task."""
+    log.error("invalid_task_arguments", error=str(exc), hint="task dropped; publish tasks through memq's producer")
+    return {"status": "invalid", "error": str(exc)}

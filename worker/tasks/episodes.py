@@ -21,7 +21,7 @@ from worker.app import app
 from worker.episode_store import create_episode
 from worker.failures import backoff_seconds, describe, is_transient
 from worker.tasks import publish
-from worker.tasks.arguments import conversation_args, episode_arg
+from worker.tasks.arguments import conversation_args, episode_arg, refused
 
 log = structlog.get_logger("memq.tasks")
 
@@ -33,8 +33,7 @@ def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt
         tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
         episode_id = episode_arg(episode_id)
     except ValidationError as exc:
-        log.error("invalid_task_arguments", error=str(exc), hint="task dropped; publish tasks through memq's producer")
-        return {"status": "invalid", "error": str(exc)}
+        return refused(exc)
     store = resources.store(tenant, conversation_id)
 
     def again(delay_attempt: int) -> None:

@@ -23,7 +23,7 @@ from worker.consolidation.job import consolidate
 from worker.failures import backoff_seconds, describe, is_transient
 from worker.review.job import review_segment
 from worker.tasks import publish
-from worker.tasks.arguments import conversation_args, episode_arg
+from worker.tasks.arguments import conversation_args, episode_arg, refused
 
 log = structlog.get_logger("memq.tasks")
 
@@ -40,8 +40,7 @@ def memory_review(tenant: str, conversation_id: str, episode_id: str, attempt: i
         tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
         episode_id = episode_arg(episode_id)
     except ValidationError as exc:
-        log.error("invalid_task_arguments", error=str(exc))
-        return {"status": "invalid", "error": str(exc)}
+        return refused(exc)
     try:
         with resources.database() as conn:
             outcome = review_segment(conn, settings, tenant, conversation_id, episode_id)
@@ -66,8 +65,7 @@ def semantic_consolidation(tenant: str, conversation_id: str, attempt: int = 0) 
     try:
         tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
     except ValidationError as exc:
-        log.error("invalid_task_arguments", error=str(exc))
-        return {"status": "invalid", "error": str(exc)}
+        return refused(exc)
     if not settings.llm_enabled:
         log.info("consolidation_waiting", hint="no LLM configured (MEMQ_LLM_MODEL); `memq consolidate` drains the backlog later")
         return {"status": "waiting"}

@@ -23,7 +23,7 @@ from worker.drain import MessageFailed, drain
 from worker.failures import backoff_seconds, describe, is_transient
 from worker.sync import sync_with_database
 from worker.tasks import publish
-from worker.tasks.arguments import conversation_args
+from worker.tasks.arguments import conversation_args, refused
 
 log = structlog.get_logger("memq.tasks")
 
@@ -36,8 +36,7 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
     try:
         tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
     except ValidationError as exc:
-        log.error("invalid_task_arguments", error=str(exc), hint="task dropped; publish tasks through memq's producer")
-        return {"status": "invalid", "error": str(exc)}
+        return refused(exc)
     store = resources.store(tenant, conversation_id)
     if not store.acquire():
         # Another worker holds the conversation. Alive, it queues a drain for whatever

@@ -4,6 +4,7 @@ does not exist: empty lists, an empty manifest, nothing to forget."""
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query
@@ -37,11 +38,7 @@ def episodes(conversation_id: str = ConversationId, tenant: str = Depends(caller
     with svc.conn() as conn:
         rows = list_episodes(conn, tenant, conversation_id)
     return EpisodesOut(conversation_id=conversation_id, episodes=[
-        EpisodeOut(id=e.id, title=e.title, summary=e.summary, start_at=e.start_at.isoformat(), end_at=e.end_at.isoformat(),
-                   message_count=e.message_count, first_seq=e.first_seq, last_seq=e.last_seq, surprise=e.surprise,
-                   boundary_reason=e.boundary_reason, boundary_source=e.boundary_source, summary_source=e.summary_source,
-                   tools_used=list(e.tools_used))
-        for e in rows
+        EpisodeOut(**{**asdict(e), "start_at": e.start_at.isoformat(), "end_at": e.end_at.isoformat()}) for e in rows
     ])
 
 
