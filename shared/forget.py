@@ -74,8 +74,11 @@ def _forget_redis(client, keys: ConversationKeys) -> int:
 
 
 def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str) -> tuple[int, int]:
+    from shared.retrieval.review_notes import flush_review_notes
+
     where = "WHERE tenant_id = %s AND conversation_id = %s"
     args = (tenant, conversation_id)
+    flush_review_notes(timeout=5.0)  # this process's notes in flight land before the deletes, not after them
     with conn.transaction():
         conn.execute(f"DELETE FROM pending_review {where}", args)
         conn.execute("DELETE FROM pending_review WHERE tenant_id = %s AND asked_in = %s", args)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import importlib.util
 import os
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 
@@ -51,3 +52,22 @@ def count_tokens_cached(text: str) -> int:
     messages, which come back query after query); long texts are counted afresh, so the
     cache stays small."""
     return _count_short(text) if len(text) <= 2_000 else count_tokens(text)
+
+
+def count_chunks(chunks: Sequence[str], count: Callable[[str], int] = count_tokens_cached) -> int:
+    """The exact token count of ``"".join(chunks)`` from the chunks' own counts, when
+    every chunk but the last ends in a line break and the next one starts with a visible
+    character; otherwise the joined text is counted.
+
+    Why that is exact: tiktoken splits text with cl100k's pre-tokenizer pattern and
+    encodes each piece on its own. No piece runs past a run of line breaks into a visible
+    character (letters take no line break before them; punctuation and whitespace
+    pieces end where the breaks end), so a boundary there is a piece boundary and the
+    pieces on either side are those of the chunks counted alone. Retrieved text is
+    mostly the same lines query after query, so ``count`` (cached) makes this a few
+    dictionary lookups instead of encoding the whole text again."""
+    for i in range(len(chunks) - 1):
+        a, b = chunks[i], chunks[i + 1]
+        if not a.endswith("\n") or not b or b[0].isspace():
+            return count("".join(chunks))
+    return sum(count(c) for c in chunks)

@@ -21,28 +21,29 @@ class Retrieved:
     score: float
 
 
-def record_pending(conn: psycopg.Connection, tenant: str, query: str, at: datetime, hits: Sequence[Retrieved],
-                   asked_in: str | None = None) -> int:
-    """One row per returned memory, in one statement; returns how many were recorded.
-    ``asked_in``: the conversation the retrieval served, whose next segment reviews it
-    (None: each memory's own conversation).
+def record_pending_many(conn: psycopg.Connection,
+                        notes: Sequence[tuple[str, str, datetime, Sequence[Retrieved], str | None]]) -> int:
+    """Retrievals' notes ((tenant, query, at, hits, asked_in) each: one row per returned
+    memory; ``asked_in`` None: each memory's own conversation reviews it) in one
+    statement. A memory forgotten since it was returned is skipped. Returns the rows
+    written.
 
     Committed without waiting for the WAL flush (``synchronous_commit = off`` for this
-    statement's transaction only): a retrieval does not wait on the disk for its review
-    notes, and a PostgreSQL crash can lose at most the last fraction of a second of
-    them, never a memory. When ``conn`` is inside a transaction, the setting applies to
-    that transaction."""
-    if not hits:
+    statement's transaction only): a PostgreSQL crash can lose at most the last fraction
+    of a second of review notes, never a memory."""
+    rows = [(tenant, query, at, asked_in, h) for tenant, query, at, hits, asked_in in notes for h in hits]
+    if not rows:
         return 0
-    conn.execute(
+    cur = conn.execute(
         "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
         "INSERT INTO pending_review (tenant_id, conversation_id, memory_id, query, rank, score, retrieved_at, asked_in) "
-        "SELECT %s, c, m, %s, r, s, %s, %s FROM relaxed, "
-        "unnest(%s::text[], %s::uuid[], %s::int[], %s::float8[]) AS u(c, m, r, s)",
-        (tenant, query, at, asked_in, [h.conversation_id for h in hits], [h.memory_id for h in hits],
-         [h.rank for h in hits], [h.score for h in hits]),
+        "SELECT t, c, m, q, r, s, a, i FROM relaxed, "
+        "unnest(%s::text[], %s::text[], %s::uuid[], %s::text[], %s::int[], %s::float8[], %s::timestamptz[], %s::text[]) "
+        "AS u(t, c, m, q, r, s, a, i) WHERE EXISTS (SELECT 1 FROM episodic_memory e WHERE e.id = u.m)",
+        ([r[0] for r in rows], [r[4].conversation_id for r in rows], [r[4].memory_id for r in rows], [r[1] for r in rows],
+         [r[4].rank for r in rows], [r[4].score for r in rows], [r[2] for r in rows], [r[3] for r in rows]),
     )
-    return len(hits)
+    return cur.rowcount
 
 
 def open_reviews(conn: psycopg.Connection, tenant: str, conversation_id: str | None = None) -> list[tuple]:

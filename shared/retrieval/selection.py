@@ -13,12 +13,14 @@ lower-ranked episode's best message can come before a higher-ranked episode's te
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
 from shared.retrieval.model import EpisodeHit, MessageView
-from shared.retrieval.render import GAP, episode_block, episode_lines, gap_count, markdown, message_line, shown_header
+from shared.retrieval.render import GAP, episode_lines, markdown, message_line, shown_header
+from shared.tokens import count_chunks
 
 Counter = Callable[[str], int]
 
@@ -79,60 +81,79 @@ class Selection:
     tokens: int  # ``count(text)``, at most ``max_tokens``
 
 
+class _Costs:
+    """What an episode's block costs while filling (``select``): each distinct line
+    counted once (``count`` is cached), one token per line break, and for an episode shown
+    with messages a running sum kept as messages are added (the cost of one more message
+    is its line, its line break and the ``…`` lines it adds or closes)."""
+
+    def __init__(self, p: SelectionParams, now: datetime, count: Counter) -> None:
+        self.p, self.now, self.count = p, now, count
+        self.separator = count("\n\n")
+        self.gap = count(GAP)
+        self.headers: dict[str, int] = {}
+
+    def header_only(self, s: Selected) -> int:
+        lines = episode_lines(s.hit, [], now=self.now, summary=s.summary, key_moment_surprise=self.p.key_moment_surprise,
+                              title_words=self.p.title_words)
+        return sum(self.count(x) for x in lines) + len(lines) - 1 + self.separator
+
+    def header(self, hit: EpisodeHit) -> int:
+        cost = self.headers.get(hit.id)
+        if cost is None:
+            cost = self.headers[hit.id] = self.count(shown_header(hit, self.now, key_moment_surprise=self.p.key_moment_surprise,
+                                                                 title_words=self.p.title_words))
+        return cost
+
+    def summary(self, summary: str | None) -> int:
+        return self.count(f"Summary: {summary}") + 1 if summary else 0
+
+    def with_messages(self, s: _Entry) -> int:
+        """``estimate`` of an entry shown with messages, from its running sums."""
+        return (self.header(s.hit) + self.summary(s.summary) + s.message_cost + len(s.seqs) + s.gaps * (self.gap + 1)
+                + self.separator)
+
+
+@dataclass
+class _Entry(Selected):
+    seqs: list[int] = field(default_factory=list)  # shown messages' seqs, sorted
+    message_cost: int = 0  # their lines' tokens
+    gaps: int = 0  # ``gap_count(seqs, ...)``
+
+    def gaps_with(self, seq: int) -> int:
+        """``gap_count`` once ``seq`` is shown too (it is not yet)."""
+        hit, seqs = self.hit, self.seqs
+        i = bisect.bisect_left(seqs, seq)
+        before = seqs[i - 1] if i else hit.first_seq - 1
+        after = seqs[i] if i < len(seqs) else None
+        old = (after - before > 1) if after is not None else (before < hit.last_seq) if seqs else None
+        if old is None:  # nothing shown yet: no marker to close
+            return (seq - before > 1) + (seq < hit.last_seq)
+        new = (seq - before > 1) + ((after - seq > 1) if after is not None else (seq < hit.last_seq))
+        return self.gaps - old + new
+
+    def add(self, m: MessageView, cost: int, gaps: int) -> None:
+        bisect.insort(self.seqs, m.seq)
+        self.shown.append(m)
+        self.message_cost += cost
+        self.gaps = gaps
+
+
 def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count: Counter, query: str) -> Selection:
     """The episodes (with their shown messages) and the markdown that fits ``p.max_tokens``.
 
     Items compete for the budget by priority: an episode shown without messages (its
     detail level allows none) as its header (title, time, summary) at the episode's final
-    score, otherwise each message its detail level allows at its own priority (``MessageView.relevance``, set by the caller on the same scale). Items are
-    taken best first while they fit; a message brings its episode's header with it (the
-    summary then cut to ``summary_tokens_with_messages``). Episodes are shown in rank
-    order, messages in their order with markers for what is left out.
+    score, otherwise each message its detail level allows at its own priority
+    (``MessageView.relevance``, set by the caller on the same scale). Items are taken best
+    first while they fit; a message brings its episode's header with it (the summary then
+    cut to ``summary_tokens_with_messages``). Episodes are shown in rank order, messages in
+    their order with markers for what is left out.
 
-    While filling, a block's cost is the sum of its lines' token counts (each line
-    counted once) plus one per line break; the joined text is then counted exactly and
-    trimmed until it fits, so the budget holds on exactly what is returned."""
-    separator = count("\n\n")
-    memo: dict[str, int] = {}
-
-    def line_cost(line: str) -> int:
-        cost = memo.get(line)
-        if cost is None:
-            cost = memo[line] = count(line)
-        return cost
-
-    gap = count(GAP)
-    message_costs: dict[tuple[str, int], int] = {}
-    header_costs: dict[str, int] = {}
-
-    def estimate(s: Selected) -> int:
-        """What ``block(s)`` costs, from its parts (``episode_lines`` without the strings)."""
-        if not s.shown:
-            lines = episode_lines(s.hit, [], now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise,
-                                  title_words=p.title_words)
-            return sum(line_cost(x) for x in lines) + len(lines) - 1 + separator
-        hit = s.hit
-        cost = header_costs.get(hit.id)
-        if cost is None:
-            cost = header_costs[hit.id] = count(shown_header(hit, now, key_moment_surprise=p.key_moment_surprise,
-                                                        title_words=p.title_words))
-        lines = 1 + len(s.shown)
-        if s.summary:
-            cost += line_cost(f"Summary: {s.summary}")
-            lines += 1
-        for m in s.shown:
-            key = (hit.id, m.seq)
-            c = message_costs.get(key)
-            if c is None:
-                c = message_costs[key] = count(message_line(m))
-            cost += c
-        gaps = gap_count(sorted(m.seq for m in s.shown), hit.first_seq, hit.last_seq)
-        return cost + gaps * gap + lines + gaps - 1 + separator
-
-    def block(s: Selected) -> str:
-        return episode_block(s.hit, s.shown, now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise,
-                             title_words=p.title_words)
-
+    While filling, a block's cost is the sum of its lines' token counts plus one per line
+    break (``_Costs``); the text is then counted exactly (``count_chunks``) and trimmed
+    until it fits, so the budget holds on exactly what is returned."""
+    costs = _Costs(p, now, count)
     shortened: dict[tuple[str, int], str | None] = {}
 
     def shorten(text: str, tokens: int) -> str | None:
@@ -142,26 +163,29 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
         return shortened[key]
 
     smallest = count("- a: b") + 1
-
-    items: list[tuple[float, int, int, EpisodeHit, MessageView | None]] = []
+    message_items: list[tuple[float, int, int, EpisodeHit, MessageView]] = []
+    first_headers: list[tuple[float, int, int, EpisodeHit, None]] = []  # compete at their score
+    last_headers: list[tuple[float, int, int, EpisodeHit, None]] = []  # after every message
     for hit in hits:
         cap = message_cap(hit, p)
         # an episode that may show messages competes through them; its header alone (with the
         # summary) comes after every message, for when none of its messages fits
-        items.append((p.header_weight * hit.final if cap == 0 or not hit.messages else -1.0, hit.rank, -1, hit, None))
-        for m in sorted(hit.messages, key=lambda m: (-m.relevance, m.seq))[:cap]:
-            items.append((m.relevance, hit.rank, m.seq, hit, m))
-    items.sort(key=lambda it: (-it[0], it[1], it[2]))
-    headers = [it for it in items if it[4] is None]
+        if cap == 0 or not hit.messages:
+            first_headers.append((p.header_weight * hit.final, hit.rank, -1, hit, None))
+        else:
+            last_headers.append((-1.0, hit.rank, -1, hit, None))
+            best = hit.messages if cap >= len(hit.messages) else sorted(hit.messages, key=lambda m: (-m.relevance, m.seq))[:cap]
+            message_items.extend((m.relevance, hit.rank, m.seq, hit, m) for m in best)
+    order = lambda it: (-it[0], it[1], it[2])  # noqa: E731
     # no budget holds more than max_tokens / (tokens of the shortest line) messages: past a
     # few times that, the rest of the ranking cannot be reached
-    reach = 4 * p.max_tokens // smallest
-    items = [it for it in items if it[4] is not None][:reach] + [it for it in headers if it[0] >= 0]
-    items.sort(key=lambda it: (-it[0], it[1], it[2]))
-    items += [it for it in headers if it[0] < 0]
+    message_items.sort(key=order)
+    items: list = message_items[: 4 * p.max_tokens // smallest] + [h for h in first_headers if h[0] >= 0]
+    items.sort(key=order)
+    items += sorted((h for h in first_headers if h[0] < 0), key=order) + sorted(last_headers, key=order)
 
-    entries: dict[str, Selected] = {}
-    costs: dict[str, int] = {}
+    entries: dict[str, _Entry] = {}
+    spent: dict[str, int] = {}
     added: list[str] = []  # the entry each message went to, in order, to undo the last ones
     used = 0
     misses = 0  # items in a row that did not fit: past a few dozen, nothing later will
@@ -171,48 +195,61 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
         if misses > 48 and message is not None:
             continue  # past a few dozen misses in a row no message fits; a header alone still may
         entry = entries.get(hit.id)
-        if entry is None:
-            if message is None:
-                entry = Selected(hit, hit.summary, 0)
-            else:
-                entry = Selected(hit, shorten(hit.summary, p.summary_tokens_with_messages), message_cap(hit, p))
-        elif message is None:
-            continue  # its header came with one of its messages
-        if message is not None:
-            entry.shown.append(message)
-            if entry.summary == hit.summary and entry.summary:
-                entry.summary = shorten(hit.summary, p.summary_tokens_with_messages)
-        cost = estimate(entry)
-        previous = costs.get(hit.id, 0)
-        if used - previous + cost > p.max_tokens and message is None and entry.summary:
-            room = p.max_tokens - used - (cost - count(entry.summary))
-            entry.summary = shorten(hit.summary, room) if room >= 20 else None
-            cost = estimate(entry)
-        if used - previous + cost > p.max_tokens:
-            if message is not None:
-                entry.shown.pop()
-            misses += 1
-            continue
+        previous = spent.get(hit.id, 0)
+        if message is None:
+            if entry is not None:
+                continue  # its header came with one of its messages
+            entry = _Entry(hit, hit.summary, 0)
+            cost = costs.header_only(entry)
+            if used + cost > p.max_tokens and entry.summary:
+                room = p.max_tokens - used - (cost - count(entry.summary))
+                entry.summary = shorten(hit.summary, room) if room >= 20 else None
+                cost = costs.header_only(entry)
+            if used + cost > p.max_tokens:
+                misses += 1
+                continue
+        else:
+            if entry is None:
+                entry = _Entry(hit, shorten(hit.summary, p.summary_tokens_with_messages), message_cap(hit, p))
+            line = count(message_line(message))
+            gaps = entry.gaps_with(message.seq)
+            cost = (costs.header(hit) + costs.summary(entry.summary) + entry.message_cost + line + len(entry.seqs) + 1
+                    + gaps * (costs.gap + 1) + costs.separator)
+            if used - previous + cost > p.max_tokens:
+                misses += 1
+                continue
+            entry.add(message, line, gaps)
+            added.append(hit.id)
         misses = 0
         used += cost - previous
-        costs[hit.id] = cost
+        spent[hit.id] = cost
         entries[hit.id] = entry
-        if message is not None:
-            added.append(hit.id)
 
-    chosen = sorted(entries.values(), key=lambda s: s.hit.rank)
-    text = markdown([block(s) for s in chosen], query)
-    tokens = count(text)
-    while tokens > p.max_tokens and added:  # joining may tokenise a little differently
+    chosen: list[Selected] = sorted(entries.values(), key=lambda s: s.hit.rank)
+    text, tokens = _render(chosen, p, now, count, query)
+    while tokens > p.max_tokens and added:  # never expected: the costs above hold the text's count
         entries[added.pop()].shown.pop()
         chosen = [s for s in chosen if s.shown or s.cap == 0 or s.summary]
-        text = markdown([block(s) for s in chosen], query)
-        tokens = count(text)
+        text, tokens = _render(chosen, p, now, count, query)
     while tokens > p.max_tokens and chosen:
         chosen.pop()
-        text = markdown([block(s) for s in chosen], query)
-        tokens = count(text)
+        text, tokens = _render(chosen, p, now, count, query)
     if tokens > p.max_tokens:  # nothing chosen, and the query it echoes is too long
         text = "No memories match the query."
         tokens = count(text)
     return Selection(chosen, text, tokens)
+
+
+def _render(chosen: Sequence[Selected], p: SelectionParams, now: datetime, count: Counter, query: str) -> tuple[str, int]:
+    """The markdown of ``chosen`` and its exact token count (``count_chunks``: line by line)."""
+    if not chosen:
+        text = markdown([], query)
+        return text, count(text)
+    chunks: list[str] = []
+    for s in chosen:
+        lines = episode_lines(s.hit, s.shown, now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise,
+                              title_words=p.title_words)
+        chunks.extend(line + "\n" for line in lines)
+        chunks[-1] += "\n"
+    chunks[-1] = chunks[-1][:-2]
+    return "".join(chunks), count_chunks(chunks, count)

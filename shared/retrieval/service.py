@@ -21,7 +21,7 @@ import psycopg
 import structlog
 
 from shared.db.facts import search_facts
-from shared.db.reviews import Retrieved, record_pending
+from shared.db.reviews import Retrieved
 from shared.errors import ValidationError
 from shared.retrieval import legs
 from shared.retrieval.facts_section import fact_record, facts_block
@@ -31,6 +31,7 @@ from shared.retrieval.participants import query_terms
 from shared.retrieval.relevance import RelevanceParams, episode_density, message_relevance, priority
 from shared.retrieval.render import episode_block, hit_record, markdown
 from shared.retrieval.request import RetrievalRequest, build_request
+from shared.retrieval.review_notes import ReviewNote, review_notes
 from shared.retrieval.retrievability import retrievability, with_floor
 from shared.retrieval.selection import SelectionParams, message_cap, select
 from shared.retrieval.time_expressions import NamedTime, find_time
@@ -49,7 +50,7 @@ class RetrievalResult:
     records: list[dict[str, Any]]  # the same as JSON-ready data with every score
     named_time: NamedTime | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
-    reviews_recorded: int = 0
+    reviews_recorded: int = 0  # review notes handed to the writer (review_notes.py)
     participants: list[str] = field(default_factory=list)  # participants the query names
     facts: list[dict[str, Any]] = field(default_factory=list)  # the facts section, with scores
 
@@ -239,17 +240,12 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         returned = [s.hit for s in chosen]
         records = [hit_record(s.hit, s.shown, s.summary is not None) for s in chosen]
         recorded = 0
-        if record and chosen:
-            retrieved = [Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen]
-            try:
-                if c.autocommit:  # one statement: atomic on its own
-                    recorded = record_pending(c, request.tenant, request.query, request.now, retrieved, request.asked_in)
-                else:
-                    with c.transaction():
-                        recorded = record_pending(c, request.tenant, request.query, request.now, retrieved,
-                                                  request.asked_in)
-            except psycopg.errors.ForeignKeyViolation:  # a memory forgotten since it was read: nothing to review
-                log.info("review_not_recorded", reason="memory forgotten meanwhile")
+        if record and chosen:  # written by this process's review-notes writer, off the request path
+            review_notes(settings).add(ReviewNote(
+                request.tenant, request.query, request.now,
+                tuple(Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen), request.asked_in,
+            ))
+            recorded = len(chosen)
         timings["record"] = (time.perf_counter() - t4) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
     log.debug("retrieved", tenant=request.tenant, memories=len(chosen), tokens=tokens, detail=request.detail,

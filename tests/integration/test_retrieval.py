@@ -23,6 +23,7 @@ from shared.errors import ValidationError
 from shared.retrieval import legs
 from shared.retrieval.render import GAP, gap_count
 from shared.retrieval.request import build_request
+from shared.retrieval.review_notes import flush_review_notes
 from shared.retrieval.service import recent_memory, retrieve_memory
 from shared.tokens import count_tokens
 from worker.episodes.fsrs_card import initial_memory
@@ -561,17 +562,21 @@ def test_what_is_returned_is_recorded_for_review_unless_asked_not_to(db, setting
                       start=NOW - timedelta(days=1 + i), messages=[("user", "The kite string snapped!", v)])
     result = retrieve_memory("kite string", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW)
     assert result.reviews_recorded == len(result.hits) == 3
+    assert flush_review_notes()
     rows = open_reviews(db, tenant)
     assert [(r[0], r[1], r[2], r[4]) for r in rows] == [(h.id, "kite string", h.rank, NOW) for h in result.hits]
     assert [r[3] for r in rows] == pytest.approx([h.final for h in result.hits])
     assert len(open_reviews(db, tenant, "kite")) == 3 and open_reviews(db, tenant, "other") == []
 
     quiet = retrieve_memory("kite string", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW, record=False)
+    assert flush_review_notes()
     assert quiet.hits and quiet.reviews_recorded == 0 and len(open_reviews(db, tenant)) == 3
     none_found = retrieve_memory("kite", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW,
                                  time_range=("2020-01-01T00:00:00Z", "2020-02-01T00:00:00Z"))
+    assert flush_review_notes()
     assert none_found.reviews_recorded == 0 and len(open_reviews(db, tenant)) == 3
     retrieve_memory("kite", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW, limit=1)
+    assert flush_review_notes()
     assert len(open_reviews(db, tenant)) == 4
 
 

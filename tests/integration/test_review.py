@@ -14,6 +14,7 @@ from test_retrieval import axis, blend, write_episode
 
 from memq.testing.scripted_llm import Reply
 from shared.db.reviews import open_reviews, reviews_of
+from shared.retrieval.review_notes import flush_review_notes
 from shared.retrieval.service import retrieve_memory
 from worker.review.job import review_segment
 
@@ -39,8 +40,10 @@ def memories(db, settings, tenant):
 
 
 def ask(db, settings, tenant, query: str, vector: np.ndarray, at: datetime):
-    return retrieve_memory(query, tenant=tenant, conversation_ids=["past"], asked_in="chat", embed=lambda _: vector,
-                           settings=settings, conn=db, now=at, detail="none", limit=5)
+    result = retrieve_memory(query, tenant=tenant, conversation_ids=["past"], asked_in="chat", embed=lambda _: vector,
+                             settings=settings, conn=db, now=at, detail="none", limit=5)
+    assert flush_review_notes()  # the notes are written off the request path
+    return result
 
 
 def next_segment(db, settings, tenant, start: datetime, lines: list[tuple[str, str, np.ndarray]]) -> str:

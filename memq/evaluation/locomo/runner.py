@@ -280,6 +280,7 @@ def _latency(run_: EvalRun, settings: Settings, conn, asked, queries: Queries, b
     recorded as in production) next to the legs' SQL alone, same queries, interleaved."""
     from shared.retrieval import legs
     from shared.retrieval.request import build_request
+    from shared.retrieval.review_notes import flush_review_notes
     from shared.retrieval.service import retrieve
 
     totals: list[float] = []
@@ -300,6 +301,7 @@ def _latency(run_: EvalRun, settings: Settings, conn, asked, queries: Queries, b
             if repeat:
                 floors.append(floor * 1000)
                 totals.append(total * 1000)
+    flush_review_notes()
     conn.execute("DELETE FROM pending_review WHERE tenant_id = %s", (run_.config.tenant,))
     run_.latency_ms.update({
         "retrieve_p50": percentile(totals, 50), "retrieve_p99": percentile(totals, 99),
