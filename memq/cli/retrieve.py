@@ -17,6 +17,7 @@ from rich.markdown import Markdown
 from memq.cli.options import tenant_option
 from shared.errors import ValidationError
 from shared.retrieval.request import DETAILS
+from shared.retrieval.review_notes import flush_review_notes
 from shared.retrieval.service import recent_memory, retrieve_memory
 from shared.settings import get_settings
 
@@ -73,6 +74,8 @@ def retrieve_cmd(conversation_id: str, query: str, all_conversations: bool, more
             query, tenant=tenant, conversation_ids=scope, limit=limit, detail=detail, max_tokens=max_tokens,
             time_range=time_range, settings=get_settings(), record=not no_record,
         )
+        if not flush_review_notes(timeout=10.0):  # a one-shot command: its review note lands before it returns
+            click.echo("warning: the review note could not be written (PostgreSQL unreachable?)", err=True)
     _print(result.text, result.to_json(), as_json)
 
 
