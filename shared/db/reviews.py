@@ -21,17 +21,26 @@ class Retrieved:
     score: float
 
 
-def record_pending_many(conn: psycopg.Connection,
-                        notes: Sequence[tuple[str, str, datetime, Sequence[Retrieved], str | None]]) -> int:
-    """Retrievals' notes ((tenant, query, at, hits, asked_in) each: one row per returned
-    memory; ``asked_in`` None: each memory's own conversation reviews it) in one
-    statement. A memory forgotten since it was returned is skipped. Returns the rows
+@dataclass(frozen=True)
+class ReviewNote:
+    """What one retrieval returned. ``asked_in``: the conversation whose next segment
+    reviews it (None: each memory's own conversation)."""
+
+    tenant: str
+    query: str
+    at: datetime
+    hits: tuple[Retrieved, ...]
+    asked_in: str | None = None
+
+
+def record_pending_many(conn: psycopg.Connection, notes: Sequence[ReviewNote]) -> int:
+    """Retrievals' notes, one row per returned memory, in one statement. A memory forgotten since it was returned is skipped. Returns the rows
     written.
 
     Committed without waiting for the WAL flush (``synchronous_commit = off`` for this
     statement's transaction only): a PostgreSQL crash can lose at most the last fraction
     of a second of review notes, never a memory."""
-    rows = [(tenant, query, at, asked_in, h) for tenant, query, at, hits, asked_in in notes for h in hits]
+    rows = [(n, h) for n in notes for h in n.hits]
     if not rows:
         return 0
     cur = conn.execute(
@@ -40,8 +49,9 @@ def record_pending_many(conn: psycopg.Connection,
         "SELECT t, c, m, q, r, s, a, i FROM relaxed, "
         "unnest(%s::text[], %s::text[], %s::uuid[], %s::text[], %s::int[], %s::float8[], %s::timestamptz[], %s::text[]) "
         "AS u(t, c, m, q, r, s, a, i) WHERE EXISTS (SELECT 1 FROM episodic_memory e WHERE e.id = u.m)",
-        ([r[0] for r in rows], [r[4].conversation_id for r in rows], [r[4].memory_id for r in rows], [r[1] for r in rows],
-         [r[4].rank for r in rows], [r[4].score for r in rows], [r[2] for r in rows], [r[3] for r in rows]),
+        ([n.tenant for n, _ in rows], [h.conversation_id for _, h in rows], [h.memory_id for _, h in rows],
+         [n.query for n, _ in rows], [h.rank for _, h in rows], [h.score for _, h in rows], [n.at for n, _ in rows],
+         [n.asked_in for n, _ in rows]),
     )
     return cur.rowcount
 

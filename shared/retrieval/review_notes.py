@@ -23,27 +23,16 @@ import os
 import threading
 import time
 from collections import deque
-from dataclasses import dataclass
-from datetime import datetime
 
 import psycopg
 import structlog
 
-from shared.db.reviews import Retrieved, record_pending_many
+from shared.db.reviews import ReviewNote, record_pending_many
 from shared.settings import Settings
 
 log = structlog.get_logger("memq.review_notes")
 
 _BATCH = 500  # notes per statement at most
-
-
-@dataclass(frozen=True)
-class ReviewNote:
-    tenant: str
-    query: str
-    at: datetime
-    hits: tuple[Retrieved, ...]
-    asked_in: str | None = None
 
 
 class ReviewNotes:
@@ -54,7 +43,7 @@ class ReviewNotes:
         self._queue: deque[ReviewNote] = deque()
         self._cond = threading.Condition()
         self._queued = 0  # notes ever queued
-        self._done = 0  # notes ever written, skipped or dropped
+        self._done = 0  # queued notes since written, skipped or refused
         self.dropped = 0  # notes lost (queue full, or refused by the database)
         self.batches = 0  # statements written
         self._thread: threading.Thread | None = None
@@ -140,7 +129,7 @@ class ReviewNotes:
 
             self._conn = pg_connect(self._settings, autocommit=True)
         self.batches += 1
-        written = record_pending_many(self._conn, [(n.tenant, n.query, n.at, n.hits, n.asked_in) for n in batch])
+        written = record_pending_many(self._conn, batch)
         skipped = sum(len(n.hits) for n in batch) - written
         if skipped:
             log.info("review_notes_skipped", memories=skipped, reason="memory forgotten before the note was written")

@@ -108,10 +108,11 @@ class _Costs:
     def summary(self, summary: str | None) -> int:
         return self.count(f"Summary: {summary}") + 1 if summary else 0
 
-    def with_messages(self, s: _Entry) -> int:
-        """``estimate`` of an entry shown with messages, from its running sums."""
-        return (self.header(s.hit) + self.summary(s.summary) + s.message_cost + len(s.seqs) + s.gaps * (self.gap + 1)
-                + self.separator)
+    def with_message(self, s: _Entry, line: int, gaps: int) -> int:
+        """The block's cost once one more message (its line costing ``line``) is shown,
+        with ``gaps`` markers then, from the entry's running sums."""
+        return (self.header(s.hit) + self.summary(s.summary) + s.message_cost + line + len(s.seqs) + 1
+                + gaps * (self.gap + 1) + self.separator)
 
 
 @dataclass
@@ -213,8 +214,7 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
                 entry = _Entry(hit, shorten(hit.summary, p.summary_tokens_with_messages), message_cap(hit, p))
             line = count(message_line(message))
             gaps = entry.gaps_with(message.seq)
-            cost = (costs.header(hit) + costs.summary(entry.summary) + entry.message_cost + line + len(entry.seqs) + 1
-                    + gaps * (costs.gap + 1) + costs.separator)
+            cost = costs.with_message(entry, line, gaps)
             if used - previous + cost > p.max_tokens:
                 misses += 1
                 continue

@@ -21,7 +21,7 @@ import psycopg
 import structlog
 
 from shared.db.facts import search_facts
-from shared.db.reviews import Retrieved
+from shared.db.reviews import Retrieved, ReviewNote
 from shared.errors import ValidationError
 from shared.retrieval import legs
 from shared.retrieval.facts_section import fact_record, facts_block
@@ -31,7 +31,7 @@ from shared.retrieval.participants import query_terms
 from shared.retrieval.relevance import RelevanceParams, episode_density, message_relevance, priority
 from shared.retrieval.render import episode_block, hit_record, markdown
 from shared.retrieval.request import RetrievalRequest, build_request
-from shared.retrieval.review_notes import ReviewNote, review_notes
+from shared.retrieval.review_notes import review_notes
 from shared.retrieval.retrievability import retrievability, with_floor
 from shared.retrieval.selection import SelectionParams, message_cap, select
 from shared.retrieval.time_expressions import NamedTime, find_time

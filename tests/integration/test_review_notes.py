@@ -10,8 +10,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from test_retrieval import axis, fixed, write_episode
 
-from shared.db.reviews import Retrieved, open_reviews
-from shared.retrieval.review_notes import ReviewNote, ReviewNotes
+from shared.db.reviews import Retrieved, ReviewNote, open_reviews
+from shared.retrieval.review_notes import ReviewNotes
 from shared.retrieval.service import retrieve_memory
 
 pytestmark = pytest.mark.integration
