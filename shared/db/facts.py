@@ -14,6 +14,8 @@ from typing import Any
 import numpy as np
 from psycopg.types.json import Jsonb
 
+from shared.db.lexical import OR_QUERY
+
 CATEGORIES = ("identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline")
 
 _FACT = ("id::text, conversation_id, category, content, valid_at, invalid_at, created_at, expired_at, superseded_by::text, "
@@ -133,42 +135,65 @@ def nearest_active(conn, tenant: str, conversation_id: str, vector: np.ndarray) 
     return (row[0], float(row[1])) if row else None
 
 
-def search_facts(conn, tenant: str, conversation_ids: Sequence[str] | None, queries: Sequence[tuple[str, np.ndarray]],
-                 limit: int, k: float = 60.0, candidates: int = 50,
-                 min_similarity: float = 0.0) -> list[tuple[Fact, float, dict[str, int]]]:
-    """Active facts by hybrid search (vector and lexical legs per query, fused by RRF):
-    (fact, rrf score, ranks), best first. ``conversation_ids`` None: the whole tenant.
-    The vector leg keeps only facts at least ``min_similarity`` (cosine) from the query:
-    a nearest fact is not a relevant one when few facts exist."""
-    from shared.retrieval.legs import OR_QUERY
+FACT_CANDIDATES = 50  # facts each leg ranks before fusion
 
-    scope = "tenant_id = %(tenant)s AND expired_at IS NULL"
-    if conversation_ids is not None:
-        scope += " AND conversation_id = ANY(%(conversations)s)"
+
+def fact_legs_sql(conversations: bool) -> str:
+    """The vector and lexical legs over active facts: (leg, fact id, 1-based rank) rows,
+    ``fact_vector`` and ``fact_lexical``. Needs the CTE ``q`` (``lexical.OR_QUERY``) and
+    the parameters ``tenant``, ``conversations`` (when ``conversations``), ``vector``,
+    ``fact_k`` (candidates per leg) and ``fact_min`` (the vector leg keeps facts at least
+    this close, cosine: a nearest fact is not a relevant one when few facts exist)."""
+    scope = "f.tenant_id = %(tenant)s AND f.expired_at IS NULL"
+    if conversations:
+        scope += " AND f.conversation_id = ANY(%(conversations)s)"
+    return f"""
+        (SELECT 'fact_vector' AS leg, id::text AS id, row_number() OVER (ORDER BY d, id) AS rank FROM (
+            SELECT f.id, f.embedding <=> %(vector)s AS d FROM semantic_fact f WHERE {scope}
+            ORDER BY d LIMIT %(fact_k)s) v WHERE 1 - d >= %(fact_min)s)
+        UNION ALL
+        (SELECT 'fact_lexical', id::text, row_number() OVER (ORDER BY r DESC, id) FROM (
+            SELECT f.id, ts_rank_cd(f.search, q.q, 1) AS r FROM semantic_fact f, q
+            WHERE {scope} AND f.search @@ q.q ORDER BY r DESC, id LIMIT %(fact_k)s) l)"""
+
+
+def fuse_fact_legs(rows_per_query: Sequence[Sequence[tuple[str, str, int]]], k: float,
+                   limit: int) -> list[tuple[str, float, dict[str, int]]]:
+    """Reciprocal Rank Fusion of the fact legs' rows of one or more queries: (fact id,
+    score, ranks) best first, at most ``limit``. A rank is named by its leg (``vector`` /
+    ``lexical``), suffixed by the query's number when there are several."""
     scores: dict[str, float] = {}
     ranks: dict[str, dict[str, int]] = {}
-    for i, (text, vector) in enumerate(queries):
-        rows = conn.execute(
-            f"""WITH q AS (SELECT {OR_QUERY} AS q)
-            (SELECT 'vector', id::text FROM (SELECT id, embedding <=> %(vector)s AS d FROM semantic_fact WHERE {scope}
-               ORDER BY d LIMIT %(k)s) v WHERE 1 - d >= %(min)s)
-            UNION ALL
-            (SELECT 'lexical', id::text FROM (SELECT id, ts_rank_cd(search, q.q, 1) AS r FROM semantic_fact, q
-               WHERE {scope} AND search @@ q.q ORDER BY r DESC, id LIMIT %(k)s) l)""",
-            {"tenant": tenant, "conversations": list(conversation_ids or []), "query": text, "vector": vector,
-             "k": candidates, "min": min_similarity},
-        ).fetchall()
-        position: dict[str, int] = {}
-        for leg, fact_id in rows:
-            position[leg] = position.get(leg, 0) + 1
-            scores[fact_id] = scores.get(fact_id, 0.0) + 1.0 / (k + position[leg])
-            ranks.setdefault(fact_id, {}).setdefault(f"{leg}{'' if len(queries) == 1 else f'_{i + 1}'}", position[leg])
+    for i, rows in enumerate(rows_per_query):
+        suffix = "" if len(rows_per_query) == 1 else f"_{i + 1}"
+        for leg, fact_id, rank in rows:
+            scores[fact_id] = scores.get(fact_id, 0.0) + 1.0 / (k + rank)
+            ranks.setdefault(fact_id, {}).setdefault(leg.removeprefix("fact_") + suffix, rank)
     best = sorted(scores, key=lambda f: (-scores[f], f))[:limit]
-    if not best:
+    return [(f, scores[f], ranks[f]) for f in best]
+
+
+def facts_by_id(conn, fused: Sequence[tuple[str, float, dict[str, int]]]) -> list[tuple[Fact, float, dict[str, int]]]:
+    """The rows of fused facts, in the same order, with their scores (a fact gone since is left out)."""
+    if not fused:
         return []
-    rows = conn.execute(f"SELECT {_FACT} FROM semantic_fact WHERE id = ANY(%s::uuid[])", (best,)).fetchall()
+    rows = conn.execute(f"SELECT {_FACT} FROM semantic_fact WHERE id = ANY(%s::uuid[])", ([f for f, _, _ in fused],)).fetchall()
     facts = {r[0]: Fact(*r) for r in rows}
-    return [(facts[f], scores[f], ranks[f]) for f in best if f in facts]
+    return [(facts[f], score, ranks) for f, score, ranks in fused if f in facts]
+
+
+def search_facts(conn, tenant: str, conversation_ids: Sequence[str] | None, queries: Sequence[tuple[str, np.ndarray]],
+                 limit: int, k: float = 60.0, candidates: int = FACT_CANDIDATES,
+                 min_similarity: float = 0.0) -> list[tuple[Fact, float, dict[str, int]]]:
+    """Active facts by hybrid search (``fact_legs_sql`` per query, fused by RRF): (fact,
+    rrf score, ranks), best first. ``conversation_ids`` None: the whole tenant."""
+    sql = f"WITH q AS (SELECT {OR_QUERY} AS q) {fact_legs_sql(conversation_ids is not None)}"
+    found = [
+        conn.execute(sql, {"tenant": tenant, "conversations": list(conversation_ids or []), "query": text, "vector": vector,
+                           "fact_k": candidates, "fact_min": min_similarity}).fetchall()
+        for text, vector in queries
+    ]
+    return facts_by_id(conn, fuse_fact_legs(found, k, limit))
 
 
 def unconsolidated(conn, tenant: str, conversation_id: str, flashbulb_surprise: float) -> tuple[int, bool]:

@@ -23,21 +23,11 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from shared.retrieval.model import EpisodeFields
+from shared.db.facts import fact_legs_sql
+from shared.db.lexical import OR_QUERY
+from shared.retrieval.model import EpisodeHit
 from shared.retrieval.request import RetrievalRequest
 
-OR_QUERY = (
-    "to_tsquery('simple', array_to_string(ARRAY(SELECT quote_literal(l) FROM "
-    "unnest(tsvector_to_array(to_tsvector('english', %(query)s))) AS l), ' | '))"
-)
-
-
-@dataclass
-class Candidate(EpisodeFields):
-    """An episode a leg found, before re-ranking."""
-
-    fsrs_card: dict[str, Any]
-    ranks: dict[str, int] = field(default_factory=dict)
 
 
 def _scope(request: RetrievalRequest, alias: str, time_column_start: str, time_column_end: str) -> str:
@@ -105,35 +95,47 @@ def legs_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
     return f"WITH q AS (SELECT {OR_QUERY} AS q) {_ranked_union(request, legs)}"
 
 
-_CANDIDATE = ("id::text, conversation_id, title, summary, start_at, end_at, surprise, message_count, first_seq, last_seq, "
-              "summary_source, fsrs_card")
-_NO_CANDIDATE = ("NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::float8, NULL::int, "
-                 "NULL::bigint, NULL::bigint, NULL::text, NULL::jsonb")
-_NO_MESSAGE = "NULL::text, NULL::text, NULL::text, NULL::timestamptz"
+_CARD = "(fsrs_card->>'stability')::float8, (fsrs_card->>'last_review')::timestamptz"
+# an episode row as ``EpisodeHit`` reads it (``model.EpisodeFields``): the FSRS state comes
+# out of the card as two values, so neither PostgreSQL nor Python handles the JSON
+_EPISODE = ("id::text, conversation_id, title, summary, start_at, end_at, surprise, message_count, first_seq, last_seq, "
+            f"summary_source, {_CARD}")
 
 
-def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
-    """``legs_sql`` and, in the same statement (one round trip), what retrieval reads next:
+# the nine typed columns after (kind, id, seq, rank, conv), empty
+_NULLS = ("NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::float8, NULL::int, NULL::float8, "
+          "NULL::timestamptz")
 
-    - ``candidate`` rows: every episode a leg found (the fields of ``Candidate``);
-    - ``message`` rows: every message a message leg ranked within ``reach`` and the one
-      before and after it in its episode (role, speaker, content, time): the messages
-      that may be shown.
 
-    Columns: leg, episode id, seq, rank, the candidate's fields, the message's fields;
-    each row fills only its own."""
+def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], facts: bool = False) -> str:
+    """``legs_sql`` and, in the same statement (one round trip), what retrieval reads next.
+    Rows of three kinds share 14 columns, so that each row stays narrow:
+
+    - a leg's rows: (leg, episode id, message seq, rank, message's conversation);
+    - ``episode``: (kind, id, first_seq, last_seq, conversation_id, title, summary,
+      summary_source, start_at, end_at, surprise, message_count, stability, last_review);
+    - ``message``: (kind, episode id, seq, -, -, role, speaker, content, ts).
+
+    ``episode`` rows: every episode a leg found. ``message`` rows: every message a message
+    leg ranked within ``reach`` and the one before and after it in its episode: the
+    messages that may be shown. With ``facts``, the fact legs' rows too (``fact_vector`` /
+    ``fact_lexical``: fact id and rank; ``shared/db/facts.fact_legs_sql``)."""
+    fact_rows = ""
+    if facts:
+        fact_rows = (f"UNION ALL SELECT leg, id, NULL, rank, NULL, {_NULLS} FROM "
+                     f"({fact_legs_sql(request.conversation_ids is not None)}) f ")
     return (
         f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs)}), "
         "near AS (SELECT DISTINCT r.conv, r.id::uuid AS episode_id, r.seq + d AS seq FROM ranked r, "
         "(VALUES (-1), (0), (1)) AS n(d) WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s) "
-        f"SELECT leg, id, seq, rank, conv, {_NO_CANDIDATE}, {_NO_MESSAGE} FROM ranked "
-        f"UNION ALL SELECT 'candidate', id::text, NULL::bigint, NULL::bigint, NULL::text, "
-        f"{_CANDIDATE.removeprefix('id::text, ')}, {_NO_MESSAGE} "
+        f"SELECT leg, id, seq, rank, conv, {_NULLS} FROM ranked "
+        "UNION ALL SELECT 'episode', id::text, first_seq, last_seq, conversation_id, title, summary, summary_source, "
+        f"start_at, end_at, surprise, message_count, {_CARD} "
         "FROM episodic_memory WHERE id IN (SELECT id::uuid FROM ranked) "
-        f"UNION ALL SELECT 'message', m.episode_id::text, m.seq, NULL::bigint, NULL::text, {_NO_CANDIDATE}, "
-        "m.role, m.speaker, m.content, m.ts "
+        "UNION ALL SELECT 'message', m.episode_id::text, m.seq, NULL, NULL, m.role, m.speaker, m.content, m.ts, "
+        "NULL, NULL, NULL, NULL, NULL "
         "FROM near JOIN episode_message m ON m.tenant_id = %(tenant)s AND m.conversation_id = near.conv "
-        "AND m.seq = near.seq AND m.episode_id = near.episode_id"
+        f"AND m.seq = near.seq AND m.episode_id = near.episode_id {fact_rows}"
     )
 
 
@@ -148,36 +150,46 @@ def set_search_options(conn: psycopg.Connection, ef_search: int) -> None:
 class LegResults:
     episodes: dict[str, list[str]]  # leg -> episode ids, best first
     messages: dict[str, dict[tuple[str, int], int]]  # message leg -> (episode id, seq) -> 1-based rank
-    candidates: dict[str, Candidate] = field(default_factory=dict)  # episode id -> row (``full``)
+    found: dict[str, EpisodeHit] = field(default_factory=dict)  # episode id -> its row, unscored (``full``)
     shown: dict[str, list[tuple]] = field(default_factory=dict)  # episode id -> (seq, role, speaker, content, ts) (``full``)
+    facts: list[tuple[str, str, int]] = field(default_factory=list)  # (fact leg, fact id, rank) (``full`` with facts)
 
 
 def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.ndarray, legs: tuple[str, ...],
              candidates: int, ef_search: int, *, query_text: str | None = None, full: bool = False,
-             reach: int | None = None) -> LegResults:
-    """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``."""
+             reach: int | None = None, facts: tuple[int, float] | None = None) -> LegResults:
+    """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
+    legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity)."""
     ranked: dict[str, list[tuple[int, str]]] = {leg: [] for leg in legs}
     messages: dict[str, dict[tuple[str, int], int]] = {leg: {} for leg in legs if leg.startswith("message_")}
-    rows: dict[str, Candidate] = {}
+    found: dict[str, EpisodeHit] = {}
     shown: dict[str, list[tuple]] = {}
-    sql = retrieval_sql(request, legs) if full else legs_sql(request, legs)
+    fact_rows: list[tuple[str, str, int]] = []
+    args = params(request, vector, candidates, query_text, reach)
+    if facts is not None:
+        args["fact_k"], args["fact_min"] = facts
+    sql = retrieval_sql(request, legs, facts is not None) if full else legs_sql(request, legs)
     with conn.transaction():
         set_search_options(conn, ef_search)
-        for row in conn.execute(sql, params(request, vector, candidates, query_text, reach)).fetchall():
-            leg, episode_id, seq, rank = row[:4]
-            if leg == "candidate":
-                rows[episode_id] = Candidate(episode_id, *row[5:16])
-            elif leg == "message":
-                shown.setdefault(episode_id, []).append((seq, *row[16:]))
-            else:
-                ranked[leg].append((rank, episode_id))
-                if seq is not None:
-                    messages[leg][(episode_id, seq)] = rank
-    for found in shown.values():
-        found.sort()
+        rows = conn.execute(sql, args).fetchall()
+    for row in rows:
+        kind, episode_id, seq, rank = row[0], row[1], row[2], row[3]
+        if kind == "episode":  # see retrieval_sql for the columns
+            found[episode_id] = EpisodeHit(episode_id, row[4], row[5], row[6], row[8], row[9], row[10], row[11], seq, rank,
+                                           row[7], row[12], row[13])
+        elif kind == "message":
+            shown.setdefault(episode_id, []).append((seq, row[5], row[6], row[7], row[8]))
+        elif kind.startswith("fact_"):
+            fact_rows.append((kind, episode_id, rank))
+        else:
+            ranked[kind].append((rank, episode_id))
+            if seq is not None:
+                messages[kind][(episode_id, seq)] = rank
+    for found_messages in shown.values():
+        found_messages.sort()
     # an episode's rank in a message leg: the order of first appearance of its messages
     episodes = {leg: list(dict.fromkeys(eid for _, eid in sorted(rows_))) for leg, rows_ in ranked.items()}
-    return LegResults(episodes, messages, rows, shown)
+    return LegResults(episodes, messages, found, shown, fact_rows)
 
 
 def participants(conn: psycopg.Connection, request: RetrievalRequest, limit: int = 1000) -> list[str]:
@@ -192,13 +204,14 @@ def participants(conn: psycopg.Connection, request: RetrievalRequest, limit: int
     return [r[0] for r in conn.execute(sql, args)]
 
 
-def recent_candidates(conn: psycopg.Connection, tenant: str, conversation_id: str, since: datetime, limit: int) -> list[Candidate]:
+def recent_candidates(conn: psycopg.Connection, tenant: str, conversation_id: str, since: datetime,
+                      limit: int) -> list[EpisodeHit]:
     rows = conn.execute(
-        f"SELECT {_CANDIDATE} FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s AND end_at >= %s "
+        f"SELECT {_EPISODE} FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s AND end_at >= %s "
         "ORDER BY end_at DESC LIMIT %s",
         (tenant, conversation_id, since, limit),
     ).fetchall()
-    return [Candidate(*r) for r in rows]
+    return [EpisodeHit(*r) for r in rows]
 
 
 def fetch_messages(conn: psycopg.Connection, episode_ids: list[str]) -> dict[str, list[tuple]]:

@@ -37,10 +37,16 @@ class EpisodeFields:
     first_seq: int
     last_seq: int
     summary_source: str
+    # the FSRS memory state, from the episode's card: stability (days) and the last review
+    # (when the memory formed, until it is reviewed); None: retrievability 0
+    stability: float | None = None
+    last_review: datetime | None = None
 
 
 @dataclass
 class EpisodeHit(EpisodeFields):
+    """An episode a leg found: its row, then (``service.rerank``) its scores and rank."""
+
     ranks: dict[str, int] = field(default_factory=dict)  # leg -> 1-based rank
     rrf: float = 0.0
     retrievability: float = 1.0

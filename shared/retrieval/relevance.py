@@ -20,9 +20,8 @@ memories (recall at 1,000 tokens 0.80 -> 0.71 on sessions months old); see the R
 
 from __future__ import annotations
 
-from collections import defaultdict
 from collections.abc import Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 
 Key = tuple[str, int]  # (episode id, seq)
 
@@ -37,56 +36,53 @@ class RelevanceParams:
     episode_weight: float = 0.1
 
 
-@dataclass
-class Relevance:
-    score: float  # relevance after the speaker match and neighbours, before the episode's terms
-    own: float = 0.0  # before neighbours
-    ranks: dict[str, int] = field(default_factory=dict)  # "vector" / "lexical" -> 1-based rank
-    speaker_match: bool = False
+@dataclass(frozen=True)
+class EpisodeRelevance:
+    """One episode's messages, aligned with the ``seqs`` they were scored for."""
+
+    scores: list[float]  # relevance after the speaker match and neighbours, before the episode's terms
+    ranks: list[dict[str, int]]  # "vector" / "lexical" -> 1-based rank in the message legs
+    speaker_match: list[bool]
+    density: float  # the sum of the ``density_top`` highest own relevances (neighbours' shares left out)
 
 
-def message_relevance(
-    keys: Sequence[Key],
+def episode_relevance(
+    episode_id: str,
+    seqs: Sequence[int],
     ranks: Mapping[str, Mapping[Key, int]],
     p: RelevanceParams,
     speakers: Sequence[str | None] | None = None,
     named: Collection[str] = (),
-) -> dict[Key, Relevance]:
-    """``keys``: the messages to score, (episode id, seq); a message's neighbours are seq - 1
-    and seq + 1 of the same episode, when among ``keys``. ``ranks``: message leg -> key
-    -> rank; ``speakers`` aligned with ``keys``."""
-    mine: dict[Key, dict[str, int]] = {}
-    for leg, ranked in ranks.items():
-        name = leg.removeprefix("message_")
-        for key, rank in ranked.items():
-            mine.setdefault(key, {})[name] = rank
+) -> EpisodeRelevance:
+    """Score the messages ``seqs`` of one episode. ``ranks``: message leg -> (episode id,
+    seq) -> rank; ``speakers`` aligned with ``seqs``. A message's neighbours are seq - 1
+    and seq + 1, when among ``seqs``."""
     k = p.k
+    legs = [(leg.removeprefix("message_"), ranked) for leg, ranked in ranks.items()]
     bonus = p.speaker_weight / (k + 1)
-    own: dict[Key, float] = {}
-    matched: set[Key] = set()
-    for i, key in enumerate(keys):
-        legs_ = mine.get(key)
-        s = sum(1.0 / (k + r) for r in legs_.values()) if legs_ else 0.0
-        if named and speakers is not None and speakers[i] in named:
+    check_speaker = bool(named) and speakers is not None
+    own: dict[int, float] = {}
+    found: list[dict[str, int]] = []
+    matched: list[bool] = []
+    for i, seq in enumerate(seqs):
+        key = (episode_id, seq)
+        mine = {}
+        s = 0.0
+        for name, ranked in legs:
+            rank = ranked.get(key)
+            if rank is not None:
+                mine[name] = rank
+                s += 1.0 / (k + rank)
+        match = check_speaker and speakers[i] in named
+        if match:
             s += bonus
-            matched.add(key)
-        own[key] = s
-    out: dict[Key, Relevance] = {}
+        own[seq] = s
+        found.append(mine)
+        matched.append(match)
     nb = p.neighbour_bonus
-    for key, s in own.items():
-        episode, seq = key
-        best = max(s, nb * own.get((episode, seq - 1), 0.0), nb * own.get((episode, seq + 1), 0.0))
-        out[key] = Relevance(best, s, mine.get(key, {}), key in matched)
-    return out
-
-
-def episode_density(relevance: Mapping[Key, Relevance], top: int) -> dict[str, float]:
-    """Per episode: the sum of its ``top`` highest own message relevances (neighbours'
-    shares left out, so one strong message does not count three times)."""
-    per: dict[str, list[float]] = defaultdict(list)
-    for (episode_id, _), r in relevance.items():
-        per[episode_id].append(r.own)
-    return {e: sum(sorted(v, reverse=True)[:top]) for e, v in per.items()}
+    scores = [max(own[seq], nb * own.get(seq - 1, 0.0), nb * own.get(seq + 1, 0.0)) for seq in seqs]
+    density = sum(sorted(own.values(), reverse=True)[: p.density_top])
+    return EpisodeRelevance(scores, found, matched, density)
 
 
 def priority(relevance: float, density: float, episode_rrf: float, retrievability: float, time_boost: float,

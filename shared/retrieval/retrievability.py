@@ -2,7 +2,10 @@
 (FSRS-6): the probability the memory would be recalled now, from its card's stability
 and the time since its last review. Elapsed time counts in whole days, so a memory is
 fully retrievable for 24 h after a review. A flashbulb memory (surprise at or above
-``MEMQ_FLASHBULB_SURPRISE``) never falls below ``MEMQ_FLASHBULB_FLOOR``."""
+``MEMQ_FLASHBULB_SURPRISE``) never falls below ``MEMQ_FLASHBULB_FLOOR``.
+
+Retrieval reads the two values the computation needs straight out of the stored card
+(``legs._CARD``); ``card_state`` takes them from a card as the fsrs package writes it."""
 
 from __future__ import annotations
 
@@ -10,7 +13,7 @@ import functools
 from datetime import datetime
 from typing import Any
 
-from fsrs import Card, Scheduler
+from fsrs import Card, Scheduler, State
 
 
 @functools.lru_cache(maxsize=4)
@@ -18,9 +21,18 @@ def _scheduler(desired_retention: float) -> Scheduler:
     return Scheduler(desired_retention=desired_retention, learning_steps=(), enable_fuzzing=False)
 
 
-def retrievability(card: dict[str, Any], now: datetime, *, desired_retention: float = 0.9) -> float:
-    scheduler = _scheduler(desired_retention)
-    value = float(scheduler.get_card_retrievability(Card.from_dict(card), current_datetime=now))
+def card_state(card: dict[str, Any]) -> tuple[float | None, datetime | None]:
+    """(stability, last review) of a card stored as ``Card.to_dict()``."""
+    c = Card.from_dict(card)
+    return c.stability, c.last_review
+
+
+def retrievability(stability: float | None, last_review: datetime | None, now: datetime, *,
+                   desired_retention: float = 0.9) -> float:
+    """0 for a memory with no FSRS state (never formed)."""
+    # card_id and due given: the fsrs package would otherwise read the clock (and sleep 1 ms)
+    card = Card(card_id=0, state=State.Review, stability=stability, last_review=last_review, due=now)
+    value = float(_scheduler(desired_retention).get_card_retrievability(card, current_datetime=now))
     return min(1.0, max(0.0, value))
 
 

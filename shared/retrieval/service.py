@@ -9,10 +9,11 @@ HTTP API, the MCP server and the evaluation all call them.
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -20,20 +21,20 @@ import numpy as np
 import psycopg
 import structlog
 
-from shared.db.facts import search_facts
+from shared.db.facts import FACT_CANDIDATES, facts_by_id, fuse_fact_legs
 from shared.db.reviews import Retrieved, ReviewNote
 from shared.errors import ValidationError
 from shared.retrieval import legs
 from shared.retrieval.facts_section import fact_record, facts_block
 from shared.retrieval.fusion import rrf
-from shared.retrieval.model import EpisodeFields, EpisodeHit, MessageView
+from shared.retrieval.model import EpisodeHit, MessageView
 from shared.retrieval.participants import query_terms
-from shared.retrieval.relevance import RelevanceParams, episode_density, message_relevance, priority
+from shared.retrieval.relevance import RelevanceParams, episode_relevance, priority
 from shared.retrieval.render import episode_block, hit_record, markdown
 from shared.retrieval.request import RetrievalRequest, build_request
 from shared.retrieval.review_notes import review_notes
 from shared.retrieval.retrievability import retrievability, with_floor
-from shared.retrieval.selection import SelectionParams, message_cap, select
+from shared.retrieval.selection import Selected, SelectionParams, message_cap, select
 from shared.retrieval.time_expressions import NamedTime, find_time
 from shared.settings import Settings, get_settings
 from shared.tokens import count_tokens, count_tokens_cached
@@ -47,12 +48,18 @@ class RetrievalResult:
     text: str  # markdown for an LLM's tool result
     tokens: int  # tiktoken count of ``text``
     hits: list[EpisodeHit]  # what is returned, best first, with the messages shown
-    records: list[dict[str, Any]]  # the same as JSON-ready data with every score
+    chosen: list[Selected]  # the same with what of each is shown (``records`` renders it)
     named_time: NamedTime | None = None
     timings_ms: dict[str, float] = field(default_factory=dict)
     reviews_recorded: int = 0  # review notes handed to the writer (review_notes.py)
     participants: list[str] = field(default_factory=list)  # participants the query names
     facts: list[dict[str, Any]] = field(default_factory=list)  # the facts section, with scores
+
+    @functools.cached_property
+    def records(self) -> list[dict[str, Any]]:
+        """What is returned as JSON-ready data with every score (built when first asked for:
+        a caller that reads the markdown does not pay for it)."""
+        return [hit_record(s.hit, s.shown, s.summary is not None) for s in self.chosen]
 
     def to_json(self) -> dict[str, Any]:
         r = self.request
@@ -94,23 +101,19 @@ def _connection(conn: psycopg.Connection | None, settings: Settings) -> Iterator
         yield own
 
 
-_EPISODE_FIELDS = tuple(f.name for f in fields(EpisodeFields))
-
-
-def rerank(candidates: list[legs.Candidate], fused: dict[str, float], settings: Settings, now: datetime,
+def rerank(hits: list[EpisodeHit], fused: dict[str, float], settings: Settings, now: datetime,
            named: NamedTime | None) -> list[EpisodeHit]:
-    """final = rrf x retrievability^weight x time boost, best first."""
-    hits = []
-    for c in candidates:
-        r = with_floor(
-            retrievability(c.fsrs_card, now, desired_retention=settings.desired_retention),
-            c.surprise, flashbulb_surprise=settings.flashbulb_surprise, floor=settings.flashbulb_floor,
+    """Score the found episodes (in place) and order them best first:
+    final = rrf x retrievability^weight x time boost."""
+    for hit in hits:
+        hit.rrf = fused[hit.id]
+        hit.retrievability = with_floor(
+            retrievability(hit.stability, hit.last_review, now, desired_retention=settings.desired_retention),
+            hit.surprise, flashbulb_surprise=settings.flashbulb_surprise, floor=settings.flashbulb_floor,
         )
-        boost = settings.time_boost if named is not None and named.window.overlaps(c.start_at, c.end_at) else 1.0
-        hit = EpisodeHit(**{name: getattr(c, name) for name in _EPISODE_FIELDS}, ranks=c.ranks, rrf=fused[c.id],
-                         retrievability=r, time_boost=boost)
+        if named is not None and named.window.overlaps(hit.start_at, hit.end_at):
+            hit.time_boost = settings.time_boost
         hit.final = hit.rrf * multiplier(hit, settings)
-        hits.append(hit)
     hits.sort(key=lambda h: (-h.final, -h.rrf, h.start_at))
     for i, h in enumerate(hits, start=1):
         h.rank = i
@@ -136,20 +139,18 @@ def attach_messages(shown: dict[str, list[tuple]], hits: list[EpisodeHit],
     speaker, content, ts) in seq order), each with the priority it competes for the
     budget with (``relevance.py``)."""
     p = relevance_params(settings)
-    rows = [(h.id, row) for h in hits for row in shown.get(h.id, ())]
-    relevance = message_relevance([(eid, r[0]) for eid, r in rows], message_ranks, p, [r[2] for _, r in rows], named)
-    density = episode_density(relevance, p.density_top)
-    by_id = {h.id: h for h in hits}
     for h in hits:
-        h.messages = []
-    for eid, (seq, role, speaker, content, ts) in rows:
-        h = by_id[eid]
-        rel = relevance[(eid, seq)]
-        h.messages.append(MessageView(
-            seq=seq, role=role, speaker=speaker, content=content, ts=ts, ranks=rel.ranks, speaker_match=rel.speaker_match,
-            relevance=priority(rel.score, density[eid], h.rrf, h.retrievability ** settings.retrievability_weight,
-                               h.time_boost, p),
-        ))
+        rows = shown.get(h.id)
+        if not rows:
+            h.messages = []
+            continue
+        r = episode_relevance(h.id, [row[0] for row in rows], message_ranks, p, [row[2] for row in rows], named)
+        retrievability = h.retrievability ** settings.retrievability_weight
+        h.messages = [
+            MessageView(seq, role, speaker, content, ts, priority(score, r.density, h.rrf, retrievability, h.time_boost, p),
+                        ranks, match)
+            for (seq, role, speaker, content, ts), score, ranks, match in zip(rows, r.scores, r.ranks, r.speaker_match)
+        ]
 
 
 def message_reach(max_tokens: int, settings: Settings) -> int:
@@ -201,14 +202,15 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         t2 = time.perf_counter()
         timings["embed"] = (t2 - t1) * 1000
         found = legs.run_legs(c, request, vector, settings.legs, settings.retrieval_candidates, settings.hnsw_ef_search,
-                              query_text=terms.search_text, full=True, reach=message_reach(request.max_tokens, settings))
+                              query_text=terms.search_text, full=True, reach=message_reach(request.max_tokens, settings),
+                              facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None)
         t3 = time.perf_counter()
         timings["sql"] = (t3 - t2) * 1000
         fused = rrf(found.episodes, settings.rrf_k)[: max(settings.retrieval_candidates, request.limit)]
         for f in fused:
-            if f.id in found.candidates:
-                found.candidates[f.id].ranks = f.ranks
-        hits = rerank([found.candidates[f.id] for f in fused if f.id in found.candidates], {f.id: f.score for f in fused},
+            if f.id in found.found:
+                found.found[f.id].ranks = f.ranks
+        hits = rerank([found.found[f.id] for f in fused if f.id in found.found], {f.id: f.score for f in fused},
                       settings, request.now, named)[: request.limit]
         params = SelectionParams(
             detail=request.detail, max_tokens=request.max_tokens, low_messages=settings.low_detail_messages,
@@ -224,7 +226,7 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
             if bare:
                 shown = {**shown, **legs.fetch_messages(c, bare)}
             attach_messages(shown, hits, found.messages, terms.named, settings)
-        facts_text, fact_records = _facts(c, request, terms.search_text, vector, settings)
+        facts_text, fact_records = _facts(c, request, found.facts, settings)
         if facts_text:  # the facts come first; the episodes fill what is left (2 tokens spare for the joint)
             params = replace(params, max_tokens=max(0, request.max_tokens - count_tokens(facts_text + "\n\n") - 2))
         selection = select(hits, params, request.now, count_tokens_cached, request.query) if params.max_tokens >= 20 else None
@@ -238,7 +240,6 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         t4 = time.perf_counter()
         timings["select"] = (t4 - t3) * 1000
         returned = [s.hit for s in chosen]
-        records = [hit_record(s.hit, s.shown, s.summary is not None) for s in chosen]
         recorded = 0
         if record and chosen:  # written by this process's review-notes writer, off the request path
             review_notes(settings).add(ReviewNote(
@@ -250,17 +251,15 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
     timings["total"] = (time.perf_counter() - t0) * 1000
     log.debug("retrieved", tenant=request.tenant, memories=len(chosen), tokens=tokens, detail=request.detail,
               named_time=named.phrase if named else None, participants=sorted(terms.named), ms=round(timings["total"], 1))
-    return RetrievalResult(request, text, tokens, returned, records, named, timings, recorded, sorted(terms.named),
+    return RetrievalResult(request, text, tokens, returned, chosen, named, timings, recorded, sorted(terms.named),
                            fact_records)
 
 
-def _facts(conn: psycopg.Connection, request: RetrievalRequest, text: str, vector: np.ndarray,
+def _facts(conn: psycopg.Connection, request: RetrievalRequest, legs_rows: list[tuple[str, str, int]],
            settings: Settings) -> tuple[str, list[dict[str, Any]]]:
-    """The facts section (semantic memory) within a third of the budget, and its records."""
-    if settings.retrieval_facts <= 0:
-        return "", []
-    found = search_facts(conn, request.tenant, request.conversation_ids, [(text, vector)], settings.retrieval_facts,
-                         k=settings.rrf_k, min_similarity=settings.fact_min_similarity)
+    """The facts section (semantic memory) within a third of the budget, and its records:
+    the fact legs' rows (run in the retrieval's statement) fused, the best facts read."""
+    found = facts_by_id(conn, fuse_fact_legs([legs_rows], settings.rrf_k, settings.retrieval_facts)) if legs_rows else []
     if not found:
         return "", []
     block, kept = facts_block([f for f, _, _ in found], request.max_tokens // 3, count_tokens_cached)

@@ -28,6 +28,15 @@ _MONTH = "(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _NUM = r"(\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + ")"
 
 
+# Every phrase below holds a digit or one of these words: a query without any names no
+# time, and is answered without running the phrases (most queries).
+_TRIGGERS = re.compile(
+    r"\d|\b(?:" + "|".join(sorted({*MONTHS, *SEASONS, *WEEKDAYS, "today", "tonight", "yesterday", "morning", "afternoon",
+                                   "evening", "night", "day", "days", "week", "weeks", "weekend", "month", "months", "year",
+                                   "years"}, key=len, reverse=True)) + r")\b"
+)
+
+
 @dataclass(frozen=True)
 class NamedTime:
     phrase: str
@@ -94,7 +103,10 @@ def _most_recent_month(now: datetime, month: int) -> int:
 def find_time(query: str, now: datetime) -> NamedTime | None:
     """The first time the query names, as a window; None when it names none."""
     text = query.lower()
-    now = now.astimezone(UTC)
+    return _scan(text, now.astimezone(UTC)) if _TRIGGERS.search(text) else None
+
+
+def _scan(text: str, now: datetime) -> NamedTime | None:
     found: list[tuple[int, str, TimeRange]] = []
 
     def add(m: re.Match, window: TimeRange | None) -> None:

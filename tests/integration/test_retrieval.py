@@ -15,6 +15,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+from fsrs import Card, Scheduler
 
 from shared.db.conversations import lock_conversation
 from shared.db.episodes import EpisodeRow, check_stored, store_episode
@@ -208,6 +209,10 @@ def test_an_old_never_reviewed_memory_drops_below_a_fresh_equal_one(db, settings
     assert all(rank == 1 for rank in hits[old].ranks.values()) and set(hits[old].ranks) == set(settings.legs)
     assert hits[fresh].retrievability == pytest.approx(1.0)
     assert hits[old].retrievability < 0.5
+    # read out of the stored card by the statement: what the fsrs package gives for the card itself
+    card = db.execute("SELECT fsrs_card FROM episodic_memory WHERE id = %s", (old,)).fetchone()[0]
+    scheduler = Scheduler(desired_retention=settings.desired_retention, learning_steps=(), enable_fuzzing=False)
+    assert hits[old].retrievability == scheduler.get_card_retrievability(Card.from_dict(card), current_datetime=NOW)
     assert [h.id for h in result.hits] == [fresh, old]
     assert scores(result)[old]["retrievability"] == round(hits[old].retrievability, 4)
 

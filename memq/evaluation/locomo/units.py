@@ -29,7 +29,7 @@ from memq.evaluation.locomo.data import LocomoConversation, Turn
 from memq.evaluation.locomo.replay import as_message
 from shared.messages import indexed_text
 from shared.retrieval.fusion import rrf
-from shared.retrieval.legs import OR_QUERY
+from shared.db.lexical import OR_QUERY
 
 UNIT_KINDS = ("turn", "window8", "session")
 SEARCHES = ("plain", "memq")

@@ -8,9 +8,9 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.retrieval.legs import Candidate
+from shared.retrieval.model import EpisodeHit
 from shared.retrieval.request import TimeRange
-from shared.retrieval.retrievability import retrievability
+from shared.retrieval.retrievability import card_state, retrievability
 from shared.retrieval.service import rerank
 from shared.retrieval.time_expressions import NamedTime
 from shared.settings import Settings
@@ -25,13 +25,15 @@ def cfg() -> Settings:
                     time_boost=1.5, surprise_stability_boost=0.5)
 
 
-def candidate(id_: str, ended_days_ago: float, surprise: float = 0.1, *, cfg: Settings) -> Candidate:
+def candidate(id_: str, ended_days_ago: float, surprise: float = 0.1, *, cfg: Settings) -> EpisodeHit:
     """An episode as stored: its FSRS card formed when it ended, never reviewed since."""
     end = NOW - timedelta(days=ended_days_ago)
     card = initial_memory(zlib.crc32(id_.encode()), end, surprise, boost=cfg.surprise_stability_boost,
                           desired_retention=cfg.desired_retention).card
-    return Candidate(id=id_, conversation_id="c", title=id_, summary="", start_at=end - timedelta(minutes=30), end_at=end,
-                     surprise=surprise, message_count=4, first_seq=1, last_seq=4, summary_source="extractive", fsrs_card=card)
+    stability, last_review = card_state(card)
+    return EpisodeHit(id=id_, conversation_id="c", title=id_, summary="", start_at=end - timedelta(minutes=30), end_at=end,
+                      surprise=surprise, message_count=4, first_seq=1, last_seq=4, summary_source="extractive",
+                      stability=stability, last_review=last_review)
 
 
 # --- re-ranking by retrievability --------------------------------------------------
@@ -41,7 +43,7 @@ def test_an_old_never_reviewed_memory_drops_below_a_fresh_equal_one(cfg):
     hits = rerank([old, fresh], {"old": 0.03, "fresh": 0.03}, cfg, NOW, None)
     assert [h.id for h in hits] == ["fresh", "old"] and [h.rank for h in hits] == [1, 2]
     assert hits[0].retrievability == pytest.approx(1.0)
-    assert hits[1].retrievability == pytest.approx(retrievability(old.fsrs_card, NOW)) and hits[1].retrievability < 0.5
+    assert hits[1].retrievability == pytest.approx(retrievability(old.stability, old.last_review, NOW)) and hits[1].retrievability < 0.5
     assert hits[1].final == pytest.approx(0.03 * hits[1].retrievability)
 
 
@@ -64,11 +66,11 @@ def test_retrievability_decreases_with_time_since_the_memory_formed(cfg):
 def test_a_flashbulb_memory_never_falls_below_the_floor(cfg):
     flashbulb = candidate("flash", 730, surprise=0.9, cfg=cfg)
     ordinary = candidate("plain", 730, surprise=0.84, cfg=cfg)
-    raw = retrievability(flashbulb.fsrs_card, NOW)
+    raw = retrievability(flashbulb.stability, flashbulb.last_review, NOW)
     assert raw < cfg.flashbulb_floor  # the floor matters here
     hits = {h.id: h for h in rerank([flashbulb, ordinary], {"flash": 0.02, "plain": 0.02}, cfg, NOW, None)}
     assert hits["flash"].retrievability == cfg.flashbulb_floor and hits["flash"].rank == 1
-    assert hits["plain"].retrievability == pytest.approx(retrievability(ordinary.fsrs_card, NOW))
+    assert hits["plain"].retrievability == pytest.approx(retrievability(ordinary.stability, ordinary.last_review, NOW))
     assert hits["plain"].retrievability < cfg.flashbulb_floor  # just below the flashbulb threshold: no floor
 
 

@@ -3,12 +3,18 @@ did we decide last week" can favour last week's episodes."""
 
 from __future__ import annotations
 
+import ast
+import inspect
+import re
 from datetime import UTC, datetime
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from shared.retrieval.request import TimeRange
-from shared.retrieval.time_expressions import find_time
+from shared.retrieval import time_expressions
+from shared.retrieval.time_expressions import _TRIGGERS, _scan, find_time
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)  # a Wednesday
 
@@ -80,3 +86,34 @@ def test_now_in_another_timezone_is_read_in_utc():
 
     late_evening_west = datetime(2023, 5, 23, 22, 0, tzinfo=timezone(timedelta(hours=-8)))  # 24 May 06:00 UTC
     assert find_time("yesterday", late_evening_west).window == TimeRange(day(5, 23), day(5, 24))
+
+
+def _phrase_words() -> set[str]:
+    """The words in the module's string literals (its phrases' patterns and vocabularies), docstrings left out."""
+    tree = ast.parse(inspect.getsource(time_expressions))
+    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
+                  if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef) and node.body
+                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    return {w for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
+            and id(node) not in docstrings for w in re.findall(r"[a-z]+", re.sub(r"\\[a-z]", " ", node.value))}
+
+
+# The words of find_time's phrases that are no trigger: a query made only of these is
+# skipped without a scan, so the scan must find nothing in any of them.
+_PLAIN = sorted(w for w in _phrase_words() if not _TRIGGERS.search(w))
+
+
+def test_no_three_plain_words_name_a_time():
+    assert {"last", "past", "ago", "few", "couple", "the"} <= set(_PLAIN) and "week" not in _PLAIN
+    for a in _PLAIN:
+        for b in _PLAIN:
+            assert _scan(f"{a} {b}", NOW) is None, (a, b)
+            for c in _PLAIN:
+                assert _scan(f"{a} {b} {c}", NOW) is None, (a, b, c)
+
+
+@given(st.lists(st.sampled_from(_PLAIN + [",", "-", "."]), min_size=4, max_size=8))
+@settings(max_examples=1000, deadline=None)
+def test_no_longer_query_of_plain_words_names_a_time(words):
+    assert _scan(" ".join(words), NOW) is None
+    assert find_time(" ".join(words), NOW) is None
