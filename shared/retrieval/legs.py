@@ -60,30 +60,32 @@ def params(request: RetrievalRequest, vector: np.ndarray, candidates: int, query
     }
 
 
-def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
+def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str = "text") -> str:
     """One statement: (leg, episode id, message seq or NULL, rank, the message's
-    conversation or NULL) for every requested
-    leg. Message legs return each message they rank, so the ranks serve twice: an
-    episode's rank in the leg is that of its best message, and each message's rank
-    orders the messages shown."""
+    conversation or NULL) for every requested leg. Message legs return each message they
+    rank, so the ranks serve twice: an episode's rank in the leg is that of its best
+    message, and each message's rank orders the messages shown. ``id_type``: ``text``
+    for the caller, ``uuid`` to join on (casting text back to uuid costs more than the
+    join)."""
+    cast = "::text" if id_type == "text" else ""
     e_scope = _scope(request, "e", "start_at", "end_at")
     m_scope = _scope(request, "m", "ts", "ts")
     parts = {
         "episode_vector": f"""
-            SELECT 'episode_vector' AS leg, id::text, NULL::bigint AS seq, row_number() OVER (ORDER BY d, id) AS rank,
+            SELECT 'episode_vector' AS leg, id{cast} AS id, NULL::bigint AS seq, row_number() OVER (ORDER BY d, id) AS rank,
                    NULL::text AS conv FROM (
                 SELECT e.id, e.embedding <=> %(vector)s AS d FROM episodic_memory e
                 WHERE {e_scope} ORDER BY d LIMIT %(k)s) v""",
         "episode_lexical": f"""
-            SELECT 'episode_lexical', id::text, NULL::bigint, row_number() OVER (ORDER BY r DESC, id), NULL::text FROM (
+            SELECT 'episode_lexical', id{cast}, NULL::bigint, row_number() OVER (ORDER BY r DESC, id), NULL::text FROM (
                 SELECT e.id, ts_rank_cd(e.search, q.q, 1) AS r FROM episodic_memory e, q
                 WHERE {e_scope} AND e.search @@ q.q ORDER BY r DESC LIMIT %(k)s) l""",
         "message_vector": f"""
-            SELECT 'message_vector', episode_id::text, seq, row_number() OVER (ORDER BY d, seq), conversation_id FROM (
+            SELECT 'message_vector', episode_id{cast}, seq, row_number() OVER (ORDER BY d, seq), conversation_id FROM (
                 SELECT m.episode_id, m.seq, m.conversation_id, m.embedding <=> %(vector)s AS d FROM episode_message m
                 WHERE {m_scope} AND m.embedding IS NOT NULL ORDER BY d LIMIT %(k)s) mv""",
         "message_lexical": f"""
-            SELECT 'message_lexical', episode_id::text, seq, row_number() OVER (ORDER BY r DESC, seq), conversation_id FROM (
+            SELECT 'message_lexical', episode_id{cast}, seq, row_number() OVER (ORDER BY r DESC, seq), conversation_id FROM (
                 SELECT m.episode_id, m.seq, m.conversation_id, ts_rank_cd(m.search, q.q, 1) AS r FROM episode_message m, q
                 WHERE {m_scope} AND m.search @@ q.q ORDER BY r DESC LIMIT %(k)s) ml""",
     }
@@ -125,13 +127,13 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], facts: bool 
         fact_rows = (f"UNION ALL SELECT leg, id, NULL, rank, NULL, {_NULLS} FROM "
                      f"({fact_legs_sql(request.conversation_ids is not None)}) f ")
     return (
-        f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs)}), "
-        "near AS (SELECT DISTINCT r.conv, r.id::uuid AS episode_id, r.seq + d AS seq FROM ranked r, "
+        f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}), "
+        "near AS (SELECT DISTINCT r.conv, r.id AS episode_id, r.seq + d AS seq FROM ranked r, "
         "(VALUES (-1), (0), (1)) AS n(d) WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s) "
-        f"SELECT leg, id, seq, rank, conv, {_NULLS} FROM ranked "
+        f"SELECT leg, id::text, seq, rank, conv, {_NULLS} FROM ranked "
         "UNION ALL SELECT 'episode', id::text, first_seq, last_seq, conversation_id, title, summary, summary_source, "
         f"start_at, end_at, surprise, message_count, {_CARD} "
-        "FROM episodic_memory WHERE id IN (SELECT id::uuid FROM ranked) "
+        "FROM episodic_memory WHERE id IN (SELECT id FROM ranked) "
         "UNION ALL SELECT 'message', m.episode_id::text, m.seq, NULL, NULL, m.role, m.speaker, m.content, m.ts, "
         "NULL, NULL, NULL, NULL, NULL "
         "FROM near JOIN episode_message m ON m.tenant_id = %(tenant)s AND m.conversation_id = near.conv "
@@ -149,7 +151,7 @@ def set_search_options(conn: psycopg.Connection, ef_search: int) -> None:
 @dataclass
 class LegResults:
     episodes: dict[str, list[str]]  # leg -> episode ids, best first
-    messages: dict[str, dict[tuple[str, int], int]]  # message leg -> (episode id, seq) -> 1-based rank
+    messages: dict[str, dict[int, dict[str, int]]]  # episode id -> seq -> "vector" / "lexical" -> 1-based rank
     found: dict[str, EpisodeHit] = field(default_factory=dict)  # episode id -> its row, unscored (``full``)
     shown: dict[str, list[tuple]] = field(default_factory=dict)  # episode id -> (seq, role, speaker, content, ts) (``full``)
     facts: list[tuple[str, str, int]] = field(default_factory=list)  # (fact leg, fact id, rank) (``full`` with facts)
@@ -160,11 +162,6 @@ def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.nda
              reach: int | None = None, facts: tuple[int, float] | None = None) -> LegResults:
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
     legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity)."""
-    ranked: dict[str, list[tuple[int, str]]] = {leg: [] for leg in legs}
-    messages: dict[str, dict[tuple[str, int], int]] = {leg: {} for leg in legs if leg.startswith("message_")}
-    found: dict[str, EpisodeHit] = {}
-    shown: dict[str, list[tuple]] = {}
-    fact_rows: list[tuple[str, str, int]] = []
     args = params(request, vector, candidates, query_text, reach)
     if facts is not None:
         args["fact_k"], args["fact_min"] = facts
@@ -172,19 +169,43 @@ def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.nda
     with conn.transaction():
         set_search_options(conn, ef_search)
         rows = conn.execute(sql, args).fetchall()
+    return read_rows(rows, legs)
+
+
+def read_rows(rows: list[tuple], legs: tuple[str, ...]) -> LegResults:
+    """What the rows of ``legs_sql`` or ``retrieval_sql`` say (see it for the columns)."""
+    ranked: dict[str, list[tuple[int, str]]] = {leg: [] for leg in legs}
+    names = {leg: leg.removeprefix("message_") for leg in legs}
+    messages: dict[str, dict[int, dict[str, int]]] = {}
+    found: dict[str, EpisodeHit] = {}
+    shown: dict[str, list[tuple]] = {}
+    fact_rows: list[tuple[str, str, int]] = []
     for row in rows:
-        kind, episode_id, seq, rank = row[0], row[1], row[2], row[3]
-        if kind == "episode":  # see retrieval_sql for the columns
-            found[episode_id] = EpisodeHit(episode_id, row[4], row[5], row[6], row[8], row[9], row[10], row[11], seq, rank,
-                                           row[7], row[12], row[13])
-        elif kind == "message":
-            shown.setdefault(episode_id, []).append((seq, row[5], row[6], row[7], row[8]))
+        if len(row) == 5:  # legs_sql
+            kind, episode_id, seq, rank, _ = row
+            a = b = c = t1 = t2 = f1 = i1 = f2 = t3 = None
+        else:
+            kind, episode_id, seq, rank, conv, a, b, c, t1, t2, f1, i1, f2, t3 = row
+        if kind == "message":
+            found_messages = shown.get(episode_id)
+            if found_messages is None:
+                found_messages = shown[episode_id] = []
+            found_messages.append((seq, a, b, c, t1))  # seq, role, speaker, content, ts
+        elif kind == "episode":
+            found[episode_id] = EpisodeHit(episode_id, conv, a, b, t1, t2, f1, i1, seq, rank, c, f2, t3)
         elif kind.startswith("fact_"):
             fact_rows.append((kind, episode_id, rank))
         else:
             ranked[kind].append((rank, episode_id))
             if seq is not None:
-                messages[kind][(episode_id, seq)] = rank
+                per_seq = messages.get(episode_id)
+                if per_seq is None:
+                    per_seq = messages[episode_id] = {}
+                legs_ranks = per_seq.get(seq)
+                if legs_ranks is None:
+                    per_seq[seq] = {names[kind]: rank}
+                else:
+                    legs_ranks[names[kind]] = rank
     for found_messages in shown.values():
         found_messages.sort()
     # an episode's rank in a message leg: the order of first appearance of its messages

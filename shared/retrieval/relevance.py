@@ -23,9 +23,6 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
-Key = tuple[str, int]  # (episode id, seq)
-
-
 @dataclass(frozen=True)
 class RelevanceParams:
     k: float = 60.0
@@ -41,38 +38,33 @@ class EpisodeRelevance:
     """One episode's messages, aligned with the ``seqs`` they were scored for."""
 
     scores: list[float]  # relevance after the speaker match and neighbours, before the episode's terms
-    ranks: list[dict[str, int]]  # "vector" / "lexical" -> 1-based rank in the message legs
+    ranks: list[Mapping[str, int]]  # "vector" / "lexical" -> 1-based rank in the message legs
     speaker_match: list[bool]
     density: float  # the sum of the ``density_top`` highest own relevances (neighbours' shares left out)
 
 
 def episode_relevance(
-    episode_id: str,
     seqs: Sequence[int],
-    ranks: Mapping[str, Mapping[Key, int]],
+    ranks: Mapping[int, Mapping[str, int]],
     p: RelevanceParams,
     speakers: Sequence[str | None] | None = None,
     named: Collection[str] = (),
 ) -> EpisodeRelevance:
-    """Score the messages ``seqs`` of one episode. ``ranks``: message leg -> (episode id,
-    seq) -> rank; ``speakers`` aligned with ``seqs``. A message's neighbours are seq - 1
-    and seq + 1, when among ``seqs``."""
+    """Score the messages ``seqs`` of one episode. ``ranks``: seq -> its ranks in the
+    message legs ("vector" / "lexical" -> rank; absent when no leg ranked it);
+    ``speakers`` aligned with ``seqs``. A message's neighbours are seq - 1 and seq + 1,
+    when among ``seqs``."""
     k = p.k
-    legs = [(leg.removeprefix("message_"), ranked) for leg, ranked in ranks.items()]
     bonus = p.speaker_weight / (k + 1)
     check_speaker = bool(named) and speakers is not None
     own: dict[int, float] = {}
-    found: list[dict[str, int]] = []
+    found: list[Mapping[str, int]] = []
     matched: list[bool] = []
     for i, seq in enumerate(seqs):
-        key = (episode_id, seq)
-        mine = {}
+        mine = ranks.get(seq) or {}
         s = 0.0
-        for name, ranked in legs:
-            rank = ranked.get(key)
-            if rank is not None:
-                mine[name] = rank
-                s += 1.0 / (k + rank)
+        for rank in mine.values():
+            s += 1.0 / (k + rank)
         match = check_speaker and speakers[i] in named
         if match:
             s += bonus
@@ -85,10 +77,12 @@ def episode_relevance(
     return EpisodeRelevance(scores, found, matched, density)
 
 
-def priority(relevance: float, density: float, episode_rrf: float, retrievability: float, time_boost: float,
-             p: RelevanceParams) -> float:
-    """What a message competes for the budget with. ``retrievability`` (FSRS, raised to
-    its weight) scales the episode's terms only, so an old memory's best message still
-    comes back when it is what the query asks for, while among episodes that match
-    alike the fresher one leads; a time the query names scales everything."""
-    return (relevance + (p.density_weight * density + p.episode_weight * episode_rrf) * retrievability) * time_boost
+def priorities(relevance: Sequence[float], density: float, episode_rrf: float, retrievability: float, time_boost: float,
+               p: RelevanceParams) -> list[float]:
+    """What an episode's messages compete for the budget with, from their ``relevance``.
+    ``retrievability`` (FSRS, raised to its weight) scales the episode's terms only, so an
+    old memory's best message still comes back when it is what the query asks for, while
+    among episodes that match alike the fresher one leads; a time the query names scales
+    everything."""
+    episode = (p.density_weight * density + p.episode_weight * episode_rrf) * retrievability
+    return [(r + episode) * time_boost for r in relevance]

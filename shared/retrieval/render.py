@@ -27,12 +27,21 @@ def relative(moment: datetime, now: datetime) -> str:
     return f"{days // 365} years ago"
 
 
+# English month abbreviations whatever the process's locale (strftime's %b follows it)
+_MONTHS = ("", "Jan", "Feb", "Mar", "Apr", "May", "Jun", "Jul", "Aug", "Sep", "Oct", "Nov", "Dec")
+
+
+def _hm(t: datetime) -> str:
+    return f"{t.hour:02d}:{t.minute:02d}"
+
+
 def when(hit: EpisodeHit, now: datetime) -> str:
+    """"7 May 2023 13:05–13:40 UTC (3 weeks ago)"; the end's day too when it is another day."""
     start, end = hit.start_at, hit.end_at
-    day = f"{start.day} {start:%b %Y}"
-    span = f"{start:%H:%M}" if end == start else f"{start:%H:%M}–{end:%H:%M}"
+    day = f"{start.day} {_MONTHS[start.month]} {start.year}"
+    span = _hm(start) if end == start else f"{_hm(start)}–{_hm(end)}"
     if end.date() != start.date():
-        span = f"{start:%H:%M} – {end.day} {end:%b} {end:%H:%M}"
+        span = f"{_hm(start)} – {end.day} {_MONTHS[end.month]} {_hm(end)}"
     return f"{day} {span} UTC ({relative(start, now)})"
 
 
@@ -104,7 +113,7 @@ def episode_lines(
 def shown_header(hit: EpisodeHit, now: datetime, *, key_moment_surprise: float, title_words: int) -> str:
     """The one header line of an episode shown with messages."""
     start = hit.start_at
-    head = f"### {start.day} {start:%b %Y %H:%M} UTC ({relative(start, now)})"
+    head = f"### {start.day} {_MONTHS[start.month]} {start.year} {_hm(start)} UTC ({relative(start, now)})"
     if hit.key_moment(key_moment_surprise):
         head += " · key moment"
     return f"{head} · {short_title(hit.title, title_words)}"

@@ -164,6 +164,8 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
         return shortened[key]
 
     smallest = count("- a: b") + 1
+    # items sort as (-priority, rank, seq): episode ranks are distinct and an episode's
+    # seqs too (a header's is -1), so the hit and message after them are never compared
     message_items: list[tuple[float, int, int, EpisodeHit, MessageView]] = []
     first_headers: list[tuple[float, int, int, EpisodeHit, None]] = []  # compete at their score
     last_headers: list[tuple[float, int, int, EpisodeHit, None]] = []  # after every message
@@ -172,18 +174,18 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
         # an episode that may show messages competes through them; its header alone (with the
         # summary) comes after every message, for when none of its messages fits
         if cap == 0 or not hit.messages:
-            first_headers.append((p.header_weight * hit.final, hit.rank, -1, hit, None))
+            first_headers.append((-p.header_weight * hit.final, hit.rank, -1, hit, None))
         else:
-            last_headers.append((-1.0, hit.rank, -1, hit, None))
+            last_headers.append((1.0, hit.rank, -1, hit, None))
             best = hit.messages if cap >= len(hit.messages) else sorted(hit.messages, key=lambda m: (-m.relevance, m.seq))[:cap]
-            message_items.extend((m.relevance, hit.rank, m.seq, hit, m) for m in best)
-    order = lambda it: (-it[0], it[1], it[2])  # noqa: E731
+            rank = hit.rank
+            message_items.extend([(-m.relevance, rank, m.seq, hit, m) for m in best])
     # no budget holds more than max_tokens / (tokens of the shortest line) messages: past a
     # few times that, the rest of the ranking cannot be reached
-    message_items.sort(key=order)
-    items: list = message_items[: 4 * p.max_tokens // smallest] + [h for h in first_headers if h[0] >= 0]
-    items.sort(key=order)
-    items += sorted((h for h in first_headers if h[0] < 0), key=order) + sorted(last_headers, key=order)
+    message_items.sort()
+    items: list = message_items[: 4 * p.max_tokens // smallest] + [h for h in first_headers if h[0] <= 0]
+    items.sort()
+    items += sorted(h for h in first_headers if h[0] > 0) + sorted(last_headers)
 
     entries: dict[str, _Entry] = {}
     spent: dict[str, int] = {}

@@ -29,7 +29,7 @@ from shared.retrieval.facts_section import fact_record, facts_block
 from shared.retrieval.fusion import rrf
 from shared.retrieval.model import EpisodeHit, MessageView
 from shared.retrieval.participants import query_terms
-from shared.retrieval.relevance import RelevanceParams, episode_relevance, priority
+from shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
 from shared.retrieval.render import episode_block, hit_record, markdown
 from shared.retrieval.request import RetrievalRequest, build_request
 from shared.retrieval.review_notes import review_notes
@@ -133,23 +133,23 @@ def relevance_params(settings: Settings) -> RelevanceParams:
     )
 
 
-def attach_messages(shown: dict[str, list[tuple]], hits: list[EpisodeHit],
-                    message_ranks: dict[str, dict[tuple[str, int], int]], named: frozenset[str], settings: Settings) -> None:
+def attach_messages(shown: dict[str, list[tuple]], hits: list[EpisodeHit], message_ranks: dict[str, dict[int, dict[str, int]]],
+                    named: frozenset[str], settings: Settings) -> None:
     """Give each hit the messages that may be shown (``shown``: episode id -> (seq, role,
     speaker, content, ts) in seq order), each with the priority it competes for the
-    budget with (``relevance.py``)."""
+    budget with (``relevance.py``). ``message_ranks``: episode id -> seq -> the
+    message's ranks in the message legs."""
     p = relevance_params(settings)
     for h in hits:
         rows = shown.get(h.id)
         if not rows:
             h.messages = []
             continue
-        r = episode_relevance(h.id, [row[0] for row in rows], message_ranks, p, [row[2] for row in rows], named)
-        retrievability = h.retrievability ** settings.retrievability_weight
+        r = episode_relevance([row[0] for row in rows], message_ranks.get(h.id, {}), p, [row[2] for row in rows], named)
+        scores = priorities(r.scores, r.density, h.rrf, h.retrievability ** settings.retrievability_weight, h.time_boost, p)
         h.messages = [
-            MessageView(seq, role, speaker, content, ts, priority(score, r.density, h.rrf, retrievability, h.time_boost, p),
-                        ranks, match)
-            for (seq, role, speaker, content, ts), score, ranks, match in zip(rows, r.scores, r.ranks, r.speaker_match)
+            MessageView(seq, role, speaker, content, ts, score, ranks, match)
+            for (seq, role, speaker, content, ts), score, ranks, match in zip(rows, scores, r.ranks, r.speaker_match)
         ]
 
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from shared.retrieval.relevance import RelevanceParams, episode_relevance, priority
+from shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
 
 P = RelevanceParams(k=60, neighbour_bonus=0.0, speaker_weight=0.0, density_weight=0.0, density_top=3, episode_weight=0.0)
 
@@ -22,26 +22,20 @@ def by_seq(seqs, out):
 
 def test_messages_are_scored_by_the_rrf_of_their_ranks_in_the_message_legs():
     seqs = [1, 2, 3, 4]
-    ranks = {"message_vector": {("e1", 2): 1, ("e1", 3): 2}, "message_lexical": {("e1", 3): 1}}
-    out = episode_relevance("e1", seqs, ranks, P)
+    ranks = {2: {"vector": 1}, 3: {"vector": 2, "lexical": 1}}
+    out = episode_relevance(seqs, ranks, P)
     assert out.ranks == [{}, {"vector": 1}, {"vector": 2, "lexical": 1}, {}]
     assert out.scores[2] == pytest.approx(1 / 62 + 1 / 61)  # found by both legs beats first of one
     assert out.scores[1] == pytest.approx(1 / 61)
     assert out.scores[0] == 0.0 == out.scores[3]  # in no leg's top k
 
 
-def test_ranks_of_another_episode_do_not_count():
-    ranks = {"message_vector": {("e2", 1): 1}}
-    assert episode_relevance("e1", [1], ranks, P).scores == [0.0]
-    assert episode_relevance("e2", [1], ranks, P).scores == [pytest.approx(1 / 61)]
-
-
 def test_a_message_next_to_a_relevant_one_shares_part_of_its_relevance():
     # the question (seq 5) holds the query's words; its answer (seq 6) is in no leg
     seqs = [4, 5, 6, 7]
-    ranks = {"message_lexical": {("e1", 5): 1}, "message_vector": {("e1", 7): 3}}
-    alone = by_seq(seqs, episode_relevance("e1", seqs, ranks, P))
-    shared = by_seq(seqs, episode_relevance("e1", seqs, ranks, params(neighbour_bonus=0.5)))
+    ranks = {5: {"lexical": 1}, 7: {"vector": 3}}
+    alone = by_seq(seqs, episode_relevance(seqs, ranks, P))
+    shared = by_seq(seqs, episode_relevance(seqs, ranks, params(neighbour_bonus=0.5)))
     assert shared[6][0] == pytest.approx(max(0.5 * alone[5][0], 0.5 * alone[7][0]))
     assert shared[4][0] == pytest.approx(0.5 * alone[5][0])
     assert shared[5][0] == alone[5][0]  # its own relevance is already the larger
@@ -50,35 +44,34 @@ def test_a_message_next_to_a_relevant_one_shares_part_of_its_relevance():
 
 def test_neighbours_are_the_next_seqs_not_the_next_messages_listed():
     # the messages that may be shown are a subset: seq 2 and seq 9 are listed together but are not neighbours
-    out = episode_relevance("e1", [2, 9, 10], {"message_lexical": {("e1", 9): 1}}, params(neighbour_bonus=1.0))
+    out = episode_relevance([2, 9, 10], {9: {"lexical": 1}}, params(neighbour_bonus=1.0))
     assert out.scores == [0.0, pytest.approx(1 / 61), pytest.approx(1 / 61)]
-    empty = episode_relevance("e1", [], {}, P)
+    empty = episode_relevance([], {}, P)
     assert (empty.scores, empty.ranks, empty.speaker_match, empty.density) == ([], [], [], 0)
 
 
 def test_a_message_by_a_participant_the_query_names_gains_a_share_of_a_first_rank():
     seqs = [1, 2, 3]
     speakers = ["Caroline", "Melanie", "Caroline"]
-    ranks = {"message_vector": {("e1", 2): 1}}
-    out = episode_relevance("e1", seqs, ranks, params(speaker_weight=0.3), speakers, {"Caroline"})
+    ranks = {2: {"vector": 1}}
+    out = episode_relevance(seqs, ranks, params(speaker_weight=0.3), speakers, {"Caroline"})
     assert out.scores[0] == pytest.approx(0.3 / 61) and out.speaker_match == [True, False, True]
     assert out.scores[1] == pytest.approx(1 / 61)
-    assert episode_relevance("e1", seqs, ranks, params(speaker_weight=0.3), speakers, set()).scores[0] == 0.0
+    assert episode_relevance(seqs, ranks, params(speaker_weight=0.3), speakers, set()).scores[0] == 0.0
 
 
 def test_an_episodes_density_is_the_sum_of_its_best_own_relevances():
-    ranks = {"message_vector": {("e1", 1): 1, ("e1", 2): 2, ("e1", 3): 3, ("e1", 4): 4, ("e2", 1): 5}}
-    e1 = episode_relevance("e1", [1, 2, 3, 4, 5], ranks, params(neighbour_bonus=1.0))
+    e1 = episode_relevance([1, 2, 3, 4, 5], {i: {"vector": i} for i in (1, 2, 3, 4)}, params(neighbour_bonus=1.0))
     assert e1.density == pytest.approx(1 / 61 + 1 / 62 + 1 / 63)  # the best three, not the fourth
-    e2 = episode_relevance("e2", [1, 2], ranks, params(neighbour_bonus=1.0))
+    e2 = episode_relevance([1, 2], {1: {"vector": 5}}, params(neighbour_bonus=1.0))
     assert e2.density == pytest.approx(1 / 65)  # neighbours' shares not counted: own relevance only
     assert e2.scores == [pytest.approx(1 / 65), pytest.approx(1 / 65)]
 
 
 def test_retrievability_scales_the_episodes_terms_and_a_named_time_everything():
     p = params(density_weight=0.2, episode_weight=0.1)
-    base = priority(0.02, 0.05, 0.03, 1.0, 1.0, p)
-    assert base == pytest.approx(0.02 + 0.2 * 0.05 + 0.1 * 0.03)
-    faded = priority(0.02, 0.05, 0.03, 0.25, 1.0, p)
-    assert faded == pytest.approx(0.02 + (0.2 * 0.05 + 0.1 * 0.03) * 0.25)  # its own relevance stays
-    assert priority(0.02, 0.05, 0.03, 1.0, 1.5, p) == pytest.approx(1.5 * base)
+    base = priorities([0.02, 0.0], 0.05, 0.03, 1.0, 1.0, p)
+    assert base == [pytest.approx(0.02 + 0.2 * 0.05 + 0.1 * 0.03), pytest.approx(0.2 * 0.05 + 0.1 * 0.03)]
+    faded = priorities([0.02], 0.05, 0.03, 0.25, 1.0, p)
+    assert faded == [pytest.approx(0.02 + (0.2 * 0.05 + 0.1 * 0.03) * 0.25)]  # its own relevance stays
+    assert priorities([0.02], 0.05, 0.03, 1.0, 1.5, p) == [pytest.approx(1.5 * base[0])]
