@@ -150,7 +150,7 @@ def fact_legs_sql(conversations: bool) -> str:
     return f"""
         (SELECT 'fact_vector' AS leg, id::text AS id, row_number() OVER (ORDER BY d, id) AS rank FROM (
             SELECT f.id, f.embedding <=> %(vector)s AS d FROM semantic_fact f WHERE {scope}
-            ORDER BY d LIMIT %(fact_k)s) v WHERE 1 - d >= %(fact_min)s)
+            ORDER BY d, f.id LIMIT %(fact_k)s) v WHERE 1 - d >= %(fact_min)s)
         UNION ALL
         (SELECT 'fact_lexical', id::text, row_number() OVER (ORDER BY r DESC, id) FROM (
             SELECT f.id, ts_rank_cd(f.search, q.q, 1) AS r FROM semantic_fact f, q

@@ -75,19 +75,19 @@ def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str
             SELECT 'episode_vector' AS leg, id{cast} AS id, NULL::bigint AS seq, row_number() OVER (ORDER BY d, id) AS rank,
                    NULL::text AS conv FROM (
                 SELECT e.id, e.embedding <=> %(vector)s AS d FROM episodic_memory e
-                WHERE {e_scope} ORDER BY d LIMIT %(k)s) v""",
+                WHERE {e_scope} ORDER BY d, e.id LIMIT %(k)s) v""",
         "episode_lexical": f"""
             SELECT 'episode_lexical', id{cast}, NULL::bigint, row_number() OVER (ORDER BY r DESC, id), NULL::text FROM (
                 SELECT e.id, ts_rank_cd(e.search, q.q, 1) AS r FROM episodic_memory e, q
-                WHERE {e_scope} AND e.search @@ q.q ORDER BY r DESC LIMIT %(k)s) l""",
+                WHERE {e_scope} AND e.search @@ q.q ORDER BY r DESC, e.id LIMIT %(k)s) l""",
         "message_vector": f"""
-            SELECT 'message_vector', episode_id{cast}, seq, row_number() OVER (ORDER BY d, seq), conversation_id FROM (
+            SELECT 'message_vector', episode_id{cast}, seq, row_number() OVER (ORDER BY d, conversation_id, seq), conversation_id FROM (
                 SELECT m.episode_id, m.seq, m.conversation_id, m.embedding <=> %(vector)s AS d FROM episode_message m
-                WHERE {m_scope} AND m.embedding IS NOT NULL ORDER BY d LIMIT %(k)s) mv""",
+                WHERE {m_scope} AND m.embedding IS NOT NULL ORDER BY d, m.conversation_id, m.seq LIMIT %(k)s) mv""",
         "message_lexical": f"""
-            SELECT 'message_lexical', episode_id{cast}, seq, row_number() OVER (ORDER BY r DESC, seq), conversation_id FROM (
+            SELECT 'message_lexical', episode_id{cast}, seq, row_number() OVER (ORDER BY r DESC, conversation_id, seq), conversation_id FROM (
                 SELECT m.episode_id, m.seq, m.conversation_id, ts_rank_cd(m.search, q.q, 1) AS r FROM episode_message m, q
-                WHERE {m_scope} AND m.search @@ q.q ORDER BY r DESC LIMIT %(k)s) ml""",
+                WHERE {m_scope} AND m.search @@ q.q ORDER BY r DESC, m.conversation_id, m.seq LIMIT %(k)s) ml""",
     }
     return " UNION ALL ".join(f"({parts[leg]})" for leg in legs)
 
@@ -128,16 +128,16 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], facts: bool 
                      f"({fact_legs_sql(request.conversation_ids is not None)}) f ")
     return (
         f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}), "
-        "near AS (SELECT DISTINCT r.conv, r.id AS episode_id, r.seq + d AS seq FROM ranked r, "
+        "near AS (SELECT DISTINCT r.id AS episode_id, r.seq + d AS seq FROM ranked r, "
         "(VALUES (-1), (0), (1)) AS n(d) WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s) "
-        f"SELECT leg, id::text, seq, rank, conv, {_NULLS} FROM ranked "
+        f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
         "UNION ALL SELECT 'episode', id::text, first_seq, last_seq, conversation_id, title, summary, summary_source, "
         f"start_at, end_at, surprise, message_count, {_CARD} "
         "FROM episodic_memory WHERE id IN (SELECT id FROM ranked) "
         "UNION ALL SELECT 'message', m.episode_id::text, m.seq, NULL, NULL, m.role, m.speaker, m.content, m.ts, "
         "NULL, NULL, NULL, NULL, NULL "
-        "FROM near JOIN episode_message m ON m.tenant_id = %(tenant)s AND m.conversation_id = near.conv "
-        f"AND m.seq = near.seq AND m.episode_id = near.episode_id {fact_rows}"
+        "FROM near JOIN episode_message m ON m.episode_id = near.episode_id AND m.seq = near.seq "
+        f"WHERE m.tenant_id = %(tenant)s {fact_rows}"
     )
 
 

@@ -222,6 +222,29 @@ def test_an_old_never_reviewed_memory_drops_below_a_fresh_equal_one(db, settings
     assert [h.id for h in again.hits] == [old, fresh]
 
 
+def test_ties_at_a_legs_limit_are_broken_the_same_whatever_the_plan(db, settings, tenant):
+    """Twelve messages say the same words (the same lexical rank and the same distance):
+    each leg keeps 3 of them by a fixed order, so what is returned does not depend on the
+    plan PostgreSQL picks (here: with and without index scans)."""
+    cfg = settings.model_copy(update={"retrieval_candidates": 3})
+    v = axis(60)
+    for e in (2, 0, 3, 1):  # stored out of time order: a scan by time and one by storage order differ
+        write_episode(db, cfg, tenant, f"echo-{e % 2}", title=f"Round {e}", summary="Chatting.", vector=axis(61 + e),
+                      start=NOW - timedelta(days=10 - e), messages=[("user", "the copper kettle whistles", v)] * 3)
+
+    def ask():
+        r = retrieve_memory("copper kettle", tenant=tenant, embed=fixed(v), settings=cfg, conn=db,
+                            now=NOW, detail="high", max_tokens=400, record=False)
+        return r.text, [(m["id"], m["scores"], [x["seq"] for x in m["messages"]]) for m in r.records]
+
+    first = ask()
+    assert first[1], "nothing found"
+    for planner in ("enable_indexscan", "enable_bitmapscan", "enable_seqscan"):
+        with db.transaction():
+            db.execute(f"SET LOCAL {planner} = off")
+            assert ask() == first, planner
+
+
 def test_a_flashbulb_memory_keeps_its_floor(db, settings, tenant):
     v = axis(44)
     flash = write_episode(db, settings, tenant, "c", title="The night of the flood", summary="Water came into the house.",
