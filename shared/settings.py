@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import functools
 from pathlib import Path
+from typing import Literal
 
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -146,6 +147,14 @@ class Settings(BaseSettings):
         "message_vector / message_lexical (every stored message votes for its episode).",
     )
     hnsw_ef_search: int = Field(default=100, ge=1, le=1000, description="pgvector hnsw.ef_search for the vector legs.")
+    retrieval_plan_cache_mode: Literal["auto", "force_custom_plan", "force_generic_plan"] = Field(
+        default="auto",
+        description="PostgreSQL plan_cache_mode for retrieval's prepared statement. auto: PostgreSQL plans the first "
+        "five executions for their values, then keeps one generic plan when it looks no dearer (no planning, ~0.5 ms "
+        "saved); force_custom_plan: plan every query for its tenant and conversation, for data where conversations "
+        "differ widely in size (a generic plan assumes the average one and never picks the HNSW index for a "
+        "conversation's messages).",
+    )
     retrievability_weight: float = Field(
         default=1.0, ge=0, le=4, description="final = rrf x retrievability^weight (seed 001: 1; 0 switches FSRS off)."
     )

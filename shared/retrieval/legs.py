@@ -141,11 +141,12 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], facts: bool 
     )
 
 
-def set_search_options(conn: psycopg.Connection, ef_search: int) -> None:
-    """Inside a transaction: HNSW search breadth, and iterative scans so that filtered
-    searches still return k rows (pgvector >= 0.8)."""
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true)",
-                 (str(int(ef_search)),))
+def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode: str = "auto") -> None:
+    """Inside a transaction: HNSW search breadth, iterative scans so that filtered
+    searches still return k rows (pgvector >= 0.8), and how the statement is planned
+    (``MEMQ_RETRIEVAL_PLAN_CACHE_MODE``)."""
+    conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+                 "set_config('plan_cache_mode', %s, true)", (str(int(ef_search)), plan_cache_mode))
 
 
 @dataclass
@@ -159,7 +160,7 @@ class LegResults:
 
 def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.ndarray, legs: tuple[str, ...],
              candidates: int, ef_search: int, *, query_text: str | None = None, full: bool = False,
-             reach: int | None = None, facts: tuple[int, float] | None = None) -> LegResults:
+             reach: int | None = None, facts: tuple[int, float] | None = None, plan_cache_mode: str = "auto") -> LegResults:
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
     legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity)."""
     args = params(request, vector, candidates, query_text, reach)
@@ -167,7 +168,7 @@ def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.nda
         args["fact_k"], args["fact_min"] = facts
     sql = retrieval_sql(request, legs, facts is not None) if full else legs_sql(request, legs)
     with conn.transaction():
-        set_search_options(conn, ef_search)
+        set_search_options(conn, ef_search, plan_cache_mode)
         rows = conn.execute(sql, args).fetchall()
     return read_rows(rows, legs)
 

@@ -3,15 +3,16 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 from shared.retrieval.model import EpisodeHit, MessageView
 
 
-def relative(moment: datetime, now: datetime) -> str:
-    days = (now.date() - moment.date()).days
+def relative(moment: datetime, now: datetime | date) -> str:
+    days = ((now.date() if isinstance(now, datetime) else now) - moment.date()).days
     if days < 0:
         return "later than now"
     if days == 0:
@@ -36,17 +37,29 @@ def _hm(t: datetime) -> str:
 
 
 def when(hit: EpisodeHit, now: datetime) -> str:
-    """"7 May 2023 13:05–13:40 UTC (3 weeks ago)"; the end's day too when it is another day."""
-    start, end = hit.start_at, hit.end_at
+    """"7 May 2023 13:05–13:40 UTC (3 weeks ago)"; the end's day too when it is another day.
+    In UTC whatever zone the times come in (a database session's TimeZone, a caller's now)."""
+    return _when(hit.start_at.astimezone(UTC), hit.end_at.astimezone(UTC), now.astimezone(UTC).date())
+
+
+@functools.lru_cache(maxsize=10_000)  # episodes come back query after query, on the same day
+def _when(start: datetime, end: datetime, today: date) -> str:
     day = f"{start.day} {_MONTHS[start.month]} {start.year}"
     span = _hm(start) if end == start else f"{_hm(start)}–{_hm(end)}"
     if end.date() != start.date():
         span = f"{_hm(start)} – {end.day} {_MONTHS[end.month]} {_hm(end)}"
-    return f"{day} {span} UTC ({relative(start, now)})"
+    return f"{day} {span} UTC ({relative(start, today)})"
 
 
 def message_line(m: MessageView) -> str:
-    return f"- {m.who}: {' '.join(m.content.split())}"
+    return _line(m.who, m.content)
+
+
+@functools.lru_cache(maxsize=50_000)
+def _line(who: str, content: str) -> str:
+    """One shown message, whitespace folded. Remembered: the same messages come back query
+    after query, and the same string object keeps its hash for the token-count cache."""
+    return f"- {who}: {' '.join(content.split())}"
 
 
 GAP = "…"  # a line where messages of the episode are left out
@@ -112,11 +125,16 @@ def episode_lines(
 
 def shown_header(hit: EpisodeHit, now: datetime, *, key_moment_surprise: float, title_words: int) -> str:
     """The one header line of an episode shown with messages."""
-    start = hit.start_at
-    head = f"### {start.day} {_MONTHS[start.month]} {start.year} {_hm(start)} UTC ({relative(start, now)})"
-    if hit.key_moment(key_moment_surprise):
+    return _shown_header(hit.start_at.astimezone(UTC), now.astimezone(UTC).date(), hit.key_moment(key_moment_surprise),
+                         hit.title, title_words)
+
+
+@functools.lru_cache(maxsize=10_000)
+def _shown_header(start: datetime, today: date, key_moment: bool, title: str, title_words: int) -> str:
+    head = f"### {start.day} {_MONTHS[start.month]} {start.year} {_hm(start)} UTC ({relative(start, today)})"
+    if key_moment:
         head += " · key moment"
-    return f"{head} · {short_title(hit.title, title_words)}"
+    return f"{head} · {short_title(title, title_words)}"
 
 
 def gap_count(seqs: Sequence[int], first_seq: int, last_seq: int) -> int:

@@ -203,7 +203,8 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         timings["embed"] = (t2 - t1) * 1000
         found = legs.run_legs(c, request, vector, settings.legs, settings.retrieval_candidates, settings.hnsw_ef_search,
                               query_text=terms.search_text, full=True, reach=message_reach(request.max_tokens, settings),
-                              facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None)
+                              facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None,
+                              plan_cache_mode=settings.retrieval_plan_cache_mode)
         t3 = time.perf_counter()
         timings["sql"] = (t3 - t2) * 1000
         fused = rrf(found.episodes, settings.rrf_k)[: max(settings.retrieval_candidates, request.limit)]

@@ -243,6 +243,10 @@ def test_ties_at_a_legs_limit_are_broken_the_same_whatever_the_plan(db, settings
         with db.transaction():
             db.execute(f"SET LOCAL {planner} = off")
             assert ask() == first, planner
+    for mode in ("force_custom_plan", "force_generic_plan", "auto"):  # MEMQ_RETRIEVAL_PLAN_CACHE_MODE
+        cfg = cfg.model_copy(update={"retrieval_plan_cache_mode": mode})
+        for _ in range(7):  # past the five custom plans PostgreSQL makes before it may keep a generic one
+            assert ask() == first, mode
 
 
 def test_a_flashbulb_memory_keeps_its_floor(db, settings, tenant):

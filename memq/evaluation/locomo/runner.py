@@ -293,7 +293,8 @@ def _latency(run_: EvalRun, settings: Settings, conn, asked, queries: Queries, b
                                     limit=limit, detail=MAIN.detail, max_tokens=budget, now=_now(conv))
             t = time.perf_counter()
             legs.run_legs(conn, request, queries.searched[i], settings.legs, settings.retrieval_candidates,
-                          settings.hnsw_ef_search, query_text=queries.terms[i].search_text)
+                          settings.hnsw_ef_search, query_text=queries.terms[i].search_text,
+                          plan_cache_mode=settings.retrieval_plan_cache_mode)
             floor = time.perf_counter() - t
             t = time.perf_counter()
             retrieve(request, settings=settings, embed=embed, conn=conn, record=True)

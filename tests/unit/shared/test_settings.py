@@ -42,6 +42,7 @@ def test_environment_overrides_and_service_urls(monkeypatch):
         {"MEMQ_LOG_FORMAT": "xml"},
         {"MEMQ_TENANT": "has space"},
         {"MEMQ_EMBEDDING_DIM": "4096"},
+        {"MEMQ_RETRIEVAL_PLAN_CACHE_MODE": "sometimes"},
     ],
 )
 def test_invalid_configuration_fails_at_start(monkeypatch, env):

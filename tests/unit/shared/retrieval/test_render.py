@@ -5,12 +5,14 @@ from __future__ import annotations
 
 import json
 import re
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
 from shared.retrieval.model import EpisodeHit, MessageView
-from shared.retrieval.render import GAP, episode_block, gap_count, hit_record, markdown, relative, short_title, when
+from shared.retrieval.render import (
+    GAP, episode_block, gap_count, hit_record, markdown, relative, short_title, shown_header, when,
+)
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
 START = datetime(2023, 5, 7, 14, 5, tzinfo=UTC)
@@ -51,6 +53,19 @@ def test_when_gives_absolute_and_relative_time():
     assert ABSOLUTE.match(when(hit(), NOW)), when(hit(), NOW)  # day, start–end, UTC, relative
     overnight = when(hit(end_at=START + timedelta(hours=12)), NOW)
     assert ABSOLUTE.match(overnight) and "8 May 02:05" in overnight, overnight  # the end's day when it differs
+
+
+def test_times_in_another_zone_are_shown_in_utc():
+    """A database session in another TimeZone (or a caller's now in one) gives the same
+    instants in another zone: the text says UTC, so it shows UTC."""
+    berlin = timezone(timedelta(hours=2))
+    local = hit(start_at=START.astimezone(berlin), end_at=(START + timedelta(minutes=40)).astimezone(berlin))
+    assert when(local, NOW.astimezone(berlin)) == when(hit(), NOW)
+    late = hit(start_at=datetime(2023, 5, 7, 23, 30, tzinfo=UTC), end_at=datetime(2023, 5, 7, 23, 50, tzinfo=UTC))
+    header = shown_header(late, NOW, key_moment_surprise=0.7, title_words=8)
+    assert shown_header(hit(start_at=late.start_at.astimezone(berlin), end_at=late.end_at.astimezone(berlin)),
+                        NOW.astimezone(berlin), key_moment_surprise=0.7, title_words=8) == header
+    assert header.startswith("### 7 May 2023 23:30 UTC")  # not 8 May 01:30
 
 
 def test_markdown_block_has_title_time_and_summary():
