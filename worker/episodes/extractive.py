@@ -52,11 +52,13 @@ def content_words(text: str) -> list[str]:
 
 
 def keywords(messages: Sequence[dict[str, Any]], k: int = 5) -> list[str]:
-    """Most frequent content words, user and assistant text only (tool dumps excluded)."""
+    """Most frequent content words (counted once per message), user and assistant text
+    only (tool dumps excluded); ties in order of first appearance, so the same messages
+    always give the same words (a set's order changes with each process's hash seed)."""
     counts: Counter[str] = Counter()
     for m in messages:
         if m["role"] in ("user", "assistant"):
-            counts.update(set(content_words(m["content"])))
+            counts.update(dict.fromkeys(content_words(m["content"]), 1))
     return [w for w, _ in counts.most_common(k)]
 
 

@@ -1,3 +1,5 @@
+from pathlib import Path
+
 from worker.episodes.extractive import extractive_summary, extractive_title, keywords
 
 CONV = [
@@ -32,6 +34,28 @@ def test_summary_is_third_person_quotes_in_order_and_names_tools():
 
 def test_keywords_ignore_stopwords_and_tool_output():
     assert "starter" in keywords(CONV) and "the" not in keywords(CONV) and "irrelevant" not in keywords(CONV)
+
+
+ROOT = Path(__file__).resolve().parents[4]  # the checkout: the subprocesses import worker/ from it
+TIES = [{"role": "user", "content": "Caroline and Melanie talked about family, support and love at the picnic."},
+        {"role": "assistant", "content": "Melanie said family and support matter; Caroline agreed about love."}]
+
+
+def test_keywords_that_tie_come_in_order_of_first_appearance():
+    assert keywords(TIES, 5) == ["caroline", "melanie", "family", "support", "love"]  # each in both messages
+
+
+def test_the_same_messages_give_the_same_summary_in_every_process():
+    """Word order must not follow the process's string hash seed (a set's order does)."""
+    import subprocess
+    import sys
+
+    code = ("from worker.episodes.extractive import extractive_summary; "
+            f"print(extractive_summary({TIES!r}, max_sentences=2, tools=[]))")
+    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                              env={"PYTHONHASHSEED": str(seed), "PATH": ""}, cwd=str(ROOT)).stdout
+               for seed in (1, 2, 3, 4)}
+    assert len(outputs) == 1, outputs
 
 
 import time  # noqa: E402
