@@ -120,7 +120,8 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], facts: bool 
 
     ``episode`` rows: every episode a leg found. ``message`` rows: every message a message
     leg ranked within ``reach`` and the one before and after it in its episode: the
-    messages that may be shown. With ``facts``, the fact legs' rows too (``fact_vector`` /
+    messages that may be shown, read per episode by one probe of the ``(episode_id, seq)``
+    index for all its seqs. With ``facts``, the fact legs' rows too (``fact_vector`` /
     ``fact_lexical``: fact id and rank; ``shared/db/facts.fact_legs_sql``)."""
     fact_rows = ""
     if facts:
@@ -128,15 +129,15 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], facts: bool 
                      f"({fact_legs_sql(request.conversation_ids is not None)}) f ")
     return (
         f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}), "
-        "near AS (SELECT DISTINCT r.id AS episode_id, r.seq + d AS seq FROM ranked r, "
-        "(VALUES (-1), (0), (1)) AS n(d) WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s) "
+        "near AS (SELECT r.id AS episode_id, array_agg(DISTINCT r.seq + d) AS seqs FROM ranked r, "
+        "(VALUES (-1), (0), (1)) AS n(d) WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s GROUP BY r.id) "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
         "UNION ALL SELECT 'episode', id::text, first_seq, last_seq, conversation_id, title, summary, summary_source, "
         f"start_at, end_at, surprise, message_count, {_CARD} "
         "FROM episodic_memory WHERE id IN (SELECT id FROM ranked) "
         "UNION ALL SELECT 'message', m.episode_id::text, m.seq, NULL, NULL, m.role, m.speaker, m.content, m.ts, "
         "NULL, NULL, NULL, NULL, NULL "
-        "FROM near JOIN episode_message m ON m.episode_id = near.episode_id AND m.seq = near.seq "
+        "FROM near JOIN episode_message m ON m.episode_id = near.episode_id AND m.seq = ANY(near.seqs) "
         f"WHERE m.tenant_id = %(tenant)s {fact_rows}"
     )
 
@@ -169,7 +170,7 @@ def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.nda
     sql = retrieval_sql(request, legs, facts is not None) if full else legs_sql(request, legs)
     with conn.transaction():
         set_search_options(conn, ef_search, plan_cache_mode)
-        rows = conn.execute(sql, args).fetchall()
+        rows = conn.execute(sql, args, binary=True).fetchall()  # binary: no timestamps formatted as text
     return read_rows(rows, legs)
 
 
