@@ -138,23 +138,15 @@ def nearest_active(conn, tenant: str, conversation_id: str, vector: np.ndarray) 
 FACT_CANDIDATES = 50  # facts each leg ranks before fusion
 
 
-def fact_legs_sql(conversations: bool) -> str:
-    """The vector and lexical legs over active facts: (leg, fact id, 1-based rank) rows,
-    ``fact_vector`` and ``fact_lexical``. Needs the CTE ``q`` (``lexical.OR_QUERY``) and
-    the parameters ``tenant``, ``conversations`` (when ``conversations``), ``vector``,
-    ``fact_k`` (candidates per leg) and ``fact_min`` (the vector leg keeps facts at least
-    this close, cosine: a nearest fact is not a relevant one when few facts exist)."""
-    scope = "f.tenant_id = %(tenant)s AND f.expired_at IS NULL"
-    if conversations:
-        scope += " AND f.conversation_id = ANY(%(conversations)s)"
-    return f"""
-        (SELECT 'fact_vector' AS leg, id::text AS id, row_number() OVER (ORDER BY d, id) AS rank FROM (
-            SELECT f.id, f.embedding <=> %(vector)s AS d FROM semantic_fact f WHERE {scope}
-            ORDER BY d, f.id LIMIT %(fact_k)s) v WHERE 1 - d >= %(fact_min)s)
-        UNION ALL
-        (SELECT 'fact_lexical', id::text, row_number() OVER (ORDER BY r DESC, id) FROM (
-            SELECT f.id, ts_rank_cd(f.search, q.q, 1) AS r FROM semantic_fact f, q
-            WHERE {scope} AND f.search @@ q.q ORDER BY r DESC, id LIMIT %(fact_k)s) l)"""
+def fact_legs_call(conversations: bool) -> str:
+    """The vector and lexical legs over active facts (``memq_fact_legs``, migration 0009):
+    (leg, fact id, 1-based rank) rows, ``fact_vector`` and ``fact_lexical``. Needs the CTE
+    ``q`` (``lexical.OR_QUERY``) and the parameters ``tenant``, ``conversations`` (when
+    ``conversations``; else the whole tenant), ``vector``, ``fact_k`` (candidates per leg)
+    and ``fact_min`` (the vector leg keeps facts at least this close, cosine: a nearest fact
+    is not a relevant one when few facts exist). Ties at a leg's limit go by id."""
+    scope = "%(conversations)s" if conversations else "NULL"
+    return f"memq_fact_legs(%(tenant)s, {scope}, (SELECT q FROM q), %(vector)s, %(fact_k)s, %(fact_min)s)"
 
 
 def fuse_fact_legs(rows_per_query: Sequence[Sequence[tuple[str, str, int]]], k: float,
@@ -185,9 +177,9 @@ def facts_by_id(conn, fused: Sequence[tuple[str, float, dict[str, int]]]) -> lis
 def search_facts(conn, tenant: str, conversation_ids: Sequence[str] | None, queries: Sequence[tuple[str, np.ndarray]],
                  limit: int, k: float = 60.0, candidates: int = FACT_CANDIDATES,
                  min_similarity: float = 0.0) -> list[tuple[Fact, float, dict[str, int]]]:
-    """Active facts by hybrid search (``fact_legs_sql`` per query, fused by RRF): (fact,
+    """Active facts by hybrid search (``fact_legs_call`` per query, fused by RRF): (fact,
     rrf score, ranks), best first. ``conversation_ids`` None: the whole tenant."""
-    sql = f"WITH q AS (SELECT {OR_QUERY} AS q) {fact_legs_sql(conversation_ids is not None)}"
+    sql = f"WITH q AS (SELECT {OR_QUERY} AS q) SELECT leg, id, rank FROM {fact_legs_call(conversation_ids is not None)}"
     found = [
         conn.execute(sql, {"tenant": tenant, "conversations": list(conversation_ids or []), "query": text, "vector": vector,
                            "fact_k": candidates, "fact_min": min_similarity}).fetchall()

@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from shared.db.facts import fact_legs_sql
+from shared.db.facts import fact_legs_call
 from shared.db.lexical import OR_QUERY
 from shared.retrieval.model import EpisodeHit
 from shared.retrieval.request import RetrievalRequest
@@ -113,32 +113,31 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], facts: bool 
     """``legs_sql`` and, in the same statement (one round trip), what retrieval reads next.
     Rows of three kinds share 14 columns, so that each row stays narrow:
 
-    - a leg's rows: (leg, episode id, message seq, rank, message's conversation);
+    - a leg's rows: (leg, episode id, message seq, rank, -);
     - ``episode``: (kind, id, first_seq, last_seq, conversation_id, title, summary,
       summary_source, start_at, end_at, surprise, message_count, stability, last_review);
     - ``message``: (kind, episode id, seq, -, -, role, speaker, content, ts).
 
     ``episode`` rows: every episode a leg found. ``message`` rows: every message a message
     leg ranked within ``reach`` and the one before and after it in its episode: the
-    messages that may be shown, read per episode by one probe of the ``(episode_id, seq)``
-    index for all its seqs. With ``facts``, the fact legs' rows too (``fact_vector`` /
-    ``fact_lexical``: fact id and rank; ``shared/db/facts.fact_legs_sql``)."""
+    messages that may be shown. With ``facts``, the fact legs' rows too (``fact_vector`` /
+    ``fact_lexical``: fact id and rank). The legs are planned with the query's values; the
+    lookups after them are functions whose plans are made once per connection (migration
+    0009: ``memq_episode_rows``, ``memq_shown_messages``, ``memq_fact_legs``)."""
     fact_rows = ""
     if facts:
-        fact_rows = (f"UNION ALL SELECT leg, id, NULL, rank, NULL, {_NULLS} FROM "
-                     f"({fact_legs_sql(request.conversation_ids is not None)}) f ")
+        fact_rows = f"UNION ALL SELECT f.leg, f.id, NULL, f.rank, NULL, {_NULLS} FROM {fact_legs_call(request.conversation_ids is not None)} f "
     return (
         f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}), "
-        "near AS (SELECT r.id AS episode_id, array_agg(DISTINCT r.seq + d) AS seqs FROM ranked r, "
-        "(VALUES (-1), (0), (1)) AS n(d) WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s GROUP BY r.id) "
+        "reached AS (SELECT array_agg(id ORDER BY leg, rank) AS ids, array_agg(seq ORDER BY leg, rank) AS seqs FROM ranked "
+        "WHERE seq IS NOT NULL AND rank <= %(reach)s) "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
-        "UNION ALL SELECT 'episode', id::text, first_seq, last_seq, conversation_id, title, summary, summary_source, "
-        f"start_at, end_at, surprise, message_count, {_CARD} "
-        "FROM episodic_memory WHERE id IN (SELECT id FROM ranked) "
-        "UNION ALL SELECT 'message', m.episode_id::text, m.seq, NULL, NULL, m.role, m.speaker, m.content, m.ts, "
+        "UNION ALL SELECT 'episode', e.id, e.first_seq, e.last_seq, e.conversation_id, e.title, e.summary, e.summary_source, "
+        "e.start_at, e.end_at, e.surprise, e.message_count, e.stability, e.last_review "
+        "FROM memq_episode_rows(%(tenant)s, ARRAY(SELECT DISTINCT id FROM ranked)) e "
+        "UNION ALL SELECT 'message', m.episode_id, m.seq, NULL, NULL, m.role, m.speaker, m.content, m.ts, "
         "NULL, NULL, NULL, NULL, NULL "
-        "FROM near JOIN episode_message m ON m.episode_id = near.episode_id AND m.seq = ANY(near.seqs) "
-        f"WHERE m.tenant_id = %(tenant)s {fact_rows}"
+        f"FROM reached, memq_shown_messages(%(tenant)s, reached.ids, reached.seqs) m {fact_rows}"
     )
 
 

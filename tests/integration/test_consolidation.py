@@ -221,3 +221,7 @@ def test_retrieval_shows_the_relevant_facts_first_and_keeps_the_budget(db, setti
     other = retrieve_memory("Does Ana play an instrument?", tenant=tenant, conversation_id="someone-else", settings=settings,
                             conn=db, record=False)
     assert other.facts == [] and "Known facts" not in other.text  # facts of another conversation are not shown
+    whole = retrieve_memory("Does Ana play an instrument?", tenant=tenant, settings=settings, conn=db, record=False)
+    assert whole.facts[0]["content"] == "Ana plays the cello in an amateur orchestra."  # the whole tenant's facts
+    stranger = retrieve_memory("Does Ana play an instrument?", tenant=f"{tenant}-x", settings=settings, conn=db, record=False)
+    assert stranger.facts == []  # never another tenant's
