@@ -81,11 +81,13 @@ def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str
                 SELECT e.id, ts_rank_cd(e.search, q.q, 1) AS r FROM episodic_memory e, q
                 WHERE {e_scope} AND e.search @@ q.q ORDER BY r DESC, e.id LIMIT %(k)s) l""",
         "message_vector": f"""
-            SELECT 'message_vector', episode_id{cast}, seq, row_number() OVER (ORDER BY d, conversation_id, seq), conversation_id FROM (
+            SELECT 'message_vector', episode_id{cast}, seq, row_number() OVER (ORDER BY d, conversation_id, seq),
+                   conversation_id FROM (
                 SELECT m.episode_id, m.seq, m.conversation_id, m.embedding <=> %(vector)s AS d FROM episode_message m
                 WHERE {m_scope} AND m.embedding IS NOT NULL ORDER BY d, m.conversation_id, m.seq LIMIT %(k)s) mv""",
         "message_lexical": f"""
-            SELECT 'message_lexical', episode_id{cast}, seq, row_number() OVER (ORDER BY r DESC, conversation_id, seq), conversation_id FROM (
+            SELECT 'message_lexical', episode_id{cast}, seq, row_number() OVER (ORDER BY r DESC, conversation_id, seq),
+                   conversation_id FROM (
                 SELECT m.episode_id, m.seq, m.conversation_id, ts_rank_cd(m.search, q.q, 1) AS r FROM episode_message m, q
                 WHERE {m_scope} AND m.search @@ q.q ORDER BY r DESC, m.conversation_id, m.seq LIMIT %(k)s) ml""",
     }
@@ -121,12 +123,14 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], facts: bool 
     ``episode`` rows: every episode a leg found. ``message`` rows: every message a message
     leg ranked within ``reach`` and the one before and after it in its episode: the
     messages that may be shown. With ``facts``, the fact legs' rows too (``fact_vector`` /
-    ``fact_lexical``: fact id and rank). The legs are planned with the query's values; the
-    lookups after them are functions whose plans are made once per connection (migration
-    0009: ``memq_episode_rows``, ``memq_shown_messages``, ``memq_fact_legs``)."""
+    ``fact_lexical``: fact id and rank). PostgreSQL may plan the statement for each query's
+    values, which the legs need; the lookups after them are functions whose plans are made
+    once per connection (migration 0009: ``memq_episode_rows``, ``memq_shown_messages``,
+    ``memq_fact_legs``)."""
     fact_rows = ""
     if facts:
-        fact_rows = f"UNION ALL SELECT f.leg, f.id, NULL, f.rank, NULL, {_NULLS} FROM {fact_legs_call(request.conversation_ids is not None)} f "
+        call = fact_legs_call(request.conversation_ids is not None)
+        fact_rows = f"UNION ALL SELECT f.leg, f.id, NULL, f.rank, NULL, {_NULLS} FROM {call} f "
     return (
         f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}), "
         "reached AS (SELECT array_agg(id ORDER BY leg, rank) AS ids, array_agg(seq ORDER BY leg, rank) AS seqs FROM ranked "
@@ -182,22 +186,11 @@ def read_rows(rows: list[tuple], legs: tuple[str, ...]) -> LegResults:
     shown: dict[str, list[tuple]] = {}
     fact_rows: list[tuple[str, str, int]] = []
     for row in rows:
-        if len(row) == 5:  # legs_sql
-            kind, episode_id, seq, rank, _ = row
-            a = b = c = t1 = t2 = f1 = i1 = f2 = t3 = None
-        else:
-            kind, episode_id, seq, rank, conv, a, b, c, t1, t2, f1, i1, f2, t3 = row
-        if kind == "message":
-            found_messages = shown.get(episode_id)
-            if found_messages is None:
-                found_messages = shown[episode_id] = []
-            found_messages.append((seq, a, b, c, t1))  # seq, role, speaker, content, ts
-        elif kind == "episode":
-            found[episode_id] = EpisodeHit(episode_id, conv, a, b, t1, t2, f1, i1, seq, rank, c, f2, t3)
-        elif kind.startswith("fact_"):
-            fact_rows.append((kind, episode_id, rank))
-        else:
-            ranked[kind].append((rank, episode_id))
+        kind = row[0]
+        in_leg = ranked.get(kind)
+        if in_leg is not None:  # a leg's row: (leg, episode id, seq or None, rank, ...)
+            episode_id, seq, rank = row[1], row[2], row[3]
+            in_leg.append((rank, episode_id))
             if seq is not None:
                 per_seq = messages.get(episode_id)
                 if per_seq is None:
@@ -207,6 +200,18 @@ def read_rows(rows: list[tuple], legs: tuple[str, ...]) -> LegResults:
                     per_seq[seq] = {names[kind]: rank}
                 else:
                     legs_ranks[names[kind]] = rank
+        elif kind == "message":  # seq, role, speaker, content, ts
+            found_messages = shown.get(row[1])
+            if found_messages is None:
+                found_messages = shown[row[1]] = []
+            found_messages.append((row[2], row[5], row[6], row[7], row[8]))
+        elif kind == "episode":
+            _, episode_id, first_seq, last_seq, conv, title, summary, source, start, end, surprise, count, stability, \
+                last_review = row
+            found[episode_id] = EpisodeHit(episode_id, conv, title, summary, start, end, surprise, count, first_seq, last_seq,
+                                           source, stability, last_review)
+        else:  # a fact leg's row
+            fact_rows.append((kind, row[1], row[3]))
     for found_messages in shown.values():
         found_messages.sort()
     # an episode's rank in a message leg: the order of first appearance of its messages
