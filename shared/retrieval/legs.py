@@ -99,13 +99,6 @@ def legs_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
     return f"WITH q AS (SELECT {OR_QUERY} AS q) {_ranked_union(request, legs)}"
 
 
-_CARD = "(fsrs_card->>'stability')::float8, (fsrs_card->>'last_review')::timestamptz"
-# an episode row as ``EpisodeHit`` reads it (``model.EpisodeFields``): the FSRS state comes
-# out of the card as two values, so neither PostgreSQL nor Python handles the JSON
-_EPISODE = ("id::text, conversation_id, title, summary, start_at, end_at, surprise, message_count, first_seq, last_seq, "
-            f"summary_source, {_CARD}")
-
-
 # the nine typed columns after (kind, id, seq, rank, conv), empty
 _NULLS = ("NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::float8, NULL::int, NULL::float8, "
           "NULL::timestamptz")
@@ -157,7 +150,7 @@ def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode
 class LegResults:
     episodes: dict[str, list[str]]  # leg -> episode ids, best first
     messages: dict[str, dict[int, dict[str, int]]]  # episode id -> seq -> "vector" / "lexical" -> 1-based rank
-    found: dict[str, EpisodeHit] = field(default_factory=dict)  # episode id -> its row, unscored (``full``)
+    hits: dict[str, EpisodeHit] = field(default_factory=dict)  # episode id -> its row, unscored (``full``)
     shown: dict[str, list[tuple]] = field(default_factory=dict)  # episode id -> (seq, role, speaker, content, ts) (``full``)
     facts: list[tuple[str, str, int]] = field(default_factory=list)  # (fact leg, fact id, rank) (``full`` with facts)
 
@@ -182,7 +175,7 @@ def read_rows(rows: list[tuple], legs: tuple[str, ...]) -> LegResults:
     ranked: dict[str, list[tuple[int, str]]] = {leg: [] for leg in legs}
     names = {leg: leg.removeprefix("message_") for leg in legs}
     messages: dict[str, dict[int, dict[str, int]]] = {}
-    found: dict[str, EpisodeHit] = {}
+    hits: dict[str, EpisodeHit] = {}
     shown: dict[str, list[tuple]] = {}
     fact_rows: list[tuple[str, str, int]] = []
     for row in rows:
@@ -208,7 +201,7 @@ def read_rows(rows: list[tuple], legs: tuple[str, ...]) -> LegResults:
         elif kind == "episode":
             _, episode_id, first_seq, last_seq, conv, title, summary, source, start, end, surprise, count, stability, \
                 last_review = row
-            found[episode_id] = EpisodeHit(episode_id, conv, title, summary, start, end, surprise, count, first_seq, last_seq,
+            hits[episode_id] = EpisodeHit(episode_id, conv, title, summary, start, end, surprise, count, first_seq, last_seq,
                                            source, stability, last_review)
         else:  # a fact leg's row
             fact_rows.append((kind, row[1], row[3]))
@@ -216,7 +209,7 @@ def read_rows(rows: list[tuple], legs: tuple[str, ...]) -> LegResults:
         found_messages.sort()
     # an episode's rank in a message leg: the order of first appearance of its messages
     episodes = {leg: list(dict.fromkeys(eid for _, eid in sorted(rows_))) for leg, rows_ in ranked.items()}
-    return LegResults(episodes, messages, found, shown, fact_rows)
+    return LegResults(episodes, messages, hits, shown, fact_rows)
 
 
 def participants(conn: psycopg.Connection, request: RetrievalRequest, limit: int = 1000) -> list[str]:
@@ -233,10 +226,14 @@ def participants(conn: psycopg.Connection, request: RetrievalRequest, limit: int
 
 def recent_candidates(conn: psycopg.Connection, tenant: str, conversation_id: str, since: datetime,
                       limit: int) -> list[EpisodeHit]:
+    """The conversation's latest episodes that ended since ``since``, newest first, read as
+    retrieval reads them (``memq_episode_rows``, migration 0009)."""
     rows = conn.execute(
-        f"SELECT {_EPISODE} FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s AND end_at >= %s "
-        "ORDER BY end_at DESC LIMIT %s",
-        (tenant, conversation_id, since, limit),
+        "SELECT id, conversation_id, title, summary, start_at, end_at, surprise, message_count, first_seq, last_seq, "
+        "summary_source, stability, last_review FROM memq_episode_rows(%s, ARRAY("
+        "SELECT id FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s AND end_at >= %s "
+        "ORDER BY end_at DESC LIMIT %s)) ORDER BY end_at DESC",
+        (tenant, tenant, conversation_id, since, limit),
     ).fetchall()
     return [EpisodeHit(*r) for r in rows]
 

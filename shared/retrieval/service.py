@@ -209,9 +209,9 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         timings["sql"] = (t3 - t2) * 1000
         fused = rrf(found.episodes, settings.rrf_k)[: max(settings.retrieval_candidates, request.limit)]
         for f in fused:
-            if f.id in found.found:
-                found.found[f.id].ranks = f.ranks
-        hits = rerank([found.found[f.id] for f in fused if f.id in found.found], {f.id: f.score for f in fused},
+            if f.id in found.hits:
+                found.hits[f.id].ranks = f.ranks
+        hits = rerank([found.hits[f.id] for f in fused if f.id in found.hits], {f.id: f.score for f in fused},
                       settings, request.now, named)[: request.limit]
         params = SelectionParams(
             detail=request.detail, max_tokens=request.max_tokens, low_messages=settings.low_detail_messages,

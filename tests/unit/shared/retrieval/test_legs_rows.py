@@ -49,7 +49,7 @@ def test_rows_are_read_whatever_their_order():
         assert [m[0] for m in result.shown["e1"]] == [3, 4, 5]  # in seq order
         assert result.shown["e2"] == [(9, "user", "Ana", "said 9", T + timedelta(minutes=9))]
         assert sorted(result.facts) == [("fact_lexical", "f1", 2), ("fact_vector", "f1", 1)]
-        hit = result.found["e2"]
+        hit = result.hits["e2"]
         assert (hit.id, hit.conversation_id, hit.title, hit.first_seq, hit.last_seq, hit.message_count) == \
             ("e2", "c1", "Title e2", 8, 10, 3)
         assert (hit.summary_source, hit.stability, hit.last_review, hit.end_at) == ("extractive", 3.5, T, T + timedelta(minutes=5))
@@ -59,4 +59,4 @@ def test_the_legs_alone_give_rankings_only():
     legs_only = [row[:5] for row in ROWS if row[0] in LEGS]
     result = read_rows(legs_only, LEGS)
     assert result.episodes["episode_vector"] == ["e2", "e1"] and result.messages["e1"][3] == {"vector": 3, "lexical": 1}
-    assert (result.found, result.shown, result.facts) == ({}, {}, [])
+    assert (result.hits, result.shown, result.facts) == ({}, {}, [])
