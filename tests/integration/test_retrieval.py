@@ -410,6 +410,31 @@ def test_the_episode_vector_leg_uses_the_hnsw_index(db, settings):
     assert "Index Scan using episodic_memory_embedding_hnsw" in plan, f"still no HNSW scan at {size} episodes:\n{plan}"
 
 
+def test_what_retrieval_reads_of_a_row_stays_in_the_row(db, settings, tenant):
+    """Migration 0010: an episode's summary, FSRS card and search vector, and a message's
+    content and metadata, are kept in the row next to its 1.5 kB embedding (not in TOAST,
+    where each would cost retrieval an index lookup); only what is really long (the
+    episode's copy of 40 messages here) leaves it."""
+    if db.execute("SELECT current_setting('server_version_num')::int").fetchone()[0] < 170000:
+        pytest.skip("pg_column_toast_chunk_id needs PostgreSQL 17")
+    said = [("user" if i % 2 == 0 else "assistant", f"Message {i} about the garden, the roses and the spring frost.",
+             blend((axis(i % 7), 1.0), (axis(9), 0.3)), "Ana" if i % 2 == 0 else "Ben") for i in range(40)]
+    episode = write_episode(db, settings, tenant, "c1", title="Garden plans for the spring",
+                            summary="Ana and Ben plan the garden: roses along the fence, tomatoes by the shed, and "
+                                    "covers against a late frost. " * 3,
+                            vector=axis(1), start=NOW - timedelta(days=2), messages=said)
+    row = db.execute(
+        "SELECT pg_column_toast_chunk_id(summary), pg_column_toast_chunk_id(fsrs_card), pg_column_toast_chunk_id(search), "
+        "pg_column_toast_chunk_id(title), pg_column_toast_chunk_id(messages), pg_column_size(e.*) "
+        "FROM episodic_memory e WHERE id = %s", (episode,)).fetchone()
+    assert row[:4] == (None, None, None, None), row
+    assert row[4] is not None and row[5] > 2000  # the copy of the messages went; the row is still over the old 2 kB
+    toasted = db.execute(
+        "SELECT count(pg_column_toast_chunk_id(content)) + count(pg_column_toast_chunk_id(metadata)) "
+        "FROM episode_message WHERE episode_id = %s", (episode,)).fetchone()[0]
+    assert toasted == 0
+
+
 # --- explicit time ranges and named times -------------------------------------------------
 
 def test_explicit_time_ranges_filter_and_named_times_boost(db, settings, tenant):
