@@ -202,19 +202,28 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
         if message is None:
             if entry is not None:
                 continue  # its header came with one of its messages
-            entry = _Entry(hit, hit.summary, 0)
+            entry = _Entry(hit, None, 0)
             cost = costs.header_only(entry)
-            if used + cost > p.max_tokens and entry.summary:
-                room = p.max_tokens - used - (cost - count(entry.summary))
-                entry.summary = shorten(hit.summary, room) if room >= 20 else None
-                cost = costs.header_only(entry)
-            if used + cost > p.max_tokens:
+            if used + cost > p.max_tokens:  # not even without its summary
                 misses += 1
                 continue
+            entry.summary = hit.summary
+            if entry.summary:
+                cost = costs.header_only(entry)
+                if used + cost > p.max_tokens:
+                    room = p.max_tokens - used - (cost - count(entry.summary))
+                    entry.summary = shorten(hit.summary, room) if room >= 20 else None
+                    cost = costs.header_only(entry)
+                    if used + cost > p.max_tokens:
+                        misses += 1
+                        continue
         else:
+            line = count(message_line(message))
+            if used + line - costs.gap > p.max_tokens:  # a message adds at least its line less one closed ``…``
+                misses += 1
+                continue
             if entry is None:
                 entry = _Entry(hit, shorten(hit.summary, p.summary_tokens_with_messages), message_cap(hit, p))
-            line = count(message_line(message))
             gaps = entry.gaps_with(message.seq)
             cost = costs.with_message(entry, line, gaps)
             if used - previous + cost > p.max_tokens:
