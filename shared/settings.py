@@ -196,9 +196,16 @@ class Settings(BaseSettings):
     )
     episode_density_top: int = Field(default=3, ge=1, le=50, description="Messages summed into an episode's density.")
     message_reach_tokens: int = Field(
-        default=20, ge=1,
+        default=40, ge=1,
         description="Messages are read for showing down to rank max_tokens / this in each message leg (and their "
-        "neighbours): a budget of 1,000 tokens reads the best 50 of each leg.",
+        "neighbours): a budget of 1,000 tokens reads the best 25 of each leg (it shows about 20 messages). "
+        "Measured on LoCoMo: reading twice as deep (20) changed recall by 0.006 at most at any budget and cost "
+        "0.2 ms per query.",
+    )
+    message_reach_min: int = Field(
+        default=20, ge=1,
+        description="However small the budget, messages are read for showing down to at least this rank in each "
+        "message leg (on LoCoMo at 250 tokens, 10 instead of 20 lost 0.012 of recall, 0.095 on temporal questions).",
     )
     participants_cache_seconds: float = Field(
         default=30.0, ge=0,

@@ -154,9 +154,11 @@ def attach_messages(shown: dict[str, list[tuple]], hits: list[EpisodeHit], messa
 
 
 def message_reach(max_tokens: int, settings: Settings) -> int:
-    """How deep in each message leg messages are read for showing: a budget holds about
-    max_tokens / MEMQ_MESSAGE_REACH_TOKENS messages, never more than the legs rank."""
-    return max(10, min(settings.retrieval_candidates, -(-max_tokens // settings.message_reach_tokens)))
+    """How deep in each message leg messages are read for showing: max_tokens /
+    MEMQ_MESSAGE_REACH_TOKENS (a little deeper than the messages a budget holds), at
+    least MEMQ_MESSAGE_REACH_MIN, never deeper than the legs rank."""
+    deep = max(settings.message_reach_min, -(-max_tokens // settings.message_reach_tokens))
+    return min(settings.retrieval_candidates, deep)
 
 
 _participants: dict[tuple[str, tuple[str, ...] | None], tuple[float, list[str]]] = {}

@@ -52,6 +52,8 @@ ABLATIONS = (
     Method("memq no-density", "memq", "high", (("episode_density_weight", 0.0),)),
     Method("memq no-speaker", "memq", "high", (("speaker_match_weight", 0.0),)),
     Method("memq no-time-boost", "memq", "high", (("time_boost", 1.0),)),
+    # messages read for showing twice as deep in each message leg (the reach before it was measured)
+    Method("memq reach x2", "memq", "high", (("message_reach_tokens", 20), ("message_reach_min", 40))),
     Method("turn · memq query · BM25", "turn", search="memq", lexical="bm25"),
 )
 
