@@ -23,7 +23,6 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from shared.db.facts import fact_legs_call
 from shared.db.lexical import OR_QUERY
 from shared.retrieval.model import EpisodeHit
 from shared.retrieval.request import RetrievalRequest
@@ -99,42 +98,35 @@ def legs_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
     return f"WITH q AS (SELECT {OR_QUERY} AS q) {_ranked_union(request, legs)}"
 
 
-# the nine typed columns after (kind, id, seq, rank, conv), empty
+# the nine typed columns after (kind, id, seq, rank, conv) of a leg's row, empty
 _NULLS = ("NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::float8, NULL::int, NULL::float8, "
           "NULL::timestamptz")
 
 
-def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], facts: bool = False) -> str:
+def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
     """``legs_sql`` and, in the same statement (one round trip), what retrieval reads next.
     Rows of three kinds share 14 columns, so that each row stays narrow:
 
     - a leg's rows: (leg, episode id, message seq, rank, -);
     - ``episode``: (kind, id, first_seq, last_seq, conversation_id, title, summary,
       summary_source, start_at, end_at, surprise, message_count, stability, last_review);
-    - ``message``: (kind, episode id, seq, -, -, role, speaker, content, ts).
+    - ``message``: (kind, episode id, seq, -, -, role, speaker, content, ts);
+    - with ``facts`` (a parameter), when the scope holds an active fact: the fact legs'
+      rows (``fact_vector`` / ``fact_lexical``, fact id, -, rank).
 
     ``episode`` rows: every episode a leg found. ``message`` rows: every message a message
     leg ranked within ``reach`` and the one before and after it in its episode: the
-    messages that may be shown. With ``facts``, the fact legs' rows too (``fact_vector`` /
-    ``fact_lexical``: fact id and rank). PostgreSQL may plan the statement for each query's
-    values, which the legs need; the lookups after them are functions whose plans are made
-    once per connection (migration 0009: ``memq_episode_rows``, ``memq_shown_messages``,
-    ``memq_fact_legs``)."""
-    fact_rows = ""
-    if facts:
-        call = fact_legs_call(request.conversation_ids is not None)
-        fact_rows = f"UNION ALL SELECT f.leg, f.id, NULL, f.rank, NULL, {_NULLS} FROM {call} f "
+    messages that may be shown. PostgreSQL may plan the statement for each query's
+    values, which the legs need; what follows them is one call of a function whose plans
+    are made once per connection (migration 0011: ``memq_retrieval_rows``)."""
+    scope = "%(conversations)s" if request.conversation_ids is not None else "NULL"
     return (
         f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}), "
         "reached AS (SELECT array_agg(id ORDER BY leg, rank) AS ids, array_agg(seq ORDER BY leg, rank) AS seqs FROM ranked "
         "WHERE seq IS NOT NULL AND rank <= %(reach)s) "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
-        "UNION ALL SELECT 'episode', e.id, e.first_seq, e.last_seq, e.conversation_id, e.title, e.summary, e.summary_source, "
-        "e.start_at, e.end_at, e.surprise, e.message_count, e.stability, e.last_review "
-        "FROM memq_episode_rows(%(tenant)s, ARRAY(SELECT DISTINCT id FROM ranked)) e "
-        "UNION ALL SELECT 'message', m.episode_id, m.seq, NULL, NULL, m.role, m.speaker, m.content, m.ts, "
-        "NULL, NULL, NULL, NULL, NULL "
-        f"FROM reached, memq_shown_messages(%(tenant)s, reached.ids, reached.seqs) m {fact_rows}"
+        "UNION ALL SELECT r.* FROM reached, memq_retrieval_rows(%(tenant)s, ARRAY(SELECT DISTINCT id FROM ranked), "
+        f"reached.ids, reached.seqs, %(facts)s, {scope}, (SELECT q FROM q), %(vector)s, %(fact_k)s, %(fact_min)s) r"
     )
 
 
@@ -161,9 +153,9 @@ def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.nda
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
     legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity)."""
     args = params(request, vector, candidates, query_text, reach)
-    if facts is not None:
-        args["fact_k"], args["fact_min"] = facts
-    sql = retrieval_sql(request, legs, facts is not None) if full else legs_sql(request, legs)
+    args["facts"] = facts is not None
+    args["fact_k"], args["fact_min"] = facts if facts is not None else (0, 1.0)
+    sql = retrieval_sql(request, legs) if full else legs_sql(request, legs)
     with conn.transaction():
         set_search_options(conn, ef_search, plan_cache_mode)
         rows = conn.execute(sql, args, binary=True).fetchall()  # binary: no timestamps formatted as text

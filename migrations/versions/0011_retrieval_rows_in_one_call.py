@@ -1,0 +1,76 @@
+"""Retrieval's lookups after the legs in one function call, facts only when there are any.
+
+Revision ID: 0011
+Revises: 0010
+Create Date: 2026-11-23
+
+``memq_retrieval_rows`` returns, in the 14 shared columns of retrieval's statement
+(``shared/retrieval/legs.retrieval_sql``), what migration 0009's three functions returned
+as three parts of it: the found episodes' rows (through ``memq_episode_rows``), the
+messages that may be shown (the ranked ones and their neighbours, as
+``memq_shown_messages`` did) and, when facts are asked for and the scope holds an active
+one, the facts legs (``memq_fact_legs``). One call instead of three leaves the statement
+less to plan and execute, and a scope without facts (every deployment without an LLM)
+no longer runs two empty index scans: about 0.06 ms of each retrieval on LoCoMo.
+``memq_shown_messages`` stays for processes of the previous release still running
+during an upgrade; nothing of this release calls it.
+"""
+
+from alembic import op
+
+revision = "0011"
+down_revision = "0010"
+branch_labels = None
+depends_on = None
+
+RETRIEVAL_ROWS = """
+CREATE OR REPLACE FUNCTION memq_retrieval_rows(p_tenant text, p_ids uuid[], p_episodes uuid[], p_seqs bigint[],
+                                               p_facts boolean, p_conversations text[], p_query tsquery,
+                                               p_vector vector, p_fact_k integer, p_fact_min double precision)
+RETURNS TABLE (kind text, id text, seq bigint, rank bigint, conversation_id text, title_or_role text,
+               summary_or_speaker text, source_or_content text, start_or_ts timestamptz, end_at timestamptz,
+               surprise double precision, message_count integer, stability double precision,
+               last_review timestamptz)
+LANGUAGE plpgsql STABLE SET plan_cache_mode = force_generic_plan AS $$
+#variable_conflict use_column
+BEGIN
+    -- the found episodes: (episode, id, first_seq, last_seq, conversation, title, summary, summary source,
+    -- start, end, surprise, message count, FSRS stability and last review)
+    RETURN QUERY
+    SELECT 'episode'::text, e.* FROM memq_episode_rows(p_tenant, p_ids) e;
+    -- each (episode, seq) pair's message and the ones just before and after it in the episode, each once:
+    -- (message, episode id, seq, -, -, role, speaker, content, ts)
+    RETURN QUERY
+    SELECT 'message'::text, m.episode_id::text, m.seq, NULL::bigint, NULL::text, m.role, m.speaker, m.content, m.ts,
+           NULL::timestamptz, NULL::double precision, NULL::integer, NULL::double precision, NULL::timestamptz
+    FROM (SELECT r.e, array_agg(DISTINCT r.s + n.d) AS seqs
+          FROM unnest(p_episodes, p_seqs) AS r(e, s), (VALUES (-1::bigint), (0), (1)) AS n(d) GROUP BY r.e) near
+    JOIN episode_message m ON m.episode_id = near.e AND m.seq = ANY(near.seqs)
+    WHERE m.tenant_id = p_tenant;
+    -- the facts legs: (fact_vector | fact_lexical, fact id, -, rank)
+    IF NOT p_facts THEN
+        RETURN;
+    END IF;
+    IF p_conversations IS NULL THEN
+        IF NOT EXISTS (SELECT 1 FROM semantic_fact f WHERE f.tenant_id = p_tenant AND f.expired_at IS NULL) THEN
+            RETURN;
+        END IF;
+    ELSIF NOT EXISTS (SELECT 1 FROM semantic_fact f WHERE f.tenant_id = p_tenant AND f.expired_at IS NULL
+                                                       AND f.conversation_id = ANY(p_conversations)) THEN
+        RETURN;
+    END IF;
+    RETURN QUERY
+    SELECT f.leg, f.id, NULL::bigint, f.rank, NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz,
+           NULL::timestamptz, NULL::double precision, NULL::integer, NULL::double precision, NULL::timestamptz
+    FROM memq_fact_legs(p_tenant, p_conversations, p_query, p_vector, p_fact_k, p_fact_min) f;
+END $$
+"""
+
+
+def upgrade() -> None:
+    op.execute(RETRIEVAL_ROWS)
+
+
+def downgrade() -> None:
+    op.execute("DROP FUNCTION IF EXISTS memq_retrieval_rows(text, uuid[], uuid[], bigint[], boolean, text[], tsquery, vector, "
+               "integer, double precision)")
