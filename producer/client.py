@@ -143,6 +143,8 @@ class Producer:
             replies = pipe.execute(raise_on_error=False)
         except redis.RedisError as exc:
             replies = [exc] * len(order)
+        replied = time.monotonic()
+        published = True
 
         results: list[AddResult] = [
             AddResult(msg.tenant, msg.conversation_id, ids[i], "unknown") for i, msg in enumerate(valid)
@@ -170,8 +172,10 @@ class Producer:
             # publication this reply no longer asks for. Publish one (a spare is harmless).
             resent = any(index in generated and results[index].status == "duplicate" for index in group)
             if int(reply[0]) == 1 or resent:
-                self._publish_drain(tenant_id, conv)
+                published = self._publish_drain(tenant_id, conv) and published
 
+        if not published or time.monotonic() - replied > self.settings.producer_confirm_after_ms / 1000:
+            failures += self._confirm(results, groups)
         if failures:
             raise BatchIncomplete(
                 f"Redis failed while queueing {len(failures)} of {len(order)} conversation(s) ({failures[0]}); "
@@ -229,9 +233,10 @@ class Producer:
             time.sleep(0.2)
 
     # -- internals ----------------------------------------------------------------
-    def _publish_drain(self, tenant: str, conversation_id: str) -> None:
+    def _publish_drain(self, tenant: str, conversation_id: str) -> bool:
         try:
             self.celery.send_task(tasks.EVENT_SEGMENTATION, args=[tenant, conversation_id])
+            return True
         except Exception as exc:  # the message is stored; the sweeper re-publishes
             log.warning(
                 "drain_publish_failed",
@@ -239,6 +244,35 @@ class Producer:
                 error=str(exc),
                 hint="message is queued; the stalled-work sweeper will publish the task",
             )
+            return False
+
+    def _confirm(self, results: list[AddResult], groups: dict[tuple[str, str], list[int]]) -> list[str]:
+        """Check that the messages Redis accepted (or knew) are still remembered by id. Called
+        when something went wrong after Redis replied (a drain could not be published, or
+        publishing stalled): a Redis that crashed and came back in between can have lost
+        its last second of writes, and "accepted" must not be said of what it lost. The
+        script writes a message's id and its inbox entry together, and a Redis restored
+        from its AOF holds a prefix of what it executed, so the id being there means the
+        message is. What is gone, or cannot be checked, becomes "unknown" (send it again
+        with the same id). Returns the failures to report."""
+        failures: list[str] = []
+        for (tenant_id, conv), group in groups.items():
+            settled = [i for i in group if results[i].settled]
+            if not settled:
+                continue
+            keys = conversation_keys(self.settings, tenant_id, conv)
+            try:
+                scores = self.redis.zmscore(keys.ids, [results[i].message_id for i in settled])
+            except redis.RedisError as exc:
+                scores = [None] * len(settled)
+                failures.append(f"{tenant_id}/{conv}: could not confirm what Redis accepted: {exc}")
+            gone = [i for i, score in zip(settled, scores) if score is None]
+            for i in gone:
+                results[i] = AddResult(tenant_id, conv, results[i].message_id, "unknown")
+            if gone and not (failures and failures[-1].startswith(f"{tenant_id}/{conv}:")):
+                failures.append(f"{tenant_id}/{conv}: {len(gone)} accepted message(s) were lost by a Redis restart")
+                log.warning("accepted_messages_lost_by_redis", tenant=tenant_id, conversation_id=conv, lost=len(gone))
+        return failures
 
     @property
     def celery(self) -> Celery:

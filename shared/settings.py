@@ -72,6 +72,12 @@ class Settings(BaseSettings):
     dedup_ttl_days: float = Field(
         default=30, gt=0, description="How long each message id is remembered for duplicate detection, from its acceptance."
     )
+    producer_confirm_after_ms: float = Field(
+        default=25.0, ge=0,
+        description="When publishing a batch's drain tasks failed, or took longer than this after Redis accepted the "
+        "batch, the producer checks that what Redis accepted is still there before it says so (a Redis that crashed "
+        "and came back in between can have lost its last second of writes); what is gone is reported 'unknown'.",
+    )
     idle_state_ttl_days: float = Field(
         default=30,
         gt=0,

@@ -20,7 +20,7 @@ def _batch(n_convs: int = 3, per: int = 2) -> list[dict]:
 
 
 def test_one_conversation_failing_does_not_hide_the_others(producer):
-    producer._publish_drain = lambda t, c: None
+    producer._publish_drain = lambda t, c: True
     broken = producer.keys("part-1")
     producer.redis.set(broken.ids, "not a sorted set")  # this conversation's script fails with WRONGTYPE
     batch = _batch()
@@ -36,6 +36,52 @@ def test_one_conversation_failing_does_not_hide_the_others(producer):
     again = [{**m, "message_id": r.message_id} for m, r in zip(batch, err.value.results)]
     assert {r.status for r in producer.add_messages(again)} == {"duplicate"}
     assert [producer.status(f"part-{c}").accepted for c in range(3)] == [2, 2, 2]
+
+
+def test_what_a_redis_crash_lost_after_accepting_is_not_called_accepted(producer):
+    """Redis accepts a batch, then crashes and comes back without its last writes while
+    the drain tasks are being published (they fail): the producer checks before it
+    answers, so what was lost is "unknown", not "accepted", and sending it again stores it."""
+    lost = producer.keys("part-1")
+
+    def crash_while_publishing(tenant, conversation):
+        if conversation == "part-1":  # Redis came back from its AOF without this conversation's last second
+            producer.redis.delete(lost.inbox, lost.state, lost.ids)
+            return False
+        return True
+
+    producer._publish_drain = crash_while_publishing
+    batch = _batch()
+    with pytest.raises(BatchIncomplete) as err:
+        producer.add_messages(batch)
+    statuses = [(r.conversation_id, r.status) for r in err.value.results]
+    assert statuses == [("part-0", "accepted"), ("part-1", "unknown"), ("part-2", "accepted")] * 2
+    assert "lost by a Redis restart" in str(err.value)
+    producer._publish_drain = lambda t, c: True
+    assert [r.status for r in producer.add_messages(err.value.retry_messages(batch))] == ["accepted", "accepted"]
+    assert [producer.status(f"part-{c}").accepted for c in range(3)] == [2, 2, 2]
+
+
+def test_a_stalled_publish_is_confirmed_and_changes_nothing_when_nothing_was_lost(producer, monkeypatch, settings):
+    """Publishing took longer than MEMQ_PRODUCER_CONFIRM_AFTER_MS: the producer checks (one
+    look-up per conversation) and, everything being there, answers as usual."""
+    import time
+
+    checked: list[int] = []
+    real = producer.redis.zmscore
+    monkeypatch.setattr(producer.redis, "zmscore", lambda key, members: checked.append(len(members)) or real(key, members))
+
+    def slow(tenant, conversation):
+        time.sleep(2 * settings.producer_confirm_after_ms / 1000)
+        return True
+
+    producer._publish_drain = slow
+    assert {r.status for r in producer.add_messages(_batch())} == {"accepted"}
+    assert checked == [2, 2, 2]
+    checked.clear()
+    producer._publish_drain = lambda t, c: True  # a prompt publish: no look-up
+    assert {r.status for r in producer.add_messages(_batch(per=1))} == {"accepted"}
+    assert checked == []
 
 
 def test_a_reply_lost_after_redis_applied_the_batch(producer, monkeypatch, worker, db, tenant, celery_app):
