@@ -90,7 +90,8 @@ def print_report(run: EvalRun, console: Console) -> None:
         console.print(
             f"[bold]latency[/] retrieve_memory p50 {lat['retrieve_p50']:.1f} ms / p99 {lat['retrieve_p99']:.1f} ms; "
             f"legs' SQL alone p50 {lat['legs_sql_p50']:.1f} ms / p99 {lat['legs_sql_p99']:.1f} ms; ratio "
-            f"{lat['ratio_p50']:.2f} / {lat['ratio_p99']:.2f} ({lat['queries']} queries at {lat['budget']} tokens; "
+            f"{lat['ratio_p50']:.2f} / {lat['ratio_p99']:.2f} ({lat['queries']} queries x {lat.get('passes', 1)} passes at "
+            f"{lat['budget']} tokens; "
             f"query embedding {lat['embed_per_question']:.1f} ms each, not included)"
         )
     console.print(f"[bold]questions naming a time[/] {run.named_times}")
