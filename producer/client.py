@@ -19,7 +19,7 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
 
@@ -260,18 +260,19 @@ class Producer:
             settled = [i for i in group if results[i].settled]
             if not settled:
                 continue
-            keys = conversation_keys(self.settings, tenant_id, conv)
             try:
-                scores = self.redis.zmscore(keys.ids, [results[i].message_id for i in settled])
+                scores = self.redis.zmscore(self.keys(conv, tenant_id).ids, [results[i].message_id for i in settled])
             except redis.RedisError as exc:
-                scores = [None] * len(settled)
-                failures.append(f"{tenant_id}/{conv}: could not confirm what Redis accepted: {exc}")
-            gone = [i for i, score in zip(settled, scores) if score is None]
-            for i in gone:
-                results[i] = AddResult(tenant_id, conv, results[i].message_id, "unknown")
-            if gone and not (failures and failures[-1].startswith(f"{tenant_id}/{conv}:")):
-                failures.append(f"{tenant_id}/{conv}: {len(gone)} accepted message(s) were lost by a Redis restart")
-                log.warning("accepted_messages_lost_by_redis", tenant=tenant_id, conversation_id=conv, lost=len(gone))
+                gone, failure = settled, f"{tenant_id}/{conv}: could not confirm what Redis accepted: {exc}"
+            else:
+                gone = [i for i, score in zip(settled, scores) if score is None]
+                failure = f"{tenant_id}/{conv}: {len(gone)} accepted message(s) were lost by a Redis restart"
+                if gone:
+                    log.warning("accepted_messages_lost_by_redis", tenant=tenant_id, conversation_id=conv, lost=len(gone))
+            if gone:
+                failures.append(failure)
+                for i in gone:
+                    results[i] = replace(results[i], status="unknown")
         return failures
 
     @property

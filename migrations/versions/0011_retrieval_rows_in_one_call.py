@@ -8,10 +8,12 @@ Create Date: 2026-11-23
 (``shared/retrieval/legs.retrieval_sql``), what migration 0009's three functions returned
 as three parts of it: the found episodes' rows (through ``memq_episode_rows``), the
 messages that may be shown (the ranked ones and their neighbours, as
-``memq_shown_messages`` did) and, when facts are asked for and the scope holds an active
-one, the facts legs (``memq_fact_legs``). One call instead of three leaves the statement
-less to plan and execute, and a scope without facts (every deployment without an LLM)
-no longer runs two empty index scans: about 0.06 ms of each retrieval on LoCoMo.
+``memq_shown_messages`` did) and, when facts are asked for, the facts legs
+(``memq_fact_legs``). One call instead of three leaves the statement less to plan and
+execute. ``memq_fact_legs`` itself now returns at once when the scope holds no active
+fact, so a scope without facts (every deployment without an LLM) no longer runs two
+empty index scans, in retrieval and in ``search_facts`` alike: together about 0.06 ms of
+each retrieval on LoCoMo.
 ``memq_shown_messages`` stays for processes of the previous release still running
 during an upgrade; nothing of this release calls it.
 
@@ -22,6 +24,9 @@ per episode cost 0.2 ms where one probe per (episode, seq) costs 0.09, and
 of the whole tenant's index entries with the ids' (cheap for small tenants, not for a
 tenant of 100,000 episodes).
 """
+
+from importlib.util import module_from_spec, spec_from_file_location
+from pathlib import Path
 
 from alembic import op
 
@@ -58,14 +63,6 @@ BEGIN
     IF NOT p_facts THEN
         RETURN;
     END IF;
-    IF p_conversations IS NULL THEN
-        IF NOT EXISTS (SELECT 1 FROM semantic_fact f WHERE f.tenant_id = p_tenant AND f.expired_at IS NULL) THEN
-            RETURN;
-        END IF;
-    ELSIF NOT EXISTS (SELECT 1 FROM semantic_fact f WHERE f.tenant_id = p_tenant AND f.expired_at IS NULL
-                                                       AND f.conversation_id = ANY(p_conversations)) THEN
-        RETURN;
-    END IF;
     RETURN QUERY
     SELECT f.leg, f.id, NULL::bigint, f.rank, NULL::text, NULL::text, NULL::text, NULL::text, NULL::timestamptz,
            NULL::timestamptz, NULL::double precision, NULL::integer, NULL::double precision, NULL::timestamptz
@@ -91,14 +88,40 @@ END $$
 """
 
 
+# put in front of migration 0009's memq_fact_legs: a scope without an active fact has nothing to rank
+NO_ACTIVE_FACT = """    IF NOT (CASE WHEN p_conversations IS NULL
+                 THEN EXISTS (SELECT 1 FROM semantic_fact f WHERE f.tenant_id = p_tenant AND f.expired_at IS NULL)
+                 ELSE EXISTS (SELECT 1 FROM semantic_fact f WHERE f.tenant_id = p_tenant AND f.expired_at IS NULL
+                                                            AND f.conversation_id = ANY(p_conversations)) END) THEN
+        RETURN;
+    END IF;
+"""
+
+
+def _revision_0009():
+    """Migration 0009's module, whose definitions a downgrade puts back."""
+    path = Path(__file__).with_name("0009_retrieval_lookups.py")
+    spec = spec_from_file_location("memq_migration_0009", path)
+    module = module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def fact_legs_with_guard(previous_definition: str) -> str:
+    """Migration 0009's ``memq_fact_legs`` returning at once when the scope holds no active fact."""
+    assert previous_definition.count("BEGIN\n") == 1
+    return previous_definition.replace("BEGIN\n", "BEGIN\n" + NO_ACTIVE_FACT)
+
+
 def upgrade() -> None:
     op.execute(EPISODE_ROWS)
+    op.execute(fact_legs_with_guard(_revision_0009().FACT_LEGS))
     op.execute(RETRIEVAL_ROWS)
 
 
 def downgrade() -> None:
-    op.execute(EPISODE_ROWS.replace("FROM unnest(p_ids) AS wanted(id) JOIN episodic_memory e ON e.id = wanted.id "
-                                    "WHERE e.tenant_id = p_tenant",
-                                    "FROM episodic_memory e WHERE e.id = ANY(p_ids) AND e.tenant_id = p_tenant"))
     op.execute("DROP FUNCTION IF EXISTS memq_retrieval_rows(text, uuid[], uuid[], bigint[], boolean, text[], tsquery, vector, "
                "integer, double precision)")
+    previous = _revision_0009()
+    op.execute(previous.EPISODE_ROWS)
+    op.execute(previous.FACT_LEGS)
