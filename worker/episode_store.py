@@ -75,7 +75,6 @@ def create_episode(store: ConversationStore, conn, segment_id: str, settings: Se
         messages=row.message_count,
         summary_source=row.summary_source,
         reason=row.boundary_reason,
-        title=row.title,
     )
     return Created(
         "created" if outcome.inserted else "already_stored", row.id, row.summary_source, outcome.duplicates

@@ -110,7 +110,8 @@ def consolidate(conn: psycopg.Connection, settings: Settings, embedder: Embedder
             purpose="semantic_consolidation",
         )
     except LLMError as exc:
-        log.warning("consolidation_failed", conversation_id=conversation_id, episodes=len(ids), error=str(exc)[:300],
+        log.warning("consolidation_failed", conversation_id=conversation_id, episodes=len(ids),
+                    error=":".join(str(exc).split(":")[:2]),  # purpose and kind: the rest can quote the answer
                     hint="the episodes stay pending; a later run (or `memq consolidate`) tries again")
         return ConsolidationOutcome("failed", len(ids), error=str(exc)[:300])
     steps = plan(result.value, shown).steps

@@ -110,7 +110,7 @@ def review_segment(conn: psycopg.Connection, settings: Settings, tenant: str, co
             source = "llm"
         except LLMError as exc:
             llm_error = str(exc)[:300]
-            log.warning("review_fallback_usage", episode_id=episode_id, error=llm_error)
+            log.warning("review_fallback_usage", episode_id=episode_id, error=":".join(llm_error.split(":")[:2]))
     if source == "usage":
         params = usage_params(settings)
         for m in order:

@@ -90,7 +90,7 @@ class DualChannelDetector:
                 absorbed = absorbed.evolve(event_model=shift.updated_event_model, event_model_embedding=model_vec)
                 return Verdict(False, absorbed, surprise, "topic_continues", "llm", score=shift.confidence, factors=factors)
             except LLMError as exc:
-                log.warning("topic_shift_llm_failed", error=str(exc), fallback="hysteresis")
+                log.warning("topic_shift_llm_failed", error=":".join(str(exc).split(":")[:2]), fallback="hysteresis")
                 factors["llm_failed"] = 1.0
 
         trigger, s, f, armed_state = self.hysteresis.evaluate(data)
