@@ -5,16 +5,49 @@ work in flight, idempotently.
    ``MEMQ_FORGET_WAIT_SECONDS``), so no drain is between reading the state and writing it.
 2. Delete its Redis keys (queue, open event, state, message ids, closed segments,
    quarantine, cached manifest) and its entries in the shard indexes.
-3. In one transaction delete its rows: episodes, their messages, pending and applied
-   reviews (also those of retrievals asked in it), facts and their history, sequence
-   gaps, participants, and the conversation row with its fence.
+3. In one transaction delete its rows: episodes, their messages, the pending and applied
+   reviews of its memories, the pending reviews of retrievals asked in it (whichever
+   conversation's memories they returned), facts and their history, sequence gaps,
+   participants, and the conversation row with its fence; and scrub what it left in the
+   reviews of other conversations' memories (below).
 4. Release the lock.
+
+Reviews of other conversations' memories. A segment of this conversation rates the
+memories of any conversation of the tenant that were retrieved in it (``asked_in``), and
+the ``memory_review`` row it writes belongs to that memory's conversation; its ``detail``
+holds the queries asked here, this segment's words the memory shared (``taken_up``,
+without an LLM), the LLM's reason (which may quote this segment) or its error, and
+``asked_in``; its ``segment_id`` is one of this conversation's episodes. Such a row is
+scrubbed, not deleted: ``detail`` keeps only the rating's name, the closeness and the
+model's name (numbers and configuration, no text of this conversation) and is marked
+``scrubbed``, and ``segment_id`` is cleared. Deleting it instead would leave the other
+memory's FSRS state inconsistent: the rating is already in its card, and the card each
+later review of it started from (``card_before``) was computed from it; the card would
+describe a review with no record, and rewinding the card would discard the later reviews
+built on it. Kept, the memory's review history still adds up to its card.
+
+When a review of another conversation rated this conversation's memories alongside other
+memories, the LLM was shown this conversation's titles and summaries, so the reasons (and
+any LLM error) it gave for the other memories rated in the same run are removed too (that
+run is told by the ``segment_id`` of the review of this conversation's memory, and by the
+``consumed_at`` its pending reviews share with the others it consumed); their queries,
+asked in the other conversation, stay.
+
+The pending reviews are deleted first: a review job locks the pending reviews it consumes
+before anything else, so the delete waits for a job applying reviews of or in this
+conversation, and the scrub that follows sees what it wrote.
 
 Work that began before and ends after: a drain finds its lock gone and its commits
 refused; an episode creation finds no conversation row (or, when the conversation was
 started again meanwhile, a fence that was never handed out before: fences come from one
-sequence, migration 0006) and is refused; either writes nothing. A retrieval racing the
-delete records no review note for a memory that is gone.
+sequence, migration 0006) and is refused; either writes nothing. A review job of this
+conversation's segment finds its pending reviews gone and applies nothing. A retrieval
+racing the delete records no review note for a memory that is gone. Two races are not
+closed here: this process's review notes are written before the delete, but a note queued
+by a retrieval asked in this conversation in *another* process (another API worker) and
+written after the delete keeps its query in ``pending_review``; and a review job of
+another conversation that showed this conversation's memories to the LLM before the
+delete and applies its ratings after it keeps the reasons it got for the other memories.
 
 Used by the HTTP API's DELETE, ``memq forget``, the demo, the evaluation and the soak.
 """
@@ -80,8 +113,34 @@ def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str
     args = (tenant, conversation_id)
     flush_review_notes(timeout=5.0)  # this process's notes in flight land before the deletes, not after them
     with conn.transaction():
-        conn.execute(f"DELETE FROM pending_review {where}", args)
-        conn.execute("DELETE FROM pending_review WHERE tenant_id = %s AND asked_in = %s", args)
+        # First: waits for a review job holding any of these (it locks them before it writes).
+        deleted = conn.execute(
+            "DELETE FROM pending_review WHERE tenant_id = %s AND (conversation_id = %s OR asked_in = %s) "
+            "RETURNING conversation_id, coalesce(asked_in, conversation_id), consumed_at",
+            (tenant, conversation_id, conversation_id),
+        ).fetchall()
+        # Review runs elsewhere that rated this conversation's memories: (conversation asked in, when consumed).
+        runs = {(asked, at) for conv, asked, at in deleted if conv == conversation_id and at is not None
+                and asked != conversation_id}
+        conn.execute(
+            "UPDATE memory_review SET detail = detail - 'reason' - 'llm_error', updated_at = now() "
+            "WHERE tenant_id = %s AND conversation_id <> %s AND (detail ? 'reason' OR detail ? 'llm_error') AND ("
+            " segment_id IN (SELECT segment_id FROM memory_review WHERE tenant_id = %s AND conversation_id = %s"
+            "  AND segment_id IS NOT NULL)"
+            " OR id IN (SELECT p.review_id FROM pending_review p"
+            "  JOIN unnest(%s::text[], %s::timestamptz[]) AS r(asked, at)"
+            "  ON coalesce(p.asked_in, p.conversation_id) = r.asked AND p.consumed_at = r.at"
+            "  WHERE p.tenant_id = %s AND p.review_id IS NOT NULL))",
+            (tenant, conversation_id, tenant, conversation_id, [a for a, _ in runs], [t for _, t in runs], tenant),
+        )
+        conn.execute(
+            "UPDATE memory_review SET segment_id = NULL, updated_at = now(), detail = '{\"scrubbed\": true}'::jsonb || "
+            " (SELECT coalesce(jsonb_object_agg(key, value), '{}'::jsonb) FROM jsonb_each(detail)"
+            "  WHERE key IN ('rating', 'closeness', 'model')) "
+            "WHERE tenant_id = %s AND conversation_id <> %s AND (detail ->> 'asked_in' = %s"
+            " OR segment_id IN (SELECT id FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s))",
+            (tenant, conversation_id, conversation_id, tenant, conversation_id),
+        )
         conn.execute(f"DELETE FROM memory_review {where}", args)
         conn.execute(f"DELETE FROM semantic_fact_history {where}", args)
         conn.execute(f"DELETE FROM semantic_fact {where}", args)
