@@ -25,6 +25,7 @@ class Timing:
     kills: int = 3
     between_kills: float = 4.0
     burst_seconds: float = 4.0
+    ballast_keys: int = 3_000_000  # about 3 s of LOADING on a 2-core machine
 
 
 @dataclass
@@ -58,6 +59,9 @@ class SoakContext:
 class Fault:
     name = "none"
     label = "no fault (baseline)"
+    #: Seconds from the heal until everything acknowledged before it is segmented; a
+    #: phase slower than this is reported as a slow recovery (and fails the soak).
+    target = 60.0
 
     def apply(self, ctx: SoakContext) -> Outcome:
         return Outcome(time.time())
@@ -106,6 +110,24 @@ class RedisRestart(Fault):
         return Outcome(time.time())
 
 
+class RedisRestartLoading(Fault):
+    name = "redis_restart_loading"
+    label = "Redis restarted cleanly with a large dataset (seconds of LOADING)"
+
+    def apply(self, ctx):
+        loading = ctx.services.redis_restart_loading(ctx.timing.ballast_keys)
+        return Outcome(time.time(), notes=f"{ctx.timing.ballast_keys:,} ballast keys, {loading:.1f} s to load")
+
+
+class RedisMoved(Fault):
+    name = "redis_moved"
+    label = "Redis restarted on another port behind the same address"
+
+    def apply(self, ctx):
+        port = ctx.services.redis_move()
+        return Outcome(time.time(), notes=f"now on port {port}, reached through the same proxy address")
+
+
 class RedisSigkill(Fault):
     name = "redis_sigkill"
     label = "Redis SIGKILL (process only; the kernel keeps the AOF)"
@@ -131,6 +153,7 @@ class RedisPowerLoss(Fault):
 class PostgresStop(Fault):
     name = "postgres_stop"
     label = "PostgreSQL stopped"
+    target = 90.0  # the drains that waited for it all run at once
 
     def apply(self, ctx):
         ctx.services.postgres_stop()
@@ -154,6 +177,7 @@ class LLMFaults(Fault):
 class VisibilityRedelivery(Fault):
     name = "visibility_redelivery"
     label = "a task outliving the visibility timeout, redelivered"
+    target = 90.0  # the frozen worker's conversations wait out their lock leases
 
     def apply(self, ctx):
         i = ctx.busy_worker()
@@ -168,6 +192,7 @@ class VisibilityRedelivery(Fault):
 class Mixed(Fault):
     name = "mixed"
     label = "all of them, overlapping"
+    target = 120.0
 
     def apply(self, ctx):
         t = ctx.timing
@@ -193,6 +218,6 @@ class Mixed(Fault):
 
 
 ALL: list[Fault] = [
-    Fault(), WorkerSigkill(), WorkerSigtermBurst(), RedisRestart(), RedisSigkill(), RedisPowerLoss(),
-    PostgresStop(), LLMFaults(), VisibilityRedelivery(), Mixed(),
+    Fault(), WorkerSigkill(), WorkerSigtermBurst(), RedisRestart(), RedisRestartLoading(), RedisMoved(), RedisSigkill(),
+    RedisPowerLoss(), PostgresStop(), LLMFaults(), VisibilityRedelivery(), Mixed(),
 ]

@@ -1,9 +1,10 @@
 """The soak's phases and its report.
 
 Each phase keeps the load flowing in a thread while the main thread applies one fault
-(the last phase: all of them, overlapping). After the fault is healed, the phase waits
-until every message acknowledged before the heal has been segmented (it is in an open
-event, a waiting segment or an episode): that wait is the phase's time to recover.
+(the last phase: all of them, overlapping). From the moment the fault is healed, while the
+load goes on, a watcher waits until every message acknowledged before the heal has been
+segmented (it is in an open event, a waiting segment or an episode): that wait is the
+phase's time to recover, held against the fault's target.
 At the end every conversation is flushed, and the producer's acknowledgement log is
 compared with what PostgreSQL holds: lost, duplicated, out of order; ``memq audit``'s
 checks run over every conversation too.
@@ -36,8 +37,10 @@ TENANT = "soak"
 @dataclass
 class SoakConfig:
     conversations: int = 50
-    messages_per_phase: int = 1100
-    rate: float = 20.0  # messages per second: about what 3 workers on 2 cores sustain with the LLM path
+    messages_per_phase: int = 900  # x 12 phases: over 10,000 messages
+    # Messages per second: three quarters of what 3 workers on 2 cores sustain with the LLM
+    # path, so that a recovery time measures the fault, not a queue that never drains.
+    rate: float = 15.0
     workers: int = 3
     timing: Timing = field(default_factory=Timing)
     recovery_timeout: float = 240.0
@@ -51,7 +54,8 @@ class SoakConfig:
             messages_per_phase=90,
             rate=30.0,
             workers=2,
-            timing=Timing(postgres_down=5.0, llm_faulty=4.0, visibility_timeout=24.0, kills=2, between_kills=2.0, burst_seconds=2.0),
+            timing=Timing(postgres_down=5.0, llm_faulty=4.0, visibility_timeout=24.0, kills=2, between_kills=2.0, burst_seconds=2.0,
+                          ballast_keys=1_500_000),
             recovery_timeout=150.0,
         )
 
@@ -73,6 +77,9 @@ class SoakConfig:
             "MEMQ_RETRY_BACKOFF_SECONDS": "0.5",
             "MEMQ_RETRY_BACKOFF_MAX_SECONDS": str(min(5, visibility // 2 - 1)),
             "MEMQ_WORKER_CONCURRENCY": "1",
+            # A stalled event loop is counted (worker_stalled in the logs), not restarted away.
+            "MEMQ_WORKER_STALL_SECONDS": "20",
+            "MEMQ_WORKER_STALL_EXIT_SECONDS": "0",
         }
 
 
@@ -85,8 +92,13 @@ class PhaseResult:
     lost_allowed: int = 0  # acknowledged within the last second before a Redis power loss
     duplicated: int = 0
     recover_seconds: float | None = None
+    target_seconds: float = 60.0
     notes: str = ""
     harness_error: str | None = None
+
+    @property
+    def slow(self) -> bool:
+        return self.recover_seconds is not None and self.recover_seconds > self.target_seconds
 
 
 @dataclass
@@ -100,11 +112,14 @@ class SoakReport:
     llm_answers: dict[str, int]
     seconds: float
     stuck: list[str]
+    worker_stalls: int = 0
 
     @property
     def ok(self) -> bool:
         return (
-            all(p.lost == 0 and p.duplicated == 0 and p.recover_seconds is not None and not p.harness_error for p in self.phases)
+            all(p.lost == 0 and p.duplicated == 0 and p.recover_seconds is not None and not p.slow and not p.harness_error
+                for p in self.phases)
+            and not self.worker_stalls
             and not self.order_violations
             and not self.audit_findings
             and not self.stuck
@@ -112,7 +127,10 @@ class SoakReport:
         )
 
     def to_json(self) -> str:
-        return json.dumps({**asdict(self), "ok": self.ok}, indent=2, default=str)
+        data = asdict(self)
+        for phase, raw in zip(self.phases, data["phases"]):
+            raw["slow"] = phase.slow
+        return json.dumps({**data, "ok": self.ok}, indent=2, default=str)
 
 
 def _environment(config: SoakConfig, services: SoakServices, llm: SoakLLM) -> dict[str, str]:
@@ -120,6 +138,7 @@ def _environment(config: SoakConfig, services: SoakServices, llm: SoakLLM) -> di
         **os.environ,
         **config.worker_settings(),
         "REDIS_URL": services.redis_url,
+        "MEMQ_WORKER_HEARTBEAT_DIR": str(services.data_dir / "heartbeats"),
         "DATABASE_URL": services.database_url,
         "MEMQ_LLM_MODEL": "openai/scripted",
         "MEMQ_LLM_API_BASE": llm.base_url,
@@ -172,26 +191,23 @@ def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
         confirmed: set[str] = set()
         chosen = [f for f in fault_kinds.ALL if not config.only or f.name in config.only]
         for fault in chosen:
-            result = PhaseResult(fault.name, fault.label)
+            result = PhaseResult(fault.name, fault.label, target_seconds=fault.target)
             progress(f"soak: phase {fault.name}: {fault.label}")
+            recovery = Recovery(driver, verifier, conversations, config.recovery_timeout)
             try:
-                outcome = _phase(ctx, fault, config)
+                outcome = _phase(ctx, fault, config, on_healed=lambda o: recovery.watch(o, windows, confirmed))
             except Exception as exc:  # the harness could not apply the fault: say so, restore, go on
                 log.exception("soak_fault_failed", fault=fault.name)
                 _restore(ctx)
                 outcome = Outcome(time.time(), notes=f"[red]fault not applied: {exc}[/]")
                 result.harness_error = str(exc)
+                recovery.watch(outcome, windows, confirmed)
             windows += outcome.loss_windows
             result.notes = outcome.notes
             driver.settle(fault.name)
-            required = {
-                a.message_id for a in driver.acks.values()
-                if a.acked_at < outcome.healed_at and not any(lo <= a.acked_at <= hi for lo, hi in windows)
-            } - confirmed
-            waited = verifier.wait_caught_up(required, conversations, config.recovery_timeout)
-            if waited is not None:
-                result.recover_seconds = round(max(0.0, time.time() - outcome.healed_at), 1)
-                confirmed |= required
+            result.recover_seconds = recovery.wait()
+            if result.recover_seconds is not None:
+                confirmed |= recovery.required
             pool.ensure_running()
             phases.append(result)
 
@@ -202,6 +218,7 @@ def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
         report = _verify(driver, verifier, phases, windows, producer, settings, conversations)
         report.stuck = stuck
         report.worker_restarts = pool.restarts
+        report.worker_stalls = pool.stalls()
         report.llm_answers = dict(llm.answered)
         report.seconds = round(time.monotonic() - started, 1)
         report.config = {**asdict(config), "messages": len(driver.acks), "producer_errors": driver.errors}
@@ -226,7 +243,38 @@ def _restore(ctx: SoakContext) -> None:
     ctx.pool.ensure_running()
 
 
-def _phase(ctx: SoakContext, fault, config: SoakConfig) -> Outcome:
+class Recovery:
+    """Times a phase's recovery while the load goes on: from the heal until every message
+    acknowledged before it (outside a power loss's allowed window) is segmented."""
+
+    def __init__(self, driver: LoadDriver, verifier: Verifier, conversations: list[str], timeout: float):
+        self.driver, self.verifier, self.conversations, self.timeout = driver, verifier, conversations, timeout
+        self.required: set[str] = set()
+        self.seconds: float | None = None
+        self._thread: threading.Thread | None = None
+
+    def watch(self, outcome: Outcome, windows: list[tuple[float, float]], confirmed: set[str]) -> None:
+        gaps = windows + outcome.loss_windows
+        acks = list(self.driver.acks.values())  # the load thread keeps adding
+        self.required = {
+            a.message_id for a in acks
+            if a.acked_at < outcome.healed_at and not any(lo <= a.acked_at <= hi for lo, hi in gaps)
+        } - confirmed
+
+        def run() -> None:
+            if self.verifier.wait_caught_up(self.required, self.conversations, self.timeout) is not None:
+                self.seconds = round(max(0.0, time.time() - outcome.healed_at), 1)
+
+        self._thread = threading.Thread(target=run, name="soak-recovery", daemon=True)
+        self._thread.start()
+
+    def wait(self) -> float | None:
+        if self._thread is not None:
+            self._thread.join(self.timeout + 30)
+        return self.seconds
+
+
+def _phase(ctx: SoakContext, fault, config: SoakConfig, on_healed) -> Outcome:
     errors: list[BaseException] = []
 
     def load() -> None:
@@ -239,6 +287,7 @@ def _phase(ctx: SoakContext, fault, config: SoakConfig) -> Outcome:
     thread.start()
     time.sleep(0.25 * config.messages_per_phase / config.rate)
     outcome = fault.apply(ctx)
+    on_healed(outcome)
     thread.join()
     if errors:
         raise errors[0]
@@ -283,13 +332,15 @@ def render(report: SoakReport, console) -> None:
     from rich.table import Table
 
     table = Table(title=f"memq soak: {report.config.get('messages')} messages over {report.config.get('conversations')} conversations")
-    for col in ("fault", "acknowledged", "lost", "lost ≤1 s before kill", "duplicated", "time to recover (s)", "notes"):
+    for col in ("fault", "acknowledged", "lost", "lost ≤1 s before kill", "duplicated", "time to recover (s)", "target (s)", "notes"):
         table.add_column(col, justify="left" if col in ("fault", "notes") else "right")
     for p in report.phases:
         rec = "[red]not recovered[/]" if p.recover_seconds is None else f"{p.recover_seconds:.1f}"
+        if p.slow:
+            rec = f"[red]{rec} (slow)[/]"
         lost = f"[red]{p.lost}[/]" if p.lost else "0"
         dup = f"[red]{p.duplicated}[/]" if p.duplicated else "0"
-        table.add_row(p.label, str(p.acknowledged), lost, str(p.lost_allowed), dup, rec, p.notes)
+        table.add_row(p.label, str(p.acknowledged), lost, str(p.lost_allowed), dup, rec, f"{p.target_seconds:.0f}", p.notes)
     console.print(table)
     allowed = sum(p.lost_allowed for p in report.phases)
     console.print(
@@ -298,6 +349,7 @@ def render(report: SoakReport, console) -> None:
     )
     console.print(f"order violations: {len(report.order_violations)}; quarantined: {report.quarantined}; "
                   f"stuck at the end: {len(report.stuck)}; worker restarts: {report.worker_restarts}; "
+                  f"worker event loops stalled: {report.worker_stalls}; "
                   f"LLM answers by mode: {report.llm_answers}; producer errors retried: {report.config.get('producer_errors')}")
     for finding in report.audit_findings[:20]:
         console.print(f"[red]audit[/] {finding}")

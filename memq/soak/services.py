@@ -12,8 +12,9 @@ from pathlib import Path
 
 import redis
 
+from memq.testing.tcp_proxy import TcpProxy, free_port
 from shared.embedded.postgres_server import EmbeddedPostgres
-from shared.embedded.redis_server import EmbeddedRedis
+from shared.embedded.redis_server import EmbeddedRedis, port_in_use
 
 
 MARK_KEY = "memq-soak:mark"
@@ -80,47 +81,54 @@ class LossMarker:
         return len(data) - end
 
 
+BALLAST_DB = 1  # the database that holds the ballast making Redis load for seconds
+
+
 @dataclass
 class SoakServices:
+    """Redis (reached by workers and producer through a TCP proxy on a fixed address, so it
+    can come back on another port), PostgreSQL, and the faults' levers on them."""
+
     data_dir: Path
     redis_port: int = 6397
 
     def __post_init__(self) -> None:
-        self.redis = EmbeddedRedis(
+        self.redis = self._redis(self.redis_port)
+        self.postgres = EmbeddedPostgres(self.data_dir, "memq_soak")
+        self.marker = LossMarker(self.redis.url, self.redis.folder / "appendonly.aof")
+        self.proxy = TcpProxy(self.redis_port)
+        self.database_url = ""
+
+    def _redis(self, port: int) -> EmbeddedRedis:
+        return EmbeddedRedis(
             self.data_dir,
-            self.redis_port,
+            port,
             folder_name="redis",
             # A rewritten AOF could not be truncated to an earlier state.
             extra_args=("--auto-aof-rewrite-percentage", "0", "--aof-load-truncated", "yes"),
         )
-        self.postgres = EmbeddedPostgres(self.data_dir, "memq_soak")
-        self.marker = LossMarker(self.redis.url, self.redis.folder / "appendonly.aof")
-        self.database_url = ""
 
     @property
     def redis_url(self) -> str:
-        return self.redis.url
+        """Where workers and the producer find Redis: the proxy's fixed address."""
+        return self.proxy.url
 
     def start(self) -> None:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.redis.start()
+        self.proxy.start()
         self.database_url = self.postgres.start()
         self.marker.start()
 
     def client(self) -> redis.Redis:
-        return redis.Redis.from_url(self.redis_url, decode_responses=True, socket_timeout=5)
+        """The harness' own client, straight to Redis (not through the proxy)."""
+        return redis.Redis.from_url(self.redis.url, decode_responses=True, socket_timeout=5)
 
     def wipe(self) -> None:
         """Start every run from empty services (and a compact AOF)."""
         client = self.client()
         client.flushall()
-        client.bgrewriteaof()
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            info = client.info("persistence")
-            if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
-                break
-            time.sleep(0.1)
+        self._rewrite_aof(client)
         import psycopg
 
         with psycopg.connect(self.database_url, autocommit=True) as conn:
@@ -130,11 +138,7 @@ class SoakServices:
     # -- Redis faults --------------------------------------------------------------
     def redis_restart(self) -> None:
         """A clean restart: SHUTDOWN (AOF flushed), start again."""
-        try:
-            self.client().shutdown(nosave=False)
-        except redis.RedisError:
-            pass
-        self._wait_gone()
+        self._shutdown()
         self.redis.start()
 
     def redis_kill(self, lose_last_seconds: float = 0.0) -> tuple[float, int]:
@@ -152,9 +156,58 @@ class SoakServices:
     def redis_start(self) -> None:
         self.redis.start()
 
+    def redis_restart_loading(self, keys: int) -> float:
+        """A clean restart of a Redis that holds ``keys`` more keys (in another database),
+        so that it answers LOADING for seconds after it comes back; the ballast is removed
+        afterwards. Returns how long Redis was loading."""
+        client = self.client()
+        ballast = redis.Redis.from_url(self.redis.url.rsplit("/", 1)[0] + f"/{BALLAST_DB}", socket_timeout=120)
+        ballast.execute_command("DEBUG", "POPULATE", keys, "ballast", 64)  # not in the AOF until it is rewritten
+        self._rewrite_aof(client)
+        self.marker.sent.clear()  # the AOF before the rewrite is gone: no cut can reach into it
+        self._shutdown()
+        started = time.monotonic()
+        self.redis.start()  # returns once Redis answers PING, i.e. has loaded
+        loading = time.monotonic() - started
+        ballast.flushdb()
+        self._rewrite_aof(client)
+        self.marker.sent.clear()
+        return loading
+
+    def redis_move(self) -> int:
+        """A clean restart on another port; the proxy (the address everybody uses) follows.
+        Returns the new port."""
+        self._shutdown()
+        self.marker.stop()
+        port = free_port()
+        self.redis = self._redis(port)
+        self.redis.start()
+        self.proxy.retarget(port)
+        self.marker.url = self.redis.url
+        self.marker.start()
+        return port
+
+    def _rewrite_aof(self, client: redis.Redis) -> None:
+        client.bgrewriteaof()
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:
+            info = client.info("persistence")
+            if not info.get("aof_rewrite_in_progress") and not info.get("aof_rewrite_scheduled"):
+                return
+            time.sleep(0.1)
+
+    def _shutdown(self) -> None:
+        """SHUTDOWN (the AOF flushed), and wait until the server is gone."""
+        try:
+            self.client().shutdown(nosave=False)
+        except redis.RedisError:
+            pass
+        self._wait_gone()
+
     def _wait_gone(self) -> None:
+        """Until the server is gone and its port free (a killed server closes its socket last)."""
         deadline = time.monotonic() + 10
-        while self.redis.pid() is not None and time.monotonic() < deadline:
+        while (self.redis.pid() is not None or port_in_use(self.redis.port)) and time.monotonic() < deadline:
             time.sleep(0.02)
         self.redis.pidfile.unlink(missing_ok=True)
 
@@ -167,6 +220,7 @@ class SoakServices:
 
     def stop(self) -> None:
         self.marker.stop()
+        self.proxy.stop()
         if self.redis.pid() is not None:
             try:
                 self.client().shutdown(nosave=True)

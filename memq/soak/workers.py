@@ -62,11 +62,14 @@ class WorkerPool:
     workers: list[Process] = field(default_factory=list)
     beat: Process | None = None
     restarts: int = 0
+    log_offsets: dict[str, int] = field(default_factory=dict)  # where this run's lines begin
 
     def start(self) -> None:
         for i in range(self.count):
             argv = worker_argv(concurrency=1, hostname=f"soak{i}@%h", pool="prefork", loglevel="WARNING")
             self.workers.append(Process(f"soak{i}", argv, self.env, self.log_dir / f"worker{i}.log"))
+        for w in self.workers:
+            self.log_offsets[w.name] = w.log.stat().st_size if w.log.exists() else 0
         for w in self.workers:
             w.start()
         beat_argv = celery_argv("beat", "-S", "redbeat.RedBeatScheduler", "-l", "WARNING")
@@ -100,6 +103,16 @@ class WorkerPool:
                 self.restart(i)
         if self.beat is not None and not self.beat.alive:
             self.beat.start()
+
+    def stalls(self) -> int:
+        """How many times a worker's watchdog reported its event loop stalled (worker.watchdog)
+        in this run (the logs are appended to across runs)."""
+        count = 0
+        for w in self.workers:
+            with open(w.log, "rb") as fh:
+                fh.seek(self.log_offsets.get(w.name, 0))
+                count += fh.read().count(b'"worker_stalled"')
+        return count
 
     def stop(self) -> None:
         for w in self.workers:
