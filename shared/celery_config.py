@@ -60,6 +60,12 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         "enable_utc": True,
         "beat_scheduler": "redbeat.RedBeatScheduler",
         "redbeat_redis_url": broker_url,
+        # The beat is no event loop: its Redis calls may wait for a restarting Redis (RedBeat
+        # retries connection errors, LOADING included, for retry_period seconds).
+        "redbeat_redis_options": {
+            "socket_timeout": 10, "socket_connect_timeout": 5, "socket_keepalive": True, "health_check_interval": 25,
+            "retry_period": 60,
+        },
         "redbeat_key_prefix": f"{settings.key_prefix}:redbeat",
         "beat_max_loop_interval": 30,
         "redbeat_lock_timeout": 150,
