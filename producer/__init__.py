@@ -1,5 +1,7 @@
 """memq's thin producer: push conversation messages onto Redis for the workers.
 
+Usage::
+
     from producer import add_message
     add_message("conv-42", "user", "Can you book the 9:40 train?")
 """
