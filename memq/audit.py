@@ -84,8 +84,15 @@ class Summary:
 
 def summarize(f: Facts) -> Summary:
     return Summary(
-        f.name, len(f.stored), len(f.episodes), sum(b - a + 1 for a, b, _ in f.gaps), len(f.buffer_seqs),
-        sum(len(s) for s in f.segments.values()), f.inbox, len(f.quarantine), f.accepted,
+        f.name,
+        len(f.stored),
+        len(f.episodes),
+        sum(b - a + 1 for a, b, _ in f.gaps),
+        len(f.buffer_seqs),
+        sum(len(s) for s in f.segments.values()),
+        f.inbox,
+        len(f.quarantine),
+        f.accepted,
     )
 
 
@@ -136,7 +143,10 @@ def check(f: Facts, *, stalled_after: float, expect_flushed: bool = False) -> li
     accounted = stored | gap_numbers | waiting | quarantined | set(f.buffer_seqs)
     missing = sorted(set(range(1, handed_out + 1)) - accounted)
     if missing:
-        add("lost", f"sequence numbers neither stored, recorded as gaps, open, waiting nor quarantined: {_show(missing)}")
+        add(
+            "lost",
+            f"sequence numbers neither stored, recorded as gaps, open, waiting nor quarantined: {_show(missing)}",
+        )
     both = sorted(stored & gap_numbers)
     if both:
         add("duplicate", f"sequence numbers both stored and recorded as gaps: {_show(both)}")
@@ -161,7 +171,10 @@ def check(f: Facts, *, stalled_after: float, expect_flushed: bool = False) -> li
     if f.drain_flag and f.drain_age is None:
         add("stuck", "marked 'drain queued' but missing from its shard's drains index (the sweeper cannot see it)")
     if f.drain_age is not None and f.drain_age > 3 * stalled_after:
-        add("stuck", f"drain queued {f.drain_age:.0f} s ago with no heartbeat (3 x stalled_after = {3 * stalled_after:.0f} s)")
+        add(
+            "stuck",
+            f"drain queued {f.drain_age:.0f} s ago with no heartbeat (3 x stalled_after = {3 * stalled_after:.0f} s)",
+        )
     for eid in f.segments:
         age = f.pending_ages.get(eid)
         if age is None:
@@ -232,7 +245,9 @@ def gather(client, conn, settings, tenant: str, conversation_id: str) -> Facts:
             args,
         )
     ]
-    row = conn.execute("SELECT last_seq FROM conversation WHERE tenant_id = %s AND conversation_id = %s", args).fetchone()
+    row = conn.execute(
+        "SELECT last_seq FROM conversation WHERE tenant_id = %s AND conversation_id = %s", args
+    ).fetchone()
     f.pg_last_seq = row[0] if row else 0
 
     keys = conversation_keys(settings, tenant, conversation_id)
@@ -248,14 +263,27 @@ def gather(client, conn, settings, tenant: str, conversation_id: str) -> Facts:
     pipe.zscore(shard.active, keys.member)
     pipe.zscore(shard.quarantined, keys.member)
     pipe.execute_command("EVAL", "return redis.call('TIME')", 1, keys.state)  # the clock of the conversation's node
-    exists, (accepted, seq, drain, flush), inbox, buffer, segments, quarantine, drain_at, active, quarantined_at, now = pipe.execute()
+    (
+        exists,
+        (accepted, seq, drain, flush),
+        inbox,
+        buffer,
+        segments,
+        quarantine,
+        drain_at,
+        active,
+        quarantined_at,
+        now,
+    ) = pipe.execute()
     now_s = int(now[0]) + int(now[1]) / 1e6
     f.state_exists = bool(exists)
     f.accepted, f.numbered = int(accepted or 0), int(seq or 0)
     f.drain_flag, f.flush = drain is not None, flush is not None
     f.inbox = inbox
     f.buffer_seqs = [decode_buffer_item(item).seq for item in buffer]
-    f.segments = {eid: [m["seq"] for m in json.loads(raw.partition(" ")[2])["messages"]] for eid, raw in segments.items()}
+    f.segments = {
+        eid: [m["seq"] for m in json.loads(raw.partition(" ")[2])["messages"]] for eid, raw in segments.items()
+    }
     f.quarantine = parse_quarantine(quarantine)
     f.drain_age = None if drain_at is None else now_s - float(drain_at)
     f.active = active is not None

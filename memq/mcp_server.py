@@ -51,20 +51,26 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
         except MemqError as exc:  # bad input and the like: the model reads the message, which says what to do
             raise ToolError(str(exc)) from None
 
-    @server.tool(description="Search long-term memory: the most relevant episodes of earlier conversation and the "
-                             "messages in them that matter, as markdown within max_tokens. Name a time ('last week', "
-                             "'in May 2023') to prefer it, or give since/until to filter.")
+    @server.tool(
+        description="Search long-term memory: the most relevant episodes of earlier conversation and the "
+        "messages in them that matter, as markdown within max_tokens. Name a time ('last week', "
+        "'in May 2023') to prefer it, or give since/until to filter."
+    )
     async def retrieve_memory(
         query: Annotated[str, Field(description="What to remember, in words.")],
         ctx: Context,
         conversation_id: Annotated[str | None, Field(description="Search this conversation only.")] = None,
         conversation_ids: Annotated[list[str] | None, Field(description="Search these conversations.")] = None,
-        detail: Annotated[str, Field(description="none | low | high | auto (messages for the best two episodes)")] = "auto",
+        detail: Annotated[
+            str, Field(description="none | low | high | auto (messages for the best two episodes)")
+        ] = "auto",
         max_tokens: Annotated[int | None, Field(description="Budget of the answer in tokens.")] = None,
         limit: Annotated[int | None, Field(description="Most episodes returned.")] = None,
         since: Annotated[str | None, Field(description="ISO-8601: only episodes after this.")] = None,
         until: Annotated[str | None, Field(description="ISO-8601: only episodes before this.")] = None,
-        asked_in: Annotated[str | None, Field(description="The conversation you are in (default: the one searched).")] = None,
+        asked_in: Annotated[
+            str | None, Field(description="The conversation you are in (default: the one searched).")
+        ] = None,
     ) -> str:
         from shared.retrieval.service import retrieve_memory as retrieve
 
@@ -72,15 +78,26 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
 
         def call() -> str:
             with services.conn() as conn:
-                return retrieve(query, tenant=who, conversation_id=conversation_id, conversation_ids=conversation_ids,
-                                detail=detail, max_tokens=max_tokens, limit=limit,
-                                time_range=None if since is None and until is None else (since, until),
-                                settings=services.settings, conn=conn, asked_in=asked_in).text
+                return retrieve(
+                    query,
+                    tenant=who,
+                    conversation_id=conversation_id,
+                    conversation_ids=conversation_ids,
+                    detail=detail,
+                    max_tokens=max_tokens,
+                    limit=limit,
+                    time_range=None if since is None and until is None else (since, until),
+                    settings=services.settings,
+                    conn=conn,
+                    asked_in=asked_in,
+                ).text
 
         return await run(call)
 
-    @server.tool(description="Search the facts memq has distilled from earlier conversation (who people are, what "
-                             "they prefer, want, did; each with its category and since when it is true).")
+    @server.tool(
+        description="Search the facts memq has distilled from earlier conversation (who people are, what "
+        "they prefer, want, did; each with its category and since when it is true)."
+    )
     async def search_facts(
         query: Annotated[str, Field(description="What to look for, in words.")],
         ctx: Context,
@@ -94,8 +111,14 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
 
         def call() -> str:
             with services.conn() as conn:
-                asked, found = find_facts(query, tenant=who, settings=services.settings, conn=conn,
-                                          conversation_id=conversation_id, limit=limit)
+                asked, found = find_facts(
+                    query,
+                    tenant=who,
+                    settings=services.settings,
+                    conn=conn,
+                    conversation_id=conversation_id,
+                    limit=limit,
+                )
             return "\n".join(fact_line(f) for f, _, _ in found) or f"No facts match “{asked}”."
 
         return await run(call)
@@ -114,13 +137,22 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
 
         def call() -> str:
             with services.conn() as conn:
-                return recent(conversation_id, tenant=who, days=days, limit=limit, max_tokens=max_tokens,
-                              settings=services.settings, conn=conn).text
+                return recent(
+                    conversation_id,
+                    tenant=who,
+                    days=days,
+                    limit=limit,
+                    max_tokens=max_tokens,
+                    settings=services.settings,
+                    conn=conn,
+                ).text
 
         return await run(call)
 
-    @server.tool(description="The conversation's manifest: its episodes as a tree by day (Today, Yesterday, dates), "
-                             "each with its time range and short title; the segment still open is marked Active.")
+    @server.tool(
+        description="The conversation's manifest: its episodes as a tree by day (Today, Yesterday, dates), "
+        "each with its time range and short title; the segment still open is marked Active."
+    )
     async def manifest(
         conversation_id: ConversationId,
         ctx: Context,
@@ -133,14 +165,23 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
 
         def call() -> str:
             with services.conn() as conn:
-                return read(conversation_id, tenant=who, depth=depth, tz=timezone, settings=services.settings, conn=conn,
-                            client=services.redis).text
+                return read(
+                    conversation_id,
+                    tenant=who,
+                    depth=depth,
+                    tz=timezone,
+                    settings=services.settings,
+                    conn=conn,
+                    client=services.redis,
+                ).text
 
         return await run(call)
 
-    @server.tool(description="What to read at the start of a new session: a note that older history is searchable, "
-                             "the latest episode summaries, the last messages before the open segment, the time since "
-                             "then, and the open segment's messages.")
+    @server.tool(
+        description="What to read at the start of a new session: a note that older history is searchable, "
+        "the latest episode summaries, the last messages before the open segment, the time since "
+        "then, and the open segment's messages."
+    )
     async def session_context(
         conversation_id: ConversationId,
         ctx: Context,
@@ -153,8 +194,15 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
 
         def call() -> str:
             with services.conn() as conn:
-                return read(conversation_id, tenant=who, max_tokens=max_tokens, tz=timezone, settings=services.settings,
-                            conn=conn, client=services.redis).text
+                return read(
+                    conversation_id,
+                    tenant=who,
+                    max_tokens=max_tokens,
+                    tz=timezone,
+                    settings=services.settings,
+                    conn=conn,
+                    client=services.redis,
+                ).text
 
         return await run(call)
 

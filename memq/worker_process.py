@@ -28,7 +28,9 @@ def start_worker(concurrency: int, hostname: str, log_path: Path | None = None) 
     return subprocess.Popen(argv, env=env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
 
 
-def wait_for_worker(producer, process: subprocess.Popen, timeout: float = 90.0, log_hint: str = "see the log above") -> None:
+def wait_for_worker(
+    producer, process: subprocess.Popen, timeout: float = 90.0, log_hint: str = "see the log above"
+) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
         if process.poll() is not None:

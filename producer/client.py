@@ -138,7 +138,12 @@ class Producer:
                 sent_us = to_micros(msg.timestamp) if msg.timestamp else None
                 payload = encode_payload(ids[index], msg.role, msg.content, sent_us, msg.metadata)
                 args += [ids[index], "" if sent_us is None else sent_us, payload]
-            queue(self.scripts.enqueue, pipe, [keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains], args)
+            queue(
+                self.scripts.enqueue,
+                pipe,
+                [keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains],
+                args,
+            )
         try:
             replies = pipe.execute(raise_on_error=False)
         except redis.RedisError as exc:
@@ -269,7 +274,9 @@ class Producer:
                 gone = [i for i, score in zip(settled, scores) if score is None]
                 failure = f"{tenant_id}/{conv}: {len(gone)} accepted message(s) were lost by a Redis restart"
                 if gone:
-                    log.warning("accepted_messages_lost_by_redis", tenant=tenant_id, conversation_id=conv, lost=len(gone))
+                    log.warning(
+                        "accepted_messages_lost_by_redis", tenant=tenant_id, conversation_id=conv, lost=len(gone)
+                    )
             if gone:
                 failures.append(failure)
                 for i in gone:

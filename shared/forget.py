@@ -76,8 +76,14 @@ class Forgotten:
         return bool(self.episodes or self.messages or self.redis_keys)
 
 
-def forget_conversation(client, conn: psycopg.Connection, keys: ConversationKeys, *, wait_seconds: float = 90.0,
-                        lease_seconds: float = 300.0) -> Forgotten:
+def forget_conversation(
+    client,
+    conn: psycopg.Connection,
+    keys: ConversationKeys,
+    *,
+    wait_seconds: float = 90.0,
+    lease_seconds: float = 300.0,
+) -> Forgotten:
     token = f"forget:{uuid.uuid4().hex}"
     deadline = time.monotonic() + wait_seconds
     while not client.set(keys.lock, token, nx=True, px=int(lease_seconds * 1000)):
@@ -120,8 +126,11 @@ def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str
             (tenant, conversation_id, conversation_id),
         ).fetchall()
         # Review runs elsewhere that rated this conversation's memories: (conversation asked in, when consumed).
-        runs = {(asked, at) for conv, asked, at in deleted if conv == conversation_id and at is not None
-                and asked != conversation_id}
+        runs = {
+            (asked, at)
+            for conv, asked, at in deleted
+            if conv == conversation_id and at is not None and asked != conversation_id
+        }
         conn.execute(
             "UPDATE memory_review SET detail = detail - 'reason' - 'llm_error', updated_at = now() "
             "WHERE tenant_id = %s AND conversation_id <> %s AND (detail ? 'reason' OR detail ? 'llm_error') AND ("

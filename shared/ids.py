@@ -27,8 +27,9 @@ def check_tenant(value: Any, index: int | None = None) -> str:
     return value
 
 
-def check_conversation_id(value: Any, max_length: int = 128, index: int | None = None,
-                          field: str = "conversation_id") -> str:
+def check_conversation_id(
+    value: Any, max_length: int = 128, index: int | None = None, field: str = "conversation_id"
+) -> str:
     if not isinstance(value, str) or not value:
         raise ValidationError("must be a non-empty string", field=field, index=index)
     if len(value) > max_length:

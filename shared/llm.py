@@ -135,7 +135,9 @@ def complete_json(
             last_error = f"{exc.__class__.__name__}: {str(exc)[:200]}"
             retryable = status is None or status in (408, 409, 429) or (isinstance(status, int) and status >= 500)
         # the kind of failure only: the rest of the message can quote the answer (a title, a fact)
-        log.warning("llm_attempt_failed", purpose=purpose, attempt=attempt, error=last_error.split(":")[0], retryable=retryable)
+        log.warning(
+            "llm_attempt_failed", purpose=purpose, attempt=attempt, error=last_error.split(":")[0], retryable=retryable
+        )
         if not retryable or attempt == attempts:
             break
         pause = min(4.0, 0.25 * 2 ** (attempt - 1)) * (0.75 + random.random() / 2)

@@ -32,7 +32,11 @@ def configure_logging(settings: Settings, *, force: bool = False) -> None:
     )
     structlog.configure(
         # below the level, an event is dropped before any processor runs (debug lines on hot paths cost nothing)
-        processors=[structlog.stdlib.filter_by_level, *shared_processors, structlog.stdlib.ProcessorFormatter.wrap_for_formatter],
+        processors=[
+            structlog.stdlib.filter_by_level,
+            *shared_processors,
+            structlog.stdlib.ProcessorFormatter.wrap_for_formatter,
+        ],
         logger_factory=structlog.stdlib.LoggerFactory(),
         wrapper_class=structlog.stdlib.BoundLogger,
         cache_logger_on_first_use=True,

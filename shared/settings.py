@@ -70,10 +70,13 @@ class Settings(BaseSettings):
         "the original) or 'reject' (refuse the message with an error).",
     )
     dedup_ttl_days: float = Field(
-        default=30, gt=0, description="How long each message id is remembered for duplicate detection, from its acceptance."
+        default=30,
+        gt=0,
+        description="How long each message id is remembered for duplicate detection, from its acceptance.",
     )
     producer_confirm_after_ms: float = Field(
-        default=25.0, ge=0,
+        default=25.0,
+        ge=0,
         description="When publishing a batch's drain tasks failed, or took longer than this after Redis accepted the "
         "batch, the producer checks that what Redis accepted is still there before it says so (a Redis that crashed "
         "and came back in between can have lost its last second of writes); what is gone is reported 'unknown'.",
@@ -164,21 +167,29 @@ class Settings(BaseSettings):
     retrievability_weight: float = Field(
         default=1.0, ge=0, le=4, description="final = rrf x retrievability^weight (seed 001: 1; 0 switches FSRS off)."
     )
-    flashbulb_surprise: float = Field(default=0.85, ge=0, le=1, description="seed 000: surprise at or above is a flashbulb memory")
-    flashbulb_floor: float = Field(default=0.5, ge=0, le=1, description="A flashbulb memory's retrievability never drops below.")
-    key_moment_surprise: float = Field(default=0.7, ge=0, le=1, description="seed 001: surprise at or above is a key moment")
+    flashbulb_surprise: float = Field(
+        default=0.85, ge=0, le=1, description="seed 000: surprise at or above is a flashbulb memory"
+    )
+    flashbulb_floor: float = Field(
+        default=0.5, ge=0, le=1, description="A flashbulb memory's retrievability never drops below."
+    )
+    key_moment_surprise: float = Field(
+        default=0.7, ge=0, le=1, description="seed 001: surprise at or above is a key moment"
+    )
     auto_detail_rank: int = Field(default=2, ge=0, description="seed 001: detail=auto shows messages for rank <= this")
     low_detail_messages: int = Field(default=3, ge=1, description="Messages per episode at detail=low.")
     display_title_words: int = Field(
         default=8, ge=1, description="seed 002: display title of an episode shown with its messages (8 words or fewer)"
     )
     summary_tokens_with_messages: int = Field(
-        default=0, ge=0,
+        default=0,
+        ge=0,
         description="When messages are shown, the summary above them is cut to this many tokens (0: left out; "
         "measured on LoCoMo, the budget is better spent on messages).",
     )
     message_episode_weight: float = Field(
-        default=0.1, ge=0,
+        default=0.1,
+        ge=0,
         description="A message competes for the budget at (its own relevance + this x its episode's RRF score): "
         "how much a message gains from being in a relevant episode.",
     )
@@ -186,35 +197,42 @@ class Settings(BaseSettings):
         default=1.5, ge=1, description="A query naming a time ('last week') multiplies the score of episodes in it."
     )
     neighbour_bonus: float = Field(
-        default=0.8, ge=0, le=1,
+        default=0.8,
+        ge=0,
+        le=1,
         description="Within an episode, a message right after (or before) a relevant one shares this part of its relevance "
         "(an answer follows its question).",
     )
     speaker_match_weight: float = Field(
-        default=0.3, ge=0,
+        default=0.3,
+        ge=0,
         description="A message by a participant the query names gains this x 1/(k+1) (a share of a first rank in one "
         "leg); the name itself is taken out of the searched text.",
     )
     episode_density_weight: float = Field(
-        default=0.15, ge=0,
+        default=0.15,
+        ge=0,
         description="Each message of an episode gains this x the episode's density (the sum of its "
         "MEMQ_EPISODE_DENSITY_TOP most relevant messages): episodes where several messages match come first.",
     )
     episode_density_top: int = Field(default=3, ge=1, le=50, description="Messages summed into an episode's density.")
     message_reach_tokens: int = Field(
-        default=40, ge=1,
+        default=40,
+        ge=1,
         description="Messages are read for showing down to rank max_tokens / this in each message leg (and their "
         "neighbours): a budget of 1,000 tokens reads the best 25 of each leg (it shows about 20 messages). "
         "Measured on LoCoMo: reading twice as deep (20) changed recall by 0.006 at most at any budget and cost "
         "0.2 ms per query.",
     )
     message_reach_min: int = Field(
-        default=20, ge=1,
+        default=20,
+        ge=1,
         description="However small the budget, messages are read for showing down to at least this rank in each "
         "message leg (on LoCoMo at 250 tokens, 10 instead of 20 lost 0.012 of recall, 0.095 on temporal questions).",
     )
     participants_cache_seconds: float = Field(
-        default=30.0, ge=0,
+        default=30.0,
+        ge=0,
         description="How long a process remembers the participant names of a retrieval's scope (0: read them every time).",
     )
 
@@ -230,23 +248,31 @@ class Settings(BaseSettings):
     consolidation_threshold: int = Field(
         default=3, ge=1, description="seed 001: unconsolidated episodes of a conversation that start a consolidation."
     )
-    consolidation_max_episodes: int = Field(default=12, ge=1, le=100, description="Episodes one consolidation run reads.")
+    consolidation_max_episodes: int = Field(
+        default=12, ge=1, le=100, description="Episodes one consolidation run reads."
+    )
     consolidation_candidates: int = Field(default=20, ge=1, le=100, description="Related known facts shown to the LLM.")
     fact_duplicate_similarity: float = Field(
         default=0.95, gt=0, le=1, description="A new fact this close (cosine) to an active one reinforces it instead."
     )
     review_notes_queue_max: int = Field(
-        default=10_000, ge=1,
+        default=10_000,
+        ge=1,
         description="Retrievals' review notes a process holds while PostgreSQL cannot take them; past this, new ones "
         "are dropped and logged (a lost note costs one FSRS review, never a memory).",
     )
     review_notes_linger_ms: float = Field(
-        default=50.0, ge=0, le=5000,
+        default=50.0,
+        ge=0,
+        le=5000,
         description="How long a process's review-notes writer waits after a retrieval for more notes to write with it.",
     )
     retrieval_facts: int = Field(default=5, ge=0, le=50, description="Active facts in a retrieval's facts section.")
     fact_min_similarity: float = Field(
-        default=0.35, ge=0, le=1, description="A fact found by its vector alone is shown only this close (cosine) to the query."
+        default=0.35,
+        ge=0,
+        le=1,
+        description="A fact found by its vector alone is shown only this close (cosine) to the query.",
     )
     session_facts: int = Field(default=5, ge=0, le=50, description="Active facts in a session context.")
 
@@ -254,11 +280,14 @@ class Settings(BaseSettings):
     manifest_depth: int = Field(default=30, ge=1, le=500, description="seed 002: segments shown in the manifest")
     manifest_title_chars: int = Field(default=60, ge=10, le=500, description="seed 002: manifest title length")
     manifest_cache_seconds: float = Field(
-        default=600.0, ge=0,
+        default=600.0,
+        ge=0,
         description="seed 002: how long a conversation's manifest stays cached in Redis (0: never cached); it is "
         "invalidated when an episode is created or the conversation is forgotten.",
     )
-    session_summary_count: int = Field(default=3, ge=0, le=50, description="seed 002: episode summaries in a session context")
+    session_summary_count: int = Field(
+        default=3, ge=0, le=50, description="seed 002: episode summaries in a session context"
+    )
     session_continuity_messages: int = Field(
         default=6, ge=0, le=100, description="seed 002: messages before the open segment shown for continuity"
     )
@@ -270,7 +299,9 @@ class Settings(BaseSettings):
     # --- HTTP API and keys ------------------------------------------------------
     api_host: str = Field(default="127.0.0.1", description="Where `memq api` listens (loopback by default).")
     api_port: int = Field(default=8765, ge=1, le=65535)
-    api_auth: bool = Field(default=True, description="Bearer API keys required (`memq keys create`). Off only for trusted networks.")
+    api_auth: bool = Field(
+        default=True, description="Bearer API keys required (`memq keys create`). Off only for trusted networks."
+    )
     api_max_body_bytes: int = Field(
         default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted; a larger one is refused with 413."
     )
@@ -279,7 +310,8 @@ class Settings(BaseSettings):
         default=5.0, gt=0, description="How often the API reloads the keys (a revoked key stops working within this)."
     )
     forget_wait_seconds: float = Field(
-        default=90.0, gt=0,
+        default=90.0,
+        gt=0,
         description="How long forgetting a conversation waits for a worker draining it to let go before answering busy.",
     )
 
@@ -343,8 +375,9 @@ class Settings(BaseSettings):
         "is stalled: logged as worker_stalled, heartbeat file no longer refreshed.",
     )
     worker_stall_exit_seconds: float = Field(
-        default=300.0, ge=0, description="A worker process stalled this long exits (code 70) for its supervisor "
-        "to replace it. 0 = never."
+        default=300.0,
+        ge=0,
+        description="A worker process stalled this long exits (code 70) for its supervisor to replace it. 0 = never.",
     )
     task_time_limit_seconds: int = Field(default=300, ge=5)
     visibility_timeout_seconds: int = Field(default=900, ge=10)
@@ -406,8 +439,10 @@ class Settings(BaseSettings):
             raise ValueError("MEMQ_RETRIEVAL_LIMIT / MEMQ_RETRIEVAL_MAX_TOKENS must not exceed their _MAX")
         unknown = set(self.legs) - {"episode_vector", "episode_lexical", "message_vector", "message_lexical"}
         if unknown or not self.legs:
-            raise ValueError(f"MEMQ_RETRIEVAL_LEGS: unknown legs {sorted(unknown)}; choose from episode_vector, "
-                             "episode_lexical, message_vector, message_lexical")
+            raise ValueError(
+                f"MEMQ_RETRIEVAL_LEGS: unknown legs {sorted(unknown)}; choose from episode_vector, "
+                "episode_lexical, message_vector, message_lexical"
+            )
         if self.worker_stall_exit_seconds and self.worker_stall_exit_seconds <= self.worker_stall_seconds:
             raise ValueError("MEMQ_WORKER_STALL_EXIT_SECONDS must exceed MEMQ_WORKER_STALL_SECONDS (or be 0: never)")
         if self.mailbox_redis_cluster and not self.mailbox_redis_url:

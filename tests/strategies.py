@@ -33,22 +33,136 @@ NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
 
 # -- characters ---------------------------------------------------------------------
 CONTROL = [chr(c) for c in range(1, 32)] + ["\x7f"] + [chr(c) for c in range(0x80, 0xA0)]
-WHITESPACE = [" ", "\t", "\n", "\r", "\x0b", "\x0c", "\x1c", "\x1d", "\x1e", "\x1f", "\x85", "\xa0", "\u1680",
-              *[chr(c) for c in range(0x2000, 0x200B)], "\u2028", "\u2029", "\u202f", "\u205f", "\u3000"]
+WHITESPACE = [
+    " ",
+    "\t",
+    "\n",
+    "\r",
+    "\x0b",
+    "\x0c",
+    "\x1c",
+    "\x1d",
+    "\x1e",
+    "\x1f",
+    "\x85",
+    "\xa0",
+    "\u1680",
+    *[chr(c) for c in range(0x2000, 0x200B)],
+    "\u2028",
+    "\u2029",
+    "\u202f",
+    "\u205f",
+    "\u3000",
+]
 ZERO_WIDTH = ["\u200b", "\u200c", "\u200d", "\u2060", "\ufeff", "\u180e", "\u00ad"]
-BIDI = ["\u200e", "\u200f", "\u061c", "\u202a", "\u202b", "\u202c", "\u202d", "\u202e", "\u2066", "\u2067", "\u2068", "\u2069"]
+BIDI = [
+    "\u200e",
+    "\u200f",
+    "\u061c",
+    "\u202a",
+    "\u202b",
+    "\u202c",
+    "\u202d",
+    "\u202e",
+    "\u2066",
+    "\u2067",
+    "\u2068",
+    "\u2069",
+]
 COMBINING = ["\u0300", "\u0301", "\u0308", "\u0336", "\u20dd", "\u0489", "\U0001d167"]
 EMOJI = ["😀", "👍🏽", "👩‍👩‍👧‍👦", "🇫🇷", "❤️", "🏳️‍🌈", "\U0001f9d1\u200d\U0001f4bb", "#\ufe0f\u20e3"]
-SCRIPTS = ["مرحبا بالعالم", "שלום עולם", "漢字かなカナ", "한국어", "Ελληνικά", "русский", "हिन्दी", "ไทย", "ǅ", "ß", "İ", "ﬁ"]
-ODD = ["\ufffd", "\ufffe", "\uffff", "\U0010ffff", "\U000e0001", "\U0001f600" * 3, "\x00", "\\u0000", "\\", '"', "'", "`",
-       "{", "}", "[", "]", "<", ">", "&", "%s", "{0}", "$1", "\\n", "NaN", "null", "true", "1e999", "-0",
-       "<|endoftext|>", "<|im_start|>", "<|fim_prefix|>", "<|endofprompt|>"]  # tiktoken's special tokens, as text
+SCRIPTS = [
+    "مرحبا بالعالم",
+    "שלום עולם",
+    "漢字かなカナ",
+    "한국어",
+    "Ελληνικά",
+    "русский",
+    "हिन्दी",
+    "ไทย",
+    "ǅ",
+    "ß",
+    "İ",
+    "ﬁ",
+]
+ODD = [
+    "\ufffd",
+    "\ufffe",
+    "\uffff",
+    "\U0010ffff",
+    "\U000e0001",
+    "\U0001f600" * 3,
+    "\x00",
+    "\\u0000",
+    "\\",
+    '"',
+    "'",
+    "`",
+    "{",
+    "}",
+    "[",
+    "]",
+    "<",
+    ">",
+    "&",
+    "%s",
+    "{0}",
+    "$1",
+    "\\n",
+    "NaN",
+    "null",
+    "true",
+    "1e999",
+    "-0",
+    "<|endoftext|>",
+    "<|im_start|>",
+    "<|fim_prefix|>",
+    "<|endofprompt|>",
+]  # tiktoken's special tokens, as text
 SURROGATES = ["\ud800", "\udbff", "\udc00", "\udfff", "\ud83d"]
 #: Words that exercise the extractive summariser's fillers, stop words, discourse
 #: markers, acknowledgements and sentence splitting.
-WORDS = ["ok", "okay", "so", "hmm", "um", "well", "right", "by the way", "anyway", "btw", "do you", "yes", "hi",
-         "hello", "thanks", "the", "starter", "sourdough", "don't", "it's", "well-known", "3.14", "1,000", "e.g.",
-         "U.S.A.", "?", "!", ".", "...", "\u2026", ",", ";", ":", "-", "--", "\u2014", "'", "search", "weather"]
+WORDS = [
+    "ok",
+    "okay",
+    "so",
+    "hmm",
+    "um",
+    "well",
+    "right",
+    "by the way",
+    "anyway",
+    "btw",
+    "do you",
+    "yes",
+    "hi",
+    "hello",
+    "thanks",
+    "the",
+    "starter",
+    "sourdough",
+    "don't",
+    "it's",
+    "well-known",
+    "3.14",
+    "1,000",
+    "e.g.",
+    "U.S.A.",
+    "?",
+    "!",
+    ".",
+    "...",
+    "\u2026",
+    ",",
+    ";",
+    ":",
+    "-",
+    "--",
+    "\u2014",
+    "'",
+    "search",
+    "weather",
+]
 
 #: Any code point except surrogates (hypothesis' default alphabet excludes "Cs").
 any_char = st.characters(codec=None, exclude_categories=["Cs"])
@@ -58,7 +172,9 @@ surrogate_char = st.one_of(st.sampled_from(SURROGATES), st.characters(categories
 
 def unicode_text(min_size: int = 0, max_size: int = 60) -> st.SearchStrategy[str]:
     """Arbitrary text, heavy on the awkward characters (no lone surrogates; NUL at times)."""
-    return st.lists(st.one_of(any_char, special_char, st.sampled_from(WORDS)), min_size=min_size, max_size=max_size).map("".join)
+    return st.lists(
+        st.one_of(any_char, special_char, st.sampled_from(WORDS)), min_size=min_size, max_size=max_size
+    ).map("".join)
 
 
 def prose(max_words: int = 40) -> st.SearchStrategy[str]:
@@ -76,8 +192,34 @@ def long_text(max_chars: int) -> st.SearchStrategy[str]:
     """Long strings built cheaply by repetition: a unit repeated to a length up to
     ``max_chars`` (often exactly ``max_chars``), as adversarial inputs for regexes."""
     unit = st.one_of(
-        st.sampled_from(["a", " ", ".", "!", "?", "\n", "ok ", "hm", "a-", "a'", "1.", "ok,", ". ", "\u2028", "\t",
-                         "\u200b", "😀", "漢", "a\u0301", "by the way ", "do you ", "word ", "x" * 30 + " ", "\r\n"]),
+        st.sampled_from(
+            [
+                "a",
+                " ",
+                ".",
+                "!",
+                "?",
+                "\n",
+                "ok ",
+                "hm",
+                "a-",
+                "a'",
+                "1.",
+                "ok,",
+                ". ",
+                "\u2028",
+                "\t",
+                "\u200b",
+                "😀",
+                "漢",
+                "a\u0301",
+                "by the way ",
+                "do you ",
+                "word ",
+                "x" * 30 + " ",
+                "\r\n",
+            ]
+        ),
         unicode_text(1, 8),
         prose(8),
     )
@@ -102,7 +244,9 @@ def contents(max_chars: int = 100_000) -> st.SearchStrategy[Any]:
 
 
 def roles() -> st.SearchStrategy[Any]:
-    invalid = st.one_of(st.sampled_from(ROLES).map(str.upper), st.sampled_from(["", None, 0, "user ", "bot"]), unicode_text(0, 8))
+    invalid = st.one_of(
+        st.sampled_from(ROLES).map(str.upper), st.sampled_from(["", None, 0, "user ", "bot"]), unicode_text(0, 8)
+    )
     return st.one_of(st.sampled_from(ROLES), st.sampled_from(ROLES), invalid.map(lambda v: v))
 
 
@@ -128,7 +272,9 @@ def plausible_datetimes() -> st.SearchStrategy[datetime]:
     """Aware instants near the accepted range: 1899 to a little past NOW + 5 minutes."""
     lo, hi = datetime(1899, 12, 30), (NOW + timedelta(minutes=10)).replace(tzinfo=None)
     recent = st.datetimes(min_value=(NOW - timedelta(days=3)).replace(tzinfo=None), max_value=hi)
-    return st.builds(lambda d, tz: d.replace(tzinfo=tz), st.one_of(recent, st.datetimes(min_value=lo, max_value=hi)), tzinfos())
+    return st.builds(
+        lambda d, tz: d.replace(tzinfo=tz), st.one_of(recent, st.datetimes(min_value=lo, max_value=hi)), tzinfos()
+    )
 
 
 def iso_string(ts: datetime, style: int, digits: int, pad: str) -> str:
@@ -136,7 +282,7 @@ def iso_string(ts: datetime, style: int, digits: int, pad: str) -> str:
     frac = f"{ts.microsecond:06d}"[:digits]
     base = ts.strftime("%Y-%m-%dT%H:%M:%S") if style != 4 else ts.strftime("%Y-%m-%d %H:%M:%S")
     if ts.year < 1000:  # strftime does not zero-pad years on every platform
-        base = f"{ts.year:04d}" + base[base.index("-"):]
+        base = f"{ts.year:04d}" + base[base.index("-") :]
     if digits:
         base += "." + frac
     offset = ts.utcoffset() or timedelta(0)
@@ -176,9 +322,22 @@ def timestamps() -> st.SearchStrategy[Any]:
         aware_datetimes(),
         iso_strings(),
         st.datetimes(),  # naive: refused
-        st.sampled_from(["", "now", "2026-05-01", "2026-05-01T10:00:00ZZ", "2026-13-01T00:00:00Z", "2026-05-01T24:00:00Z",
-                         "2026-05-01T23:59:60Z", "9999-12-31T23:59:59-14:00", "0001-01-01T00:00:00+14:00",
-                         "1900-01-01T00:00:00Z", "1899-12-31T23:59:59.999999Z", "2026-05-01T10:00:00.1234567Z"]),
+        st.sampled_from(
+            [
+                "",
+                "now",
+                "2026-05-01",
+                "2026-05-01T10:00:00ZZ",
+                "2026-13-01T00:00:00Z",
+                "2026-05-01T24:00:00Z",
+                "2026-05-01T23:59:60Z",
+                "9999-12-31T23:59:59-14:00",
+                "0001-01-01T00:00:00+14:00",
+                "1900-01-01T00:00:00Z",
+                "1899-12-31T23:59:59.999999Z",
+                "2026-05-01T10:00:00.1234567Z",
+            ]
+        ),
         unicode_text(0, 30),
         st.one_of(st.integers(), st.floats(), st.dates()),
     )
@@ -187,7 +346,15 @@ def timestamps() -> st.SearchStrategy[Any]:
 # -- ids ----------------------------------------------------------------------------
 def message_ids() -> st.SearchStrategy[Any]:
     printable = st.text(st.characters(min_codepoint=0x21, max_codepoint=0x7E), min_size=1, max_size=200)
-    return st.one_of(st.none(), printable, st.uuids().map(str), unicode_text(0, 10), st.just("x" * 201), st.just("a b"), st.integers())
+    return st.one_of(
+        st.none(),
+        printable,
+        st.uuids().map(str),
+        unicode_text(0, 10),
+        st.just("x" * 201),
+        st.just("a b"),
+        st.integers(),
+    )
 
 
 def tenants() -> st.SearchStrategy[Any]:
@@ -217,7 +384,9 @@ def json_scalars(text: st.SearchStrategy[str] | None = None) -> st.SearchStrateg
 
 
 def _odd_keys() -> st.SearchStrategy[Any]:
-    return st.one_of(st.integers(), st.none(), st.booleans(), st.floats(), st.tuples(st.integers()), st.binary(max_size=3))
+    return st.one_of(
+        st.integers(), st.none(), st.booleans(), st.floats(), st.tuples(st.integers()), st.binary(max_size=3)
+    )
 
 
 def json_values(max_leaves: int = 25) -> st.SearchStrategy[Any]:
@@ -280,8 +449,13 @@ def tool_call(objects_only: bool = False) -> st.SearchStrategy[Any]:
     variants of them (a bare function name, a non-string name) and arbitrary values."""
     objects = st.one_of(
         st.fixed_dictionaries({"name": tool_names()}),
-        st.fixed_dictionaries({"id": st.text(max_size=5), "type": st.just("function"),
-                               "function": st.fixed_dictionaries({"name": tool_names()}, optional={"arguments": unicode_text(0, 20)})}),
+        st.fixed_dictionaries(
+            {
+                "id": st.text(max_size=5),
+                "type": st.just("function"),
+                "function": st.fixed_dictionaries({"name": tool_names()}, optional={"arguments": unicode_text(0, 20)}),
+            }
+        ),
         st.fixed_dictionaries({"function": st.one_of(tool_names(), st.lists(st.integers(), max_size=2))}),
         st.fixed_dictionaries({"type": st.just("tool_use"), "name": tool_names(), "input": plain_json_values(5)}),
         st.dictionaries(unicode_text(0, 8), plain_json_values(3), max_size=3),
@@ -320,7 +494,9 @@ def tool_metadata(objects_only: bool = False) -> st.SearchStrategy[dict[str, Any
 def metadatas() -> st.SearchStrategy[Any]:
     """``metadata`` as a caller may pass it: None, dicts of arbitrary data (with or
     without the tool fields memq reads), deep nesting, over-size, and non-dicts."""
-    base = st.dictionaries(st.one_of(unicode_text(0, 12), st.sampled_from(["source", "lang", "attachments"])), json_values(), max_size=5)
+    base = st.dictionaries(
+        st.one_of(unicode_text(0, 12), st.sampled_from(["source", "lang", "attachments"])), json_values(), max_size=5
+    )
     tool_fields = tool_metadata()
     return st.one_of(
         st.none(),
@@ -389,7 +565,11 @@ def accepted_raw_messages(max_chars: int = 100_000) -> st.SearchStrategy[dict[st
                     tool_metadata(objects_only=True),
                     tool_metadata(),
                     st.dictionaries(unicode_text(0, 12), plain_json_values(), max_size=6),
-                    st.builds(lambda a, b: {**a, **b}, st.dictionaries(unicode_text(0, 12), plain_json_values(), max_size=4), tool_metadata()),
+                    st.builds(
+                        lambda a, b: {**a, **b},
+                        st.dictionaries(unicode_text(0, 12), plain_json_values(), max_size=4),
+                        tool_metadata(),
+                    ),
                     st.builds(lambda n: {"deep": n}, nested(st.integers(1, 31))),
                 ),
                 "tenant": st.text(string.ascii_letters + string.digits + "_-", min_size=1, max_size=64),
@@ -441,7 +621,9 @@ def lua_number(us: int) -> int:
     return int(float(us))
 
 
-def inbox_item(message_id: str, role: str, content: str, sent_us: int | None, metadata, *, arrival_us: int, last_us: int | None) -> str:
+def inbox_item(
+    message_id: str, role: str, content: str, sent_us: int | None, metadata, *, arrival_us: int, last_us: int | None
+) -> str:
     """The inbox item ``enqueue.lua`` pushes (clamp policy): "<effective_us> <arrival_us> <json>"."""
     from shared.mailbox.codec import encode_payload
 
@@ -465,9 +647,18 @@ class WorkerRun:
         return self.messages[2]
 
 
-def run_worker(valid, settings, *, detector_name: str, gap_seconds: float, tenant: str = "default",
-               conversation_id: str = "conv-1", fence: int = 1, embedder: FakeEmbedder | None = None,
-               first_seq: int = 1) -> WorkerRun:
+def run_worker(
+    valid,
+    settings,
+    *,
+    detector_name: str,
+    gap_seconds: float,
+    tenant: str = "default",
+    conversation_id: str = "conv-1",
+    fence: int = 1,
+    embedder: FakeEmbedder | None = None,
+    first_seq: int = 1,
+) -> WorkerRun:
     """Process ``valid`` (a ``ValidMessage``) as a worker would: two context messages
     ``gap_seconds`` apart before it (a negative gap makes its timestamp get clamped), one
     after, each a step of the engine; then a flush closes the open event. Every closed
@@ -505,7 +696,12 @@ def run_worker(valid, settings, *, detector_name: str, gap_seconds: float, tenan
     overlap = OverlapParams(timedelta(minutes=settings.overlap_minutes), settings.overlap_tokens)
 
     def tokens(m) -> int:
-        return message_tokens(m.role, m.content, tool_result_max_chars=settings.tool_result_max_chars, encoding=settings.tokenizer_encoding)
+        return message_tokens(
+            m.role,
+            m.content,
+            tool_result_max_chars=settings.tool_result_max_chars,
+            encoding=settings.tokenizer_encoding,
+        )
 
     decoded = []
     for item in items:

@@ -26,13 +26,23 @@ from worker.watchdog import WatchdogStep
 def create_app() -> Celery:
     settings = get_settings()
     configure_logging(settings)
-    app = Celery("memq", include=["worker.tasks.segmentation", "worker.tasks.episodes", "worker.tasks.maintenance",
-                                   "worker.tasks.memory"])
+    app = Celery(
+        "memq",
+        include=[
+            "worker.tasks.segmentation",
+            "worker.tasks.episodes",
+            "worker.tasks.maintenance",
+            "worker.tasks.memory",
+        ],
+    )
     app.conf.update(celery_config(settings, service_urls(settings).redis_url))
     app.steps["consumer"].update({WatchdogStep, SweepAfterReconnect})  # see docs/broker-restarts.md
     app.conf.beat_schedule = {
         "collapse-idle-conversations": {"task": tasks.COLLAPSE_IDLE, "schedule": settings.collapse_check_seconds},
-        "sweep-stalled-work": {"task": tasks.SWEEP_STALLED, "schedule": max(5.0, min(60.0, settings.stalled_after_seconds / 2))},
+        "sweep-stalled-work": {
+            "task": tasks.SWEEP_STALLED,
+            "schedule": max(5.0, min(60.0, settings.stalled_after_seconds / 2)),
+        },
     }
     return app
 
@@ -46,8 +56,11 @@ def _quiet_cancel_notice(**_: object) -> None:
     (shared.celery_config); Celery's notice about that default would be logged at every
     reconnect. Set once the worker is up: Celery's logging setup puts its own 'always'
     filter for the warning in front of any set earlier."""
-    warnings.filterwarnings("ignore", message=r"\s*In Celery 5.1 we introduced an optional breaking change",
-                            category=CPendingDeprecationWarning)
+    warnings.filterwarnings(
+        "ignore",
+        message=r"\s*In Celery 5.1 we introduced an optional breaking change",
+        category=CPendingDeprecationWarning,
+    )
 
 
 @signals.worker_process_init.connect

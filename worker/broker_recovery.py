@@ -35,8 +35,13 @@ class SweepAfterReconnect(bootsteps.StartStopStep):
         if self.starts == 1 or settings.recovery_sweep_window_seconds <= 0:
             return
         try:
-            c.app.send_task(tasks.SWEEP_STALLED, kwargs={"age": 0.0, "once_per_seconds": settings.recovery_sweep_window_seconds})
-            log.warning("recovery_sweep_requested", reconnects=self.starts - 1,
-                        hint="re-publishing work marked queued before the broker outage")
+            c.app.send_task(
+                tasks.SWEEP_STALLED, kwargs={"age": 0.0, "once_per_seconds": settings.recovery_sweep_window_seconds}
+            )
+            log.warning(
+                "recovery_sweep_requested",
+                reconnects=self.starts - 1,
+                hint="re-publishing work marked queued before the broker outage",
+            )
         except Exception as exc:  # the broker went away again: the next reconnect asks again
             log.warning("recovery_sweep_not_requested", error=describe(exc))

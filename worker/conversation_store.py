@@ -110,8 +110,14 @@ class ConversationStore:
         ``lookahead`` inbox messages may wait for later ones without counting as work."""
         requeue = self.scripts.release(
             keys=[
-                self.keys.lock, self.keys.inbox, self.keys.buffer, self.keys.state, self.keys.segments,
-                self.keys.quarantine, self.shard.active, self.shard.drains,
+                self.keys.lock,
+                self.keys.inbox,
+                self.keys.buffer,
+                self.keys.state,
+                self.keys.segments,
+                self.keys.quarantine,
+                self.shard.active,
+                self.shard.drains,
             ],
             args=[self.token, self.keys.member, self.state_ttl_ms, lookahead],
         )
@@ -187,19 +193,36 @@ class ConversationStore:
         """Apply one step atomically; return the episode id of a closed segment."""
         episode_id, payload = "", ""
         if segment is not None:
-            episode_id = episode_id_for(self.tenant, self.conversation_id, segment.messages[0].seq, segment.messages[-1].seq)
+            episode_id = episode_id_for(
+                self.tenant, self.conversation_id, segment.messages[0].seq, segment.messages[-1].seq
+            )
             record = json.dumps(self.segment_record(episode_id, segment), ensure_ascii=False, separators=(",", ":"))
             payload = f"{fence} {record}"
         self._fenced(
             self.scripts.commit_step,
             [
-                self.keys.inbox, self.keys.buffer, self.keys.state, self.keys.lock, self.keys.segments,
-                self.shard.pending, self.shard.drains,
+                self.keys.inbox,
+                self.keys.buffer,
+                self.keys.state,
+                self.keys.lock,
+                self.keys.segments,
+                self.shard.pending,
+                self.shard.drains,
             ],
             [
-                self.token, self.lease_ms, self.version, head_raw or "", push.raw if push else "", drop,
-                "" if seq is None else seq, "" if last_eff_us is None else last_eff_us,
-                episode_id, payload, self.keys.member, clear_flush or "", state.to_json(),
+                self.token,
+                self.lease_ms,
+                self.version,
+                head_raw or "",
+                push.raw if push else "",
+                drop,
+                "" if seq is None else seq,
+                "" if last_eff_us is None else last_eff_us,
+                episode_id,
+                payload,
+                self.keys.member,
+                clear_flush or "",
+                state.to_json(),
             ],
         )
         return episode_id or None
@@ -209,7 +232,14 @@ class ConversationStore:
         try:
             version, restamped = self.scripts.sync(
                 keys=[self.keys.state, self.keys.lock, self.keys.segments],
-                args=[self.token, self.version, run_id, fence, seq_floor, "" if last_eff_floor is None else last_eff_floor],
+                args=[
+                    self.token,
+                    self.version,
+                    run_id,
+                    fence,
+                    seq_floor,
+                    "" if last_eff_floor is None else last_eff_floor,
+                ],
             )
         except redis.ResponseError as exc:
             self._raise_fence_error(exc)
@@ -226,10 +256,23 @@ class ConversationStore:
         (kind "segment"); returns (failures, quarantined now)."""
         count, quarantined = self.scripts.record_failure(
             keys=[
-                self.keys.state, self.keys.inbox, self.keys.segments, self.keys.quarantine,
-                self.shard.quarantined, self.shard.pending, self.keys.lock,
+                self.keys.state,
+                self.keys.inbox,
+                self.keys.segments,
+                self.keys.quarantine,
+                self.shard.quarantined,
+                self.shard.pending,
+                self.keys.lock,
             ],
-            args=[kind, head_raw, item_id, error[:2000], self.settings.quarantine_after_failures, self.keys.member, self.token],
+            args=[
+                kind,
+                head_raw,
+                item_id,
+                error[:2000],
+                self.settings.quarantine_after_failures,
+                self.keys.member,
+                self.token,
+            ],
         )
         return int(count), bool(quarantined)
 
@@ -259,6 +302,13 @@ class ConversationStore:
 
     def finish_segment(self, episode_id: str) -> None:
         self.scripts.finish_segment(
-            keys=[self.keys.segments, self.shard.pending, self.keys.state, self.keys.inbox, self.keys.buffer, self.keys.quarantine],
+            keys=[
+                self.keys.segments,
+                self.shard.pending,
+                self.keys.state,
+                self.keys.inbox,
+                self.keys.buffer,
+                self.keys.quarantine,
+            ],
             args=[episode_id, f"{self.keys.member}/{episode_id}", self.state_ttl_ms],
         )

@@ -66,7 +66,9 @@ def log_boundary_score(seq: int, result) -> None:
     parts = ", ".join(f"{k}={float(val):.2f}" for k, val in v.factors.items())
     score = f"{v.score:.2f}" if v.score is not None else "-"
     verdict = f"-> TRIGGER ({v.reason}, {v.source})" if v.boundary else f"({v.reason})"
-    log.info(f"seq {seq}: Boundary score: {score} ({parts}) {verdict}", seq=seq, score=v.score, boundary=bool(v.boundary))
+    log.info(
+        f"seq {seq}: Boundary score: {score} ({parts}) {verdict}", seq=seq, score=v.score, boundary=bool(v.boundary)
+    )
 
 
 def _fallback_id(raw: str) -> str:
@@ -129,7 +131,12 @@ def drain(
     overlap = OverlapParams(timedelta(minutes=settings.overlap_minutes), settings.overlap_tokens)
 
     def tokens(m: QueuedMessage) -> int:
-        return message_tokens(m.role, m.content, tool_result_max_chars=settings.tool_result_max_chars, encoding=settings.tokenizer_encoding)
+        return message_tokens(
+            m.role,
+            m.content,
+            tool_result_max_chars=settings.tool_result_max_chars,
+            encoding=settings.tokenizer_encoding,
+        )
 
     buffer = [Buffered(m, tokens(m)) for m in snapshot.buffer]
     state, seq, last_eff, fence = snapshot.event, snapshot.seq, snapshot.last_eff_us, snapshot.fence
@@ -212,7 +219,13 @@ def drain(
             store.commit(head_raw=None, push=None, drop=0, segment=None, state=state, fence=fence, clear_flush=flush)
         else:
             episode_id = store.commit(
-                head_raw=None, push=None, drop=result.drop, segment=result.segment, state=result.state, fence=fence, clear_flush=flush
+                head_raw=None,
+                push=None,
+                drop=result.drop,
+                segment=result.segment,
+                state=result.state,
+                fence=fence,
+                clear_flush=flush,
             )
             _closed(episode_id, result.segment, outcome, on_episode)
         outcome.flushed = True

@@ -76,6 +76,4 @@ def create_episode(store: ConversationStore, conn, segment_id: str, settings: Se
         summary_source=row.summary_source,
         reason=row.boundary_reason,
     )
-    return Created(
-        "created" if outcome.inserted else "already_stored", row.id, row.summary_source, outcome.duplicates
-    )
+    return Created("created" if outcome.inserted else "already_stored", row.id, row.summary_source, outcome.duplicates)

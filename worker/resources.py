@@ -72,7 +72,9 @@ def warm_up() -> None:
 
         import_litellm()
     mark_ready()
-    structlog.get_logger("memq.worker").info("worker_process_ready", pid=os.getpid(), llm=s.llm_model, detector=s.detector)
+    structlog.get_logger("memq.worker").info(
+        "worker_process_ready", pid=os.getpid(), llm=s.llm_model, detector=s.detector
+    )
 
 
 READY_TTL_SECONDS = 86_400
@@ -91,6 +93,8 @@ def mark_ready() -> None:
     from shared.connections import redis_client
 
     try:
-        redis_client(settings()).set(ready_key(settings().key_prefix, socket.gethostname(), os.getpid()), repr(time.time()), ex=READY_TTL_SECONDS)
+        redis_client(settings()).set(
+            ready_key(settings().key_prefix, socket.gethostname(), os.getpid()), repr(time.time()), ex=READY_TTL_SECONDS
+        )
     except Exception:  # bookkeeping only: never keep a worker from starting
         pass

@@ -140,17 +140,30 @@ class Watchdog:
         if is_alive(state):
             self.path.write_text(str(os.getpid()))  # the pid lets a check tell a dead worker's leftover
         if state is Loop.STALLED and self.state is not Loop.STALLED:
-            log.error("worker_stalled", seconds=round(now - (self.last_tick or now), 1), node=self.node,
-                      where=where(frame), hint="the event loop of the worker's main process stopped; "
-                      "its heartbeat file is no longer refreshed")
+            log.error(
+                "worker_stalled",
+                seconds=round(now - (self.last_tick or now), 1),
+                node=self.node,
+                where=where(frame),
+                hint="the event loop of the worker's main process stopped; its heartbeat file is no longer refreshed",
+            )
         elif state is not Loop.STALLED and self.state is Loop.STALLED:
             log.warning("worker_resumed", node=self.node, state=state.value)
         self.state = state
         exit_after = self.settings.worker_stall_exit_seconds
-        if (state is Loop.STALLED and exit_after and self.last_tick is not None and now - self.last_tick >= exit_after
-                and self.loop_thread == threading.main_thread().ident):
-            log.critical("worker_stall_exit", seconds=round(now - self.last_tick, 1), node=self.node,
-                         hint="exiting so that the supervisor starts a fresh worker")
+        if (
+            state is Loop.STALLED
+            and exit_after
+            and self.last_tick is not None
+            and now - self.last_tick >= exit_after
+            and self.loop_thread == threading.main_thread().ident
+        ):
+            log.critical(
+                "worker_stall_exit",
+                seconds=round(now - self.last_tick, 1),
+                node=self.node,
+                hint="exiting so that the supervisor starts a fresh worker",
+            )
             os._exit(STALL_EXIT_CODE)
         return state
 

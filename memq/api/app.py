@@ -33,8 +33,12 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     configure_logging(settings)
     holder: dict[str, Services] = {}
     mcp = build_server(_Late(holder))
-    mcp.streamable_http_app(streamable_http_path="/mcp", stateless_http=True, json_response=True,
-                            transport_security=_transport_security(settings))
+    mcp.streamable_http_app(
+        streamable_http_path="/mcp",
+        stateless_http=True,
+        json_response=True,
+        transport_security=_transport_security(settings),
+    )
 
     @asynccontextmanager
     async def lifespan(app: FastAPI):
@@ -49,18 +53,26 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
                 svc.close()
 
     app = FastAPI(
-        title="memq", version=_version(), lifespan=lifespan,
+        title="memq",
+        version=_version(),
+        lifespan=lifespan,
         description="Long-term memory for LLM agents: add conversation messages, retrieve what matters, load the "
-                    "context of a new session, forget a conversation. Every route under /v1 needs "
-                    "`Authorization: Bearer <key>` (`memq keys create --tenant T`); the MCP server is at /mcp.",
+        "context of a new session, forget a conversation. Every route under /v1 needs "
+        "`Authorization: Bearer <key>` (`memq keys create --tenant T`); the MCP server is at /mcp.",
     )
     if services is not None:  # usable before the lifespan runs (schemathesis' ASGI client does not run it)
         holder["services"] = app.state.services = services
     errors.install(app)
     for module in (messages, memory, conversations, facts, health):
         app.include_router(module.router)
-    app.router.routes.append(Route("/mcp", endpoint=McpAuth(StreamableHTTPASGIApp(mcp.session_manager), holder),
-                                   methods=["GET", "POST", "DELETE"], include_in_schema=False))
+    app.router.routes.append(
+        Route(
+            "/mcp",
+            endpoint=McpAuth(StreamableHTTPASGIApp(mcp.session_manager), holder),
+            methods=["GET", "POST", "DELETE"],
+            include_in_schema=False,
+        )
+    )
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
     return app
 
@@ -88,9 +100,17 @@ class McpAuth:
         tenant = tenant_for(self.holder["services"], authorization)
         if tenant is None:
             body = json.dumps({"error": {"type": "unauthorized", "message": UNAUTHORIZED, "field": None}}).encode()
-            await send({"type": "http.response.start", "status": 401, "headers": [
-                (b"content-type", b"application/json"), (b"www-authenticate", b"Bearer"),
-                (b"content-length", str(len(body)).encode())]})
+            await send(
+                {
+                    "type": "http.response.start",
+                    "status": 401,
+                    "headers": [
+                        (b"content-type", b"application/json"),
+                        (b"www-authenticate", b"Bearer"),
+                        (b"content-length", str(len(body)).encode()),
+                    ],
+                }
+            )
             await send({"type": "http.response.body", "body": body})
             return
         scope.setdefault("state", {})["memq_tenant"] = tenant

@@ -19,10 +19,18 @@ from shared.errors import BatchIncomplete, BatchRejected, Busy, NotFound, Servic
 log = structlog.get_logger("memq.api")
 
 
-def error(status: int, kind: str, message: str, field: str | None = None, *, headers: dict[str, str] | None = None,
-          **extra: Any) -> JSONResponse:
-    return JSONResponse({"error": {"type": kind, "message": message, "field": field, **extra}}, status_code=status,
-                        headers=headers)
+def error(
+    status: int,
+    kind: str,
+    message: str,
+    field: str | None = None,
+    *,
+    headers: dict[str, str] | None = None,
+    **extra: Any,
+) -> JSONResponse:
+    return JSONResponse(
+        {"error": {"type": kind, "message": message, "field": field, **extra}}, status_code=status, headers=headers
+    )
 
 
 def _results(results: list) -> list[dict[str, Any]]:
@@ -101,6 +109,16 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        kinds = {401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed", 413: "request_too_large"}
-        return error(exc.status_code, kinds.get(exc.status_code, "http_error"), str(exc.detail),
-                     headers=getattr(exc, "headers", None))
+        kinds = {
+            401: "unauthorized",
+            403: "forbidden",
+            404: "not_found",
+            405: "method_not_allowed",
+            413: "request_too_large",
+        }
+        return error(
+            exc.status_code,
+            kinds.get(exc.status_code, "http_error"),
+            str(exc.detail),
+            headers=getattr(exc, "headers", None),
+        )

@@ -52,12 +52,20 @@ class BodyLimit:
 
 
 async def _too_large(send, limit: int) -> None:
-    await _refuse(send, 413, f"the request body is larger than {limit} bytes (MEMQ_API_MAX_BODY_BYTES); send smaller batches")
+    await _refuse(
+        send, 413, f"the request body is larger than {limit} bytes (MEMQ_API_MAX_BODY_BYTES); send smaller batches"
+    )
 
 
 async def _refuse(send, status: int, message: str) -> None:
-    body = json.dumps({"error": {"type": "request_too_large" if status == 413 else "bad_request", "message": message,
-                                 "field": None}}).encode()
-    await send({"type": "http.response.start", "status": status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+    body = json.dumps(
+        {"error": {"type": "request_too_large" if status == 413 else "bad_request", "message": message, "field": None}}
+    ).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())],
+        }
+    )
     await send({"type": "http.response.body", "body": body})

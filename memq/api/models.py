@@ -20,13 +20,20 @@ class MessageIn(Strict):
     role: str = Field(description="user, assistant, system or tool", examples=["user"])
     content: str = Field(description="The text, 1 to 100,000 characters.", examples=["Can you book the 9:40 train?"])
     timestamp: str | None = Field(default=None, description="ISO-8601 with Z or an offset; default: arrival time.")
-    message_id: str | None = Field(default=None, description="Idempotency key: a message re-sent with it is a duplicate.")
-    metadata: dict[str, Any] | None = Field(default=None, description="Plain JSON object, at most 16 KiB; "
-                                            "`name` is the speaker, `tool_calls` / `tool_name` are recorded.")
+    message_id: str | None = Field(
+        default=None, description="Idempotency key: a message re-sent with it is a duplicate."
+    )
+    metadata: dict[str, Any] | None = Field(
+        default=None,
+        description="Plain JSON object, at most 16 KiB; "
+        "`name` is the speaker, `tool_calls` / `tool_name` are recorded.",
+    )
 
 
 class MessagesIn(Strict):
-    messages: list[MessageIn] = Field(min_length=1, description="In order; validated as a whole before anything is written.")
+    messages: list[MessageIn] = Field(
+        min_length=1, description="In order; validated as a whole before anything is written."
+    )
 
 
 class AddResultOut(BaseModel):
@@ -51,8 +58,9 @@ class TimeRangeIn(Strict):
 
 
 class RetrieveIn(Strict):
-    query: str = Field(description="What to remember; at most MEMQ_QUERY_MAX_CHARS characters.",
-                       examples=["which train did we book?"])
+    query: str = Field(
+        description="What to remember; at most MEMQ_QUERY_MAX_CHARS characters.", examples=["which train did we book?"]
+    )
     conversation_id: str | None = Field(default=None, description="One conversation; omit both for every conversation.")
     conversation_ids: list[str] | None = None
     limit: int | None = Field(default=None, description="Most episodes returned (default MEMQ_RETRIEVAL_LIMIT).")
@@ -61,8 +69,11 @@ class RetrieveIn(Strict):
     time_range: TimeRangeIn | None = Field(default=None, description="Only episodes overlapping this range.")
     now: str | None = Field(default=None, description="The moment of the question (default: now).")
     record: bool = Field(default=True, description="Record the returned memories for review.")
-    asked_in: str | None = Field(default=None, description="The conversation the agent asks from (default: the one "
-                                 "searched): its next segment shows whether what is returned was used.")
+    asked_in: str | None = Field(
+        default=None,
+        description="The conversation the agent asks from (default: the one "
+        "searched): its next segment shows whether what is returned was used.",
+    )
 
 
 class FactSearchIn(Strict):

@@ -36,8 +36,13 @@ class Services:
 
         embedded.up(settings)
         pool = ConnectionPool(
-            service_urls(settings).database_url, min_size=1, max_size=10, kwargs={"autocommit": True},
-            configure=register_vector, open=True, name="memq-api",
+            service_urls(settings).database_url,
+            min_size=1,
+            max_size=10,
+            kwargs={"autocommit": True},
+            configure=register_vector,
+            open=True,
+            name="memq-api",
         )
         pool.wait(timeout=30)
 

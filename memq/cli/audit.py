@@ -18,7 +18,9 @@ from memq.cli.options import tenant_option
 @click.option("--all-tenants", is_flag=True, help="Every tenant's conversations.")
 @click.option("--flushed", is_flag=True, help="Also require empty inboxes, open events and waiting segments.")
 @click.option("--quiet", is_flag=True, help="Print only violations and the verdict.")
-def audit_cmd(conversation_ids: tuple[str, ...], tenant: str | None, all_tenants: bool, flushed: bool, quiet: bool) -> None:
+def audit_cmd(
+    conversation_ids: tuple[str, ...], tenant: str | None, all_tenants: bool, flushed: bool, quiet: bool
+) -> None:
     """Prove from PostgreSQL and Redis that every accepted message is in exactly one
     episode, in order, and that nothing is stuck, lost or hidden in the quarantine."""
     from memq.audit import audit, conversations_in_scope
@@ -33,7 +35,9 @@ def audit_cmd(conversation_ids: tuple[str, ...], tenant: str | None, all_tenants
     scope_tenant = None if all_tenants else (tenant or settings.tenant)
     with pg_connect(settings, autocommit=True) as conn:
         if conversation_ids:
-            targets = [(scope_tenant, check_conversation_id(c, settings.conversation_id_max_length)) for c in conversation_ids]
+            targets = [
+                (scope_tenant, check_conversation_id(c, settings.conversation_id_max_length)) for c in conversation_ids
+            ]
         else:
             targets = conversations_in_scope(client, conn, settings, scope_tenant)
         report = audit(client, conn, settings, targets, expect_flushed=flushed)
@@ -42,12 +46,33 @@ def audit_cmd(conversation_ids: tuple[str, ...], tenant: str | None, all_tenants
     bad = {f.conversation for f in report.findings}
     if not quiet:
         table = Table(title=f"memq audit: {len(report.summaries)} conversation(s)")
-        for col in ("conversation", "stored", "episodes", "gaps", "open", "waiting", "inbox", "quarantined", "accepted", "verdict"):
+        for col in (
+            "conversation",
+            "stored",
+            "episodes",
+            "gaps",
+            "open",
+            "waiting",
+            "inbox",
+            "quarantined",
+            "accepted",
+            "verdict",
+        ):
             table.add_column(col, justify="left" if col in ("conversation", "verdict") else "right")
         for s in report.summaries:
             verdict = "[red]FAIL[/]" if s.conversation in bad else "[green]ok[/]"
-            table.add_row(s.conversation, str(s.stored), str(s.episodes), str(s.gaps), str(s.open), str(s.waiting),
-                          str(s.inbox), str(s.quarantined), str(s.accepted), verdict)
+            table.add_row(
+                s.conversation,
+                str(s.stored),
+                str(s.episodes),
+                str(s.gaps),
+                str(s.open),
+                str(s.waiting),
+                str(s.inbox),
+                str(s.quarantined),
+                str(s.accepted),
+                verdict,
+            )
         console.print(table)
     for f in report.findings:
         console.print(f"[red]{f.check}[/] {f.conversation}: {f.detail}")

@@ -25,11 +25,17 @@ QUESTIONS = (
 
 
 @click.command("demo")
-@click.option("--file", "path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=SAMPLE, show_default=True)
+@click.option(
+    "--file", "path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=SAMPLE, show_default=True
+)
 @click.option("--detector", default=None, help="Detector profile (default MEMQ_DETECTOR).")
 @click.option("--summaries/--no-summaries", default=True, help="Print each episode's summary too.")
-@click.option("--ask", "questions", multiple=True, help="Questions to answer from memory at the end (default: three "
-              "about the sample conversation).")
+@click.option(
+    "--ask",
+    "questions",
+    multiple=True,
+    help="Questions to answer from memory at the end (default: three about the sample conversation).",
+)
 def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple[str, ...]) -> None:
     """Run the pipeline end to end on the sample conversation and show its episodes."""
     import os
@@ -43,7 +49,9 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
     settings = get_settings()
     console = Console(width=None if sys.stdout.isatty() else 150)
     urls = services.up(settings)
-    console.print(f"[bold]services[/] redis {urls.redis_url} · postgres {'embedded' if urls.database_embedded else urls.database_url}")
+    console.print(
+        f"[bold]services[/] redis {urls.redis_url} · postgres {'embedded' if urls.database_embedded else urls.database_url}"
+    )
 
     from memq.cli.producer_commands import replay_file
     from producer.client import Producer
@@ -72,7 +80,9 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
         for cid in conversations:
             producer.flush(cid)
         total = sum(counts[k] for k in ("accepted", "clamped"))
-        with Progress(TextColumn("[bold]segmenting[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()) as progress:
+        with Progress(
+            TextColumn("[bold]segmenting[/] {task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn()
+        ) as progress:
             for cid in sorted(conversations):
                 task = progress.add_task(cid, total=total)
 
@@ -92,8 +102,10 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
             if summaries:
                 for i, e in enumerate(episodes, start=1):
                     console.print(f"[bold]{i}. {e.title}[/]  [dim]({e.summary_source})[/]\n   {e.summary}")
-    console.print(f"[green]done[/] in {elapsed:.1f} s: {counts['accepted'] + counts['clamped']} messages accepted, "
-                  f"{counts['duplicate']} duplicates skipped")
+    console.print(
+        f"[green]done[/] in {elapsed:.1f} s: {counts['accepted'] + counts['clamped']} messages accepted, "
+        f"{counts['duplicate']} duplicates skipped"
+    )
     _answer(console, settings, sorted(conversations), questions or (QUESTIONS if path == SAMPLE else ()))
     _manifest(console, settings, sorted(conversations))
     console.print("[dim]next: `make api` serves this over HTTP and MCP (README: Use it from your agent)[/]")
@@ -119,7 +131,14 @@ def _answer(console: Console, settings, conversations: list[str], questions: tup
     from shared.retrieval.service import retrieve_memory
 
     for question in questions:
-        result = retrieve_memory(question, conversation_ids=conversations, detail="auto", limit=3, max_tokens=350,
-                                 settings=settings)
-        console.print(Panel(Markdown(result.text.replace("\n", "  \n")), title=f"[bold]memq retrieve[/] “{question}”",
-                            subtitle=f"{result.tokens} tokens · {result.timings_ms['total']:.0f} ms", expand=True))
+        result = retrieve_memory(
+            question, conversation_ids=conversations, detail="auto", limit=3, max_tokens=350, settings=settings
+        )
+        console.print(
+            Panel(
+                Markdown(result.text.replace("\n", "  \n")),
+                title=f"[bold]memq retrieve[/] “{question}”",
+                subtitle=f"{result.tokens} tokens · {result.timings_ms['total']:.0f} ms",
+                expand=True,
+            )
+        )

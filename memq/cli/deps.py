@@ -50,7 +50,12 @@ def check(name: str, version: str) -> Checked:
             if latest is None:
                 return Checked(name, version, "unchecked", "not on PyPI")
             if latest["info"]["version"] != version:
-                return Checked(name, version, "unchecked", f"the index describes only the newest release ({latest['info']['version']})")
+                return Checked(
+                    name,
+                    version,
+                    "unchecked",
+                    f"the index describes only the newest release ({latest['info']['version']})",
+                )
             doc = latest
     except (OSError, ValueError) as exc:
         return Checked(name, version, "unchecked", f"index unreachable: {exc}")
@@ -76,6 +81,8 @@ def check_deps_cmd(strict: bool) -> None:
     for c in unchecked:
         click.echo(f"not checked {c.name} {c.version}: {c.detail}")
     ok = len(results) - len(vulnerable) - len(unchecked)
-    click.echo(f"{len(results)} packages: {ok} without known vulnerabilities, {len(vulnerable)} vulnerable, {len(unchecked)} not checked")
+    click.echo(
+        f"{len(results)} packages: {ok} without known vulnerabilities, {len(vulnerable)} vulnerable, {len(unchecked)} not checked"
+    )
     if vulnerable or (strict and unchecked):
         sys.exit(1)

@@ -18,13 +18,26 @@ DEFAULT_DATA = Path("../shared/eval")
 @click.option("--lookahead", type=int, default=None, help="Look-ahead messages (default MEMQ_LOOKAHEAD_MESSAGES).")
 @click.option("--file", "files", multiple=True, help="Only these files of the data directory.")
 @click.option("--list", "list_profiles", is_flag=True, help="List the detector profiles and exit.")
-@click.option("--train", "train_file", default=None, metavar="FILE",
-              help="Instead of scoring: fit the learned boundary scorer on FILE of DATA (e.g. tiage_train.json) "
-              "and write worker/segmentation/detectors/models/<name>.json.")
+@click.option(
+    "--train",
+    "train_file",
+    default=None,
+    metavar="FILE",
+    help="Instead of scoring: fit the learned boundary scorer on FILE of DATA (e.g. tiage_train.json) "
+    "and write worker/segmentation/detectors/models/<name>.json.",
+)
 @click.option("--model-name", default=None, help="With --train: model name (default tiage_w<look-ahead>).")
 @click.option("--width", type=int, default=150, show_default=True, help="Table width.")
-def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files: tuple[str, ...], list_profiles: bool,
-             train_file: str | None, model_name: str | None, width: int) -> None:
+def eval_cmd(
+    data: Path,
+    profiles: tuple[str, ...],
+    lookahead: int | None,
+    files: tuple[str, ...],
+    list_profiles: bool,
+    train_file: str | None,
+    model_name: str | None,
+    width: int,
+) -> None:
     """Score detector profiles on topic-segmentation sets (TIAGE-style JSON and
     [BOUNDARY]-marked JSONL files in DATA/segmentation or DATA)."""
     from shared.embeddings import get_embedder
@@ -50,7 +63,9 @@ def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files
         return get_embedder(settings).embed([text])[0]
 
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM"
-    console.print(f"[bold]memq eval[/] data={data} profiles={', '.join(chosen)} look-ahead={w} {llm} embeddings={settings.embedding_model}")
+    console.print(
+        f"[bold]memq eval[/] data={data} profiles={', '.join(chosen)} look-ahead={w} {llm} embeddings={settings.embedding_model}"
+    )
     rows = evaluate(
         data,
         settings,
@@ -68,8 +83,18 @@ def eval_cmd(data: Path, profiles: tuple[str, ...], lookahead: int | None, files
         best = min(r.pk for r in file_rows)
         for r in file_rows:
             pk = f"[bold green]{r.pk:.3f}[/]" if r.pk == best else f"{r.pk:.3f}"
-            table.add_row(r.method, pk, f"{r.windowdiff:.3f}", f"{r.precision:.3f}", f"{r.recall:.3f}", f"{r.f1:.3f}",
-                          f"{r.boundaries:.2f}", f"{r.gold:.2f}", str(r.dialogues), f"{r.seconds:.1f}")
+            table.add_row(
+                r.method,
+                pk,
+                f"{r.windowdiff:.3f}",
+                f"{r.precision:.3f}",
+                f"{r.recall:.3f}",
+                f"{r.f1:.3f}",
+                f"{r.boundaries:.2f}",
+                f"{r.gold:.2f}",
+                str(r.dialogues),
+                f"{r.seconds:.1f}",
+            )
         console.print(table)
 
 
@@ -87,7 +112,11 @@ def _train(data: Path, train_file: str, lookahead: int, model_name: str | None, 
     vectors = dialogue_embeddings(dialogues, get_embedder(settings), settings.data_path / "cache" / "eval-embeddings")
     console.print(f"training on {train_file}: {len(dialogues)} dialogues, look-ahead {lookahead}, 5-fold CV over C")
     result = train(
-        dialogues, vectors, settings, lookahead=lookahead, progress=lambda m: console.print(f"[dim]… {m}[/]"),
+        dialogues,
+        vectors,
+        settings,
+        lookahead=lookahead,
+        progress=lambda m: console.print(f"[dim]… {m}[/]"),
         info={"trained_on": train_file, "embedding_model": settings.embedding_model},
     )
     name = model_name or f"tiage_w{lookahead}"
@@ -101,13 +130,20 @@ def _train(data: Path, train_file: str, lookahead: int, model_name: str | None, 
 @click.argument("data", type=click.Path(path_type=Path), default=DEFAULT_DATA)
 @click.option("--tenant", default="eval-locomo", show_default=True, help="Tenant the conversations are replayed into.")
 @click.option("--reuse", is_flag=True, help="Keep episodes of an earlier replay when every turn is already stored.")
-@click.option("--ablations", is_flag=True, help="Also score memq variants (auto detail, no FSRS, episode legs only, ...).")
+@click.option(
+    "--ablations", is_flag=True, help="Also score memq variants (auto detail, no FSRS, episode legs only, ...)."
+)
 @click.option("--file", "files", multiple=True, help="Only these LoCoMo files of DATA/locomo.")
 @click.option("--workers", type=int, default=2, show_default=True, help="Worker processes for the replay.")
-@click.option("--out", type=click.Path(path_type=Path), default=None,
-              help="Folder for locomo-report.json and locomo-recall.png (default <MEMQ_DATA_DIR>/eval).")
-def eval_locomo_cmd(data: Path, tenant: str, reuse: bool, ablations: bool, files: tuple[str, ...], workers: int,
-                    out: Path | None) -> None:
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder for locomo-report.json and locomo-recall.png (default <MEMQ_DATA_DIR>/eval).",
+)
+def eval_locomo_cmd(
+    data: Path, tenant: str, reuse: bool, ablations: bool, files: tuple[str, ...], workers: int, out: Path | None
+) -> None:
     """Retrieval quality on LoCoMo through the real pipeline: replay each conversation
     through the producer to real workers, ask every question of categories 1-4 through
     retrieve_memory and through single-turn / 8-turn / session baselines, and report
@@ -121,13 +157,17 @@ def eval_locomo_cmd(data: Path, tenant: str, reuse: bool, ablations: bool, files
 
     settings = get_settings()
     console = Console(width=150)
-    config = EvalConfig(data=data, tenant=check_tenant(tenant), reuse=reuse, workers=workers, ablations=ablations, files=files)
+    config = EvalConfig(
+        data=data, tenant=check_tenant(tenant), reuse=reuse, workers=workers, ablations=ablations, files=files
+    )
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
     console.print(f"[bold]memq eval-locomo[/] data={data} tenant={tenant} {llm} embeddings={settings.embedding_model}")
     tasks: dict[str, int] = {}
     try:
-        with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                      console=console) as bars:
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        ) as bars:
+
             def progress(label: str, done: int, total: int) -> None:
                 if label not in tasks:
                     tasks[label] = bars.add_task(label, total=total)

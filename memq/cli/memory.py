@@ -28,16 +28,20 @@ def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
 
     settings = get_settings()
     if not settings.llm_enabled:
-        raise click.ClickException("consolidation needs an LLM: set MEMQ_LLM_MODEL (and MEMQ_LLM_API_BASE / key), "
-                                   "see the README's LLM section")
+        raise click.ClickException(
+            "consolidation needs an LLM: set MEMQ_LLM_MODEL (and MEMQ_LLM_API_BASE / key), see the README's LLM section"
+        )
     tenant = check_tenant(tenant or settings.tenant)
     upgrade(settings)
     with _answer_only_on_stdout():
         if conversation_id is not None:
             check_conversation_id(conversation_id, settings.conversation_id_max_length)
     with pg_connect(settings, autocommit=True) as conn:
-        sql = ("SELECT conversation_id, count(*) FROM episodic_memory WHERE tenant_id = %s AND consolidated_at IS NULL"
-               + (" AND conversation_id = %s" if conversation_id else "") + " GROUP BY conversation_id ORDER BY 1")
+        sql = (
+            "SELECT conversation_id, count(*) FROM episodic_memory WHERE tenant_id = %s AND consolidated_at IS NULL"
+            + (" AND conversation_id = %s" if conversation_id else "")
+            + " GROUP BY conversation_id ORDER BY 1"
+        )
         backlog = conn.execute(sql, (tenant, conversation_id) if conversation_id else (tenant,)).fetchall()
         total = sum(n for _, n in backlog)
         if not total:
@@ -45,8 +49,12 @@ def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
             return
         embedder = get_embedder(settings)
         done, failed, counts = 0, 0, {}
-        columns = (TextColumn("[bold]consolidating[/] {task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn())
+        columns = (
+            TextColumn("[bold]consolidating[/] {task.description}"),
+            BarColumn(),
+            MofNCompleteColumn(),
+            TimeElapsedColumn(),
+        )
         with Progress(*columns) as progress:
             task = progress.add_task("episodes", total=total)
             for conv, _ in backlog:
@@ -63,8 +71,9 @@ def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
     summary = ", ".join(f"{v} {k}" for k, v in sorted(counts.items())) or "no facts"
     click.echo(f"consolidated {done} of {total} episodes: {summary}")
     if failed:
-        raise click.ClickException(f"{failed} episodes could not be consolidated (the LLM gave no usable answer); "
-                                   "they stay pending: run again")
+        raise click.ClickException(
+            f"{failed} episodes could not be consolidated (the LLM gave no usable answer); they stay pending: run again"
+        )
 
 
 @click.command("facts")
@@ -74,8 +83,14 @@ def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
 @click.option("--history", "fact_id", metavar="FACT_ID", help="Show one fact and every change to it.")
 @click.option("--all", "include_retired", is_flag=True, help="Retired facts too.")
 @click.option("--json", "as_json", is_flag=True)
-def facts_cmd(conversation_id: str, tenant: str | None, query: str | None, fact_id: str | None, include_retired: bool,
-              as_json: bool) -> None:
+def facts_cmd(
+    conversation_id: str,
+    tenant: str | None,
+    query: str | None,
+    fact_id: str | None,
+    include_retired: bool,
+    as_json: bool,
+) -> None:
     """A conversation's facts (semantic memory)."""
     from shared.connections import pg_connect
     from shared.db.facts import fact_history, get_fact, list_facts
@@ -103,7 +118,9 @@ def facts_cmd(conversation_id: str, tenant: str | None, query: str | None, fact_
             from shared.retrieval.facts import find_facts
 
             with _answer_only_on_stdout():
-                _, found = find_facts(query, tenant=tenant, settings=settings, conn=conn, conversation_id=conversation_id)
+                _, found = find_facts(
+                    query, tenant=tenant, settings=settings, conn=conn, conversation_id=conversation_id
+                )
             facts = [f for f, _, _ in found]
         else:
             facts = list_facts(conn, tenant, conversation_id, include_retired=include_retired)

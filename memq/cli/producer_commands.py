@@ -36,7 +36,13 @@ def send_cmd(conversation_id, role, content, timestamp, message_id, metadata, te
 
 
 def replay_file(
-    producer: Producer, path: Path, *, conversation_id: str | None, batch_size: int, quiet: bool = False, tenant: str | None = None
+    producer: Producer,
+    path: Path,
+    *,
+    conversation_id: str | None,
+    batch_size: int,
+    quiet: bool = False,
+    tenant: str | None = None,
 ) -> tuple[dict[str, int], set[str]]:
     """Queue a JSONL file; return counts by status and the conversation ids seen."""
     total = count_lines(path)
@@ -72,7 +78,9 @@ def replay_file(
 def replay_cmd(path: Path, conversation_id, batch_size: int, flush: bool, tenant: str | None) -> None:
     """Queue every message of a JSON Lines file, in order, with a progress bar."""
     producer = Producer()
-    counts, conversations = replay_file(producer, path, conversation_id=conversation_id, batch_size=batch_size, tenant=tenant)
+    counts, conversations = replay_file(
+        producer, path, conversation_id=conversation_id, batch_size=batch_size, tenant=tenant
+    )
     click.echo(", ".join(f"{k}={v}" for k, v in counts.items()) + f", conversations={len(conversations)}")
     if flush:
         for cid in sorted(conversations):
@@ -113,9 +121,14 @@ def status_cmd(conversation_id: str | None, tenant: str | None) -> None:
         if o.quarantined:
             click.echo("see `memq quarantine list --all-tenants`")
         memory = _memory_backlog(producer.settings, tenant, None)
-        click.echo(f"episodes_unconsolidated={memory[0]} reviews_pending={memory[1]}"
-                   + ("" if producer.settings.llm_enabled or not memory[0] else
-                      " (consolidation waits for an LLM: set MEMQ_LLM_MODEL, then `memq consolidate`)"))
+        click.echo(
+            f"episodes_unconsolidated={memory[0]} reviews_pending={memory[1]}"
+            + (
+                ""
+                if producer.settings.llm_enabled or not memory[0]
+                else " (consolidation waits for an LLM: set MEMQ_LLM_MODEL, then `memq consolidate`)"
+            )
+        )
         return
     s = producer.status(conversation_id, tenant=tenant)
     memory = _memory_backlog(producer.settings, tenant, conversation_id)
@@ -126,7 +139,9 @@ def status_cmd(conversation_id: str | None, tenant: str | None) -> None:
         f"episodes_unconsolidated={memory[0]} reviews_pending={memory[1]}"
     )
     if s.failing:
-        click.echo(f"failing: message {s.failing['message_id']} failed {s.failing['failures']} time(s): {s.failing['error']}")
+        click.echo(
+            f"failing: message {s.failing['message_id']} failed {s.failing['failures']} time(s): {s.failing['error']}"
+        )
     for q in s.quarantined:
         click.echo(f"quarantined {q.kind} {q.id} after {q.failures} failures: {q.error}")
 
@@ -143,11 +158,15 @@ def _memory_backlog(settings, tenant: str | None, conversation_id: str | None) -
         where += " AND conversation_id = %s"
         args.append(conversation_id)
     with pg_connect(settings, autocommit=True) as conn:
-        episodes = conn.execute(f"SELECT count(*) FROM episodic_memory WHERE {where} AND consolidated_at IS NULL",
-                                args).fetchone()[0]
-        reviews = conn.execute(f"SELECT count(*) FROM pending_review WHERE "
-                               f"{where.replace('conversation_id', 'coalesce(asked_in, conversation_id)')} "
-                               "AND consumed_at IS NULL", args).fetchone()[0]
+        episodes = conn.execute(
+            f"SELECT count(*) FROM episodic_memory WHERE {where} AND consolidated_at IS NULL", args
+        ).fetchone()[0]
+        reviews = conn.execute(
+            f"SELECT count(*) FROM pending_review WHERE "
+            f"{where.replace('conversation_id', 'coalesce(asked_in, conversation_id)')} "
+            "AND consumed_at IS NULL",
+            args,
+        ).fetchone()[0]
     return episodes, reviews
 
 

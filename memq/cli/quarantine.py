@@ -39,7 +39,9 @@ def list_cmd(conversation_id: str | None, tenant: str | None, all_tenants: bool)
         table.add_column(col)
     for q in items:
         since = datetime.fromtimestamp(q.entry.at_us / 1e6, tz=UTC).strftime("%Y-%m-%d %H:%M:%S")
-        table.add_row(f"{q.tenant}/{q.conversation_id}", q.entry.kind, q.entry.field, str(q.entry.failures), since, q.entry.error)
+        table.add_row(
+            f"{q.tenant}/{q.conversation_id}", q.entry.kind, q.entry.field, str(q.entry.failures), since, q.entry.error
+        )
     console.print(table)
 
 
@@ -65,7 +67,8 @@ def retry_cmd(conversation_id: str | None, item: str | None, tenant: str | None,
     scripts = Scripts.register(client)
     scope = tenant or settings.tenant
     items = [
-        q for q in list_quarantined(client, settings, scope, conversation_id)
+        q
+        for q in list_quarantined(client, settings, scope, conversation_id)
         if item is None or q.entry.field == item or q.entry.id == item
     ]
     if not items:

@@ -15,9 +15,15 @@ from shared.settings import get_settings
 
 @click.command("reindex")
 @tenant_option
-@click.option("--conversation", "conversation_id", metavar="ID", help="Only this conversation (needs --tenant or MEMQ_TENANT).")
-@click.option("--all", "everything", is_flag=True, help="Re-embed every message in scope, not only those without a vector.")
-@click.option("--batch", type=click.IntRange(1, 10_000), default=256, show_default=True, help="Messages per transaction.")
+@click.option(
+    "--conversation", "conversation_id", metavar="ID", help="Only this conversation (needs --tenant or MEMQ_TENANT)."
+)
+@click.option(
+    "--all", "everything", is_flag=True, help="Re-embed every message in scope, not only those without a vector."
+)
+@click.option(
+    "--batch", type=click.IntRange(1, 10_000), default=256, show_default=True, help="Messages per transaction."
+)
 def reindex_cmd(tenant: str | None, conversation_id: str | None, everything: bool, batch: int) -> None:
     """Re-embed stored messages so the vector leg of retrieval finds them.
 

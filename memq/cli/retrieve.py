@@ -50,10 +50,17 @@ def _print(text: str, data: dict[str, Any], as_json: bool) -> None:
 @click.command("retrieve")
 @click.argument("conversation_id")
 @click.argument("query")
-@click.option("--all-conversations", is_flag=True, help="Search every conversation of the tenant, not only CONVERSATION_ID.")
+@click.option(
+    "--all-conversations", is_flag=True, help="Search every conversation of the tenant, not only CONVERSATION_ID."
+)
 @click.option("--conversation", "more", multiple=True, metavar="ID", help="Search this conversation too (repeatable).")
-@click.option("--detail", type=click.Choice(DETAILS), default="auto", show_default=True,
-              help="none: summaries; low: a few messages each; high: as many as fit; auto: high for the best and key moments.")
+@click.option(
+    "--detail",
+    type=click.Choice(DETAILS),
+    default="auto",
+    show_default=True,
+    help="none: summaries; low: a few messages each; high: as many as fit; auto: high for the best and key moments.",
+)
 @click.option("--max-tokens", type=int, help="Token budget of the returned text (default MEMQ_RETRIEVAL_MAX_TOKENS).")
 @click.option("--limit", type=int, help="Most memories to return (default MEMQ_RETRIEVAL_LIMIT).")
 @click.option("--since", metavar="ISO", help="Only memories that end at or after this time (ISO-8601 with a timezone).")
@@ -61,9 +68,20 @@ def _print(text: str, data: dict[str, Any], as_json: bool) -> None:
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with every score instead of markdown.")
 @click.option("--no-record", is_flag=True, help="Do not queue what is returned for review (inspection only).")
 @tenant_option
-def retrieve_cmd(conversation_id: str, query: str, all_conversations: bool, more: tuple[str, ...], detail: str,
-                 max_tokens: int | None, limit: int | None, since: str | None, until: str | None, as_json: bool,
-                 no_record: bool, tenant: str | None) -> None:
+def retrieve_cmd(
+    conversation_id: str,
+    query: str,
+    all_conversations: bool,
+    more: tuple[str, ...],
+    detail: str,
+    max_tokens: int | None,
+    limit: int | None,
+    since: str | None,
+    until: str | None,
+    as_json: bool,
+    no_record: bool,
+    tenant: str | None,
+) -> None:
     """Recall the memories most relevant to QUERY, as an LLM would receive them."""
     if all_conversations and more:
         raise click.UsageError("--all-conversations already searches every conversation; drop --conversation")
@@ -71,8 +89,15 @@ def retrieve_cmd(conversation_id: str, query: str, all_conversations: bool, more
     time_range = (since, until) if since or until else None
     with _answer_only_on_stdout():
         result = retrieve_memory(
-            query, tenant=tenant, conversation_ids=scope, limit=limit, detail=detail, max_tokens=max_tokens,
-            time_range=time_range, settings=get_settings(), record=not no_record,
+            query,
+            tenant=tenant,
+            conversation_ids=scope,
+            limit=limit,
+            detail=detail,
+            max_tokens=max_tokens,
+            time_range=time_range,
+            settings=get_settings(),
+            record=not no_record,
         )
         if not flush_review_notes(timeout=10.0):  # a one-shot command: its review note lands before it returns
             click.echo("warning: the review note could not be written (PostgreSQL unreachable?)", err=True)
@@ -82,16 +107,27 @@ def retrieve_cmd(conversation_id: str, query: str, all_conversations: bool, more
 @click.command("recent")
 @click.argument("conversation_id")
 @click.option("--limit", type=int, help="Most memories to show (default MEMQ_RETRIEVAL_LIMIT).")
-@click.option("--days", type=float, default=7.0, show_default=True, help="Only memories that ended within this many days.")
+@click.option(
+    "--days", type=float, default=7.0, show_default=True, help="Only memories that ended within this many days."
+)
 @click.option("--max-tokens", type=int, help="Token budget of the text (default MEMQ_RETRIEVAL_MAX_TOKENS).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of markdown.")
 @tenant_option
-def recent_cmd(conversation_id: str, limit: int | None, days: float, max_tokens: int | None, as_json: bool,
-               tenant: str | None) -> None:
+def recent_cmd(
+    conversation_id: str, limit: int | None, days: float, max_tokens: int | None, as_json: bool, tenant: str | None
+) -> None:
     """The conversation's latest memories, newest first: what an agent reads when a session starts."""
     settings = get_settings()
     with _answer_only_on_stdout():
-        result = recent_memory(conversation_id, tenant=tenant, limit=limit, days=days, max_tokens=max_tokens, settings=settings)
-    data = {"conversation_id": conversation_id, "tenant": tenant or settings.tenant, "days": days,
-            "tokens": result.tokens, "memories": result.records, "text": result.text}
+        result = recent_memory(
+            conversation_id, tenant=tenant, limit=limit, days=days, max_tokens=max_tokens, settings=settings
+        )
+    data = {
+        "conversation_id": conversation_id,
+        "tenant": tenant or settings.tenant,
+        "days": days,
+        "tokens": result.tokens,
+        "memories": result.records,
+        "text": result.text,
+    }
     _print(result.text, data, as_json)

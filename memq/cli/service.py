@@ -14,8 +14,11 @@ from shared.settings import get_settings
 
 
 @click.command("api")
-@click.option("--host", help="Interface to listen on (default MEMQ_API_HOST, 127.0.0.1). See the README before "
-                             "exposing it beyond loopback.")
+@click.option(
+    "--host",
+    help="Interface to listen on (default MEMQ_API_HOST, 127.0.0.1). See the README before "
+    "exposing it beyond loopback.",
+)
 @click.option("--port", type=int, help="Port (default MEMQ_API_PORT, 8765).")
 @click.option("--workers", type=click.IntRange(1, 64), default=1, show_default=True, help="uvicorn worker processes.")
 def api_cmd(host: str | None, port: int | None, workers: int) -> None:
@@ -34,15 +37,30 @@ def api_cmd(host: str | None, port: int | None, workers: int) -> None:
     if settings.api_auth:
         with pg_connect(settings, autocommit=True) as conn:
             _, created = ensure_local_key(settings, conn)
-        click.echo(f"{'created' if created else 'using'} the API key for tenant {settings.tenant!r}: {key_file(settings)}")
+        click.echo(
+            f"{'created' if created else 'using'} the API key for tenant {settings.tenant!r}: {key_file(settings)}"
+        )
     else:
-        click.secho("MEMQ_API_AUTH=false: every caller is tenant " + repr(settings.tenant) + "; keep this on a trusted "
-                    "network", fg="yellow", err=True)
+        click.secho(
+            "MEMQ_API_AUTH=false: every caller is tenant " + repr(settings.tenant) + "; keep this on a trusted network",
+            fg="yellow",
+            err=True,
+        )
     if host not in ("127.0.0.1", "localhost", "::1"):
-        click.secho(f"listening on {host}: put TLS in front (a reverse proxy) and keep the keys secret", fg="yellow", err=True)
+        click.secho(
+            f"listening on {host}: put TLS in front (a reverse proxy) and keep the keys secret", fg="yellow", err=True
+        )
     click.echo(f"memq API on http://{host}:{port} (docs /docs, MCP /mcp)")
-    uvicorn.run("memq.api.app:create_app", factory=True, host=host, port=port, workers=workers, log_config=None,
-                proxy_headers=True, access_log=False)
+    uvicorn.run(
+        "memq.api.app:create_app",
+        factory=True,
+        host=host,
+        port=port,
+        workers=workers,
+        log_config=None,
+        proxy_headers=True,
+        access_log=False,
+    )
 
 
 @click.command("mcp")
@@ -100,8 +118,21 @@ def keys_list(tenant: str | None, as_json: bool) -> None:
     with pg_connect(get_settings(), autocommit=True) as conn:
         rows = list_keys(conn, tenant)
     if as_json:
-        click.echo(json.dumps([{"id": r.id, "tenant": r.tenant, "name": r.name, "created_at": r.created_at.isoformat(),
-                                "revoked_at": r.revoked_at.isoformat() if r.revoked_at else None} for r in rows], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {
+                        "id": r.id,
+                        "tenant": r.tenant,
+                        "name": r.name,
+                        "created_at": r.created_at.isoformat(),
+                        "revoked_at": r.revoked_at.isoformat() if r.revoked_at else None,
+                    }
+                    for r in rows
+                ],
+                indent=2,
+            )
+        )
         return
     for r in rows:
         state = f"revoked {r.revoked_at:%Y-%m-%d %H:%M}" if r.revoked_at else "active"
@@ -141,12 +172,15 @@ def forget_cmd(conversation_id: str, tenant: str | None, yes: bool) -> None:
     with _answer_only_on_stdout():
         check_conversation_id(conversation_id, settings.conversation_id_max_length)
     if not yes:
-        click.confirm(f"forget conversation {conversation_id!r} of tenant {tenant or settings.tenant!r} for good?", abort=True)
+        click.confirm(
+            f"forget conversation {conversation_id!r} of tenant {tenant or settings.tenant!r} for good?", abort=True
+        )
     producer = Producer(settings)
     try:
         with pg_connect(settings, autocommit=True) as conn:
-            done = forget_conversation(producer.redis, conn, producer.keys(conversation_id, tenant),
-                                       wait_seconds=settings.forget_wait_seconds)
+            done = forget_conversation(
+                producer.redis, conn, producer.keys(conversation_id, tenant), wait_seconds=settings.forget_wait_seconds
+            )
     except Busy as exc:
         raise click.ClickException(str(exc)) from None
     if done.existed:
@@ -179,7 +213,9 @@ def manifest_cmd(conversation_id: str, tenant: str | None, depth: int | None, tz
 @click.option("--max-tokens", type=int, help="Budget (default MEMQ_SESSION_MAX_TOKENS).")
 @click.option("--timezone", "tz", help="IANA time zone (default UTC).")
 @click.option("--json", "as_json", is_flag=True)
-def context_cmd(conversation_id: str, tenant: str | None, max_tokens: int | None, tz: str | None, as_json: bool) -> None:
+def context_cmd(
+    conversation_id: str, tenant: str | None, max_tokens: int | None, tz: str | None, as_json: bool
+) -> None:
     """What an agent reads at the top of a new session of the conversation."""
     from shared.context.service import session_context
 

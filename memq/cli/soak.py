@@ -15,8 +15,12 @@ from rich.console import Console
 @click.option("--messages-per-phase", type=int, help="Messages acknowledged per fault phase.")
 @click.option("--rate", type=float, help="Messages per second.")
 @click.option("--only", multiple=True, help="Run only these faults (names as in the report's JSON).")
-@click.option("--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as JSON here.")
-@click.option("--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Where the soak's own services live.")
+@click.option(
+    "--json", "json_path", type=click.Path(dir_okay=False, path_type=Path), help="Write the report as JSON here."
+)
+@click.option(
+    "--data-dir", type=click.Path(file_okay=False, path_type=Path), help="Where the soak's own services live."
+)
 def soak_cmd(quick, conversations, messages_per_phase, rate, only, json_path, data_dir) -> None:
     """Replay thousands of messages over many conversations through real Redis,
     PostgreSQL, Celery workers and a scripted LLM while injecting faults; print lost,
@@ -31,7 +35,9 @@ def soak_cmd(quick, conversations, messages_per_phase, rate, only, json_path, da
             setattr(config, name, value)
     unknown = set(only) - {f.name for f in ALL}
     if unknown:
-        raise click.BadParameter(f"unknown fault(s) {sorted(unknown)}; choose from {[f.name for f in ALL]}", param_hint="--only")
+        raise click.BadParameter(
+            f"unknown fault(s) {sorted(unknown)}; choose from {[f.name for f in ALL]}", param_hint="--only"
+        )
     config.only = tuple(only)
     folder = data_dir or get_settings().data_path / "soak"
     console = Console(width=None if sys.stdout.isatty() else 170)

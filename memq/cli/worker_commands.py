@@ -15,8 +15,12 @@ def celery_argv(*args: str) -> list[str]:
     return [sys.executable, "-m", "celery", "-A", "worker.app", *args]
 
 
-def worker_argv(concurrency: int | None = None, hostname: str | None = None, pool: str = "prefork", loglevel: str = "INFO") -> list[str]:
-    argv = celery_argv("worker", "-Q", ",".join(tasks.ALL_QUEUES), "-P", pool, "-l", loglevel, "--without-mingle", "--without-gossip")
+def worker_argv(
+    concurrency: int | None = None, hostname: str | None = None, pool: str = "prefork", loglevel: str = "INFO"
+) -> list[str]:
+    argv = celery_argv(
+        "worker", "-Q", ",".join(tasks.ALL_QUEUES), "-P", pool, "-l", loglevel, "--without-mingle", "--without-gossip"
+    )
     if concurrency:
         argv += ["-c", str(concurrency)]
     if hostname:
@@ -63,7 +67,9 @@ def flower_cmd(port: int, extra) -> None:
 
 
 @click.command("worker-alive")
-@click.option("--max-age", type=float, help="Seconds a heartbeat may be old (default 10 x MEMQ_WORKER_HEARTBEAT_SECONDS).")
+@click.option(
+    "--max-age", type=float, help="Seconds a heartbeat may be old (default 10 x MEMQ_WORKER_HEARTBEAT_SECONDS)."
+)
 def worker_alive_cmd(max_age: float | None) -> None:
     """Exit 0 when every worker on this machine (or in this container) has a fresh
     heartbeat file: its event loop turned recently, or it is waiting to reconnect to the
@@ -86,7 +92,9 @@ def worker_alive_cmd(max_age: float | None) -> None:
         else:
             files.append(path)
     if not files:
-        raise click.ClickException(f"no worker heartbeat in {folder}: is a worker running here (MEMQ_WORKER_HEARTBEAT_DIR)?")
+        raise click.ClickException(
+            f"no worker heartbeat in {folder}: is a worker running here (MEMQ_WORKER_HEARTBEAT_DIR)?"
+        )
     stale = []
     for path in files:
         age = heartbeat_age(path)
@@ -95,4 +103,6 @@ def worker_alive_cmd(max_age: float | None) -> None:
         if age is None or age > limit:
             stale.append(path.stem)
     if stale:
-        raise click.ClickException(f"stalled (heartbeat older than {limit:.0f} s): {', '.join(stale)}; see worker_stalled in its log")
+        raise click.ClickException(
+            f"stalled (heartbeat older than {limit:.0f} s): {', '.join(stale)}; see worker_stalled in its log"
+        )

@@ -103,10 +103,7 @@ def _is_tiage_object(data: Any) -> bool:
     return all(
         isinstance(turns, list)
         and all(
-            isinstance(turn, list)
-            and len(turn) == 2
-            and isinstance(turn[0], str)
-            and isinstance(turn[1], str)
+            isinstance(turn, list) and len(turn) == 2 and isinstance(turn[0], str) and isinstance(turn[1], str)
             for turn in turns
         )
         for turns in data.values()
@@ -132,9 +129,7 @@ def load_tiage(path: str | os.PathLike[str]) -> list[Dialogue]:
         except json.JSONDecodeError as exc:
             raise ValueError(f"{path}: not valid JSON: {exc}") from exc
     if not _is_tiage_object(data):
-        raise ValueError(
-            f"{path}: expected a JSON object {{dialogue_id: [[utterance, label], ...]}}"
-        )
+        raise ValueError(f"{path}: expected a JSON object {{dialogue_id: [[utterance, label], ...]}}")
 
     dialogues: list[Dialogue] = []
     for dialogue_id, turns in data.items():
@@ -164,9 +159,7 @@ def load_tiage(path: str | os.PathLike[str]) -> list[Dialogue]:
 # ------------------------------------------------------------------ boundary JSONL
 
 
-def _parse_boundary_dialogue(
-    dialogue: str, where: str
-) -> tuple[list[tuple[str, str]], frozenset[int]]:
+def _parse_boundary_dialogue(dialogue: str, where: str) -> tuple[list[tuple[str, str]], frozenset[int]]:
     """Split a ``[NEWLINE]``-joined dialogue into utterances and boundary indices.
 
     Empty (whitespace-only) lines are ignored. A ``[BOUNDARY]`` line makes the
@@ -185,10 +178,7 @@ def _parse_boundary_dialogue(
             continue
         speaker, sep, text = line.partition(_SPEAKER_SEPARATOR)
         if not sep:
-            raise ValueError(
-                f"{where}: line {line[:60]!r} is neither {BOUNDARY_MARKER} nor "
-                f"'speaker: text'"
-            )
+            raise ValueError(f"{where}: line {line[:60]!r} is neither {BOUNDARY_MARKER} nor 'speaker: text'")
         if pending_boundary:
             boundaries.add(len(utterances))
             pending_boundary = False
@@ -278,9 +268,7 @@ def detect_format(path: str | os.PathLike[str]) -> FormatName | None:
         objects = _iter_jsonl_objects(text)
     except (json.JSONDecodeError, RecursionError):
         return None
-    if objects and all(
-        isinstance(obj, dict) and isinstance(obj.get("dialogue"), str) for _, obj in objects
-    ):
+    if objects and all(isinstance(obj, dict) and isinstance(obj.get("dialogue"), str) for _, obj in objects):
         return "boundary_jsonl"
     return None
 

@@ -36,8 +36,17 @@ def _row(file: str, method: str, dialogues: list[Dialogue], hyps: list[set[int]]
     scores = [score_dialogue(len(d), set(d.boundaries), h) for d, h in zip(dialogues, hyps)]
     agg = aggregate(scores)
     return Row(
-        file, method, agg["pk"], agg["windowdiff"], agg["precision"], agg["recall"], agg["f1"],
-        float(np.mean([len(h) for h in hyps])), float(np.mean([len(d.boundaries) for d in dialogues])), len(dialogues), seconds,
+        file,
+        method,
+        agg["pk"],
+        agg["windowdiff"],
+        agg["precision"],
+        agg["recall"],
+        agg["f1"],
+        float(np.mean([len(h) for h in hyps])),
+        float(np.mean([len(d.boundaries) for d in dialogues])),
+        len(dialogues),
+        seconds,
     )
 
 

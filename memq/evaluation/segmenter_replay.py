@@ -56,8 +56,12 @@ def segment_dialogue(
     boundaries: set[int] = set()
     for i, message in enumerate(messages):
         vector = embeddings[i] if embeddings is not None else None
-        ahead: Sequence[np.ndarray] = list(embeddings[i + 1 : i + 1 + lookahead]) if embeddings is not None and lookahead else []
-        new = Buffered(message, message_tokens(message.role, message.content, tool_result_max_chars=settings.tool_result_max_chars))
+        ahead: Sequence[np.ndarray] = (
+            list(embeddings[i + 1 : i + 1 + lookahead]) if embeddings is not None and lookahead else []
+        )
+        new = Buffered(
+            message, message_tokens(message.role, message.content, tool_result_max_chars=settings.tool_result_max_chars)
+        )
         result = step(buffer, new, vector, state, detector, rules, overlap, ahead)
         if trace is not None:
             trace.append((i, result))

@@ -24,12 +24,23 @@ def rows(dialogues: Sequence[Dialogue], vectors: Sequence[np.ndarray], lookahead
     X, y = [], []
     for d, E in zip(dialogues, vectors):
         for i in range(1, len(d)):
-            X.append(feature_vector(list(E[max(0, i - 8) : i]), E[i], list(E[i + 1 : i + 1 + lookahead]), d.utterances[i][1], d.utterances[i - 1][1], right=lookahead))
+            X.append(
+                feature_vector(
+                    list(E[max(0, i - 8) : i]),
+                    E[i],
+                    list(E[i + 1 : i + 1 + lookahead]),
+                    d.utterances[i][1],
+                    d.utterances[i - 1][1],
+                    right=lookahead,
+                )
+            )
             y.append(1.0 if i in d.boundaries else 0.0)
     return np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
 
 
-def fit_logistic(X: np.ndarray, y: np.ndarray, c: float, iterations: int = 25) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
+def fit_logistic(
+    X: np.ndarray, y: np.ndarray, c: float, iterations: int = 25
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
     """Minimise sum(log-loss) + ||w||^2 / (2c) on standardised X. Returns mean, scale, w, b."""
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
@@ -67,7 +78,9 @@ class TrainingResult:
 def choose_thresholds(dialogues, vectors, base: LinearModel, settings: Settings) -> tuple[float, float, float]:
     best = (1.0, 0.5, 0.3)
     for high in np.arange(0.2, 0.76, 0.05):
-        model = LinearModel(base.mean, base.scale, base.weights, base.bias, float(high), float(high) - 0.15, base.lookahead)
+        model = LinearModel(
+            base.mean, base.scale, base.weights, base.bias, float(high), float(high) - 0.15, base.lookahead
+        )
         pk = replay_pk(dialogues, vectors, model, settings)
         if pk < best[0]:
             best = (pk, float(high), float(high) - 0.15)
@@ -100,7 +113,9 @@ def train(
             base = LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead)
             _, high, low = choose_thresholds([dialogues[i] for i in tr], [vectors[i] for i in tr], base, settings)
             held_model = LinearModel(mean, scale, w, b, high, low, lookahead)
-            scores.append(replay_pk([dialogues[i] for i in parts[k]], [vectors[i] for i in parts[k]], held_model, settings))
+            scores.append(
+                replay_pk([dialogues[i] for i in parts[k]], [vectors[i] for i in parts[k]], held_model, settings)
+            )
         cv[c] = float(np.mean(scores))
         progress(f"C={c}: cross-validated Pk {cv[c]:.3f}")
     c = min(cv, key=cv.get)
@@ -108,5 +123,12 @@ def train(
     mean, scale, w, b = fit_logistic(X, y, c)
     base = LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead)
     train_pk, high, low = choose_thresholds(dialogues, vectors, base, settings)
-    meta = {"c": c, "cv_pk": cv, "train_pk": round(train_pk, 4), "rows": int(len(y)), "positives": int(y.sum()), **(info or {})}
+    meta = {
+        "c": c,
+        "cv_pk": cv,
+        "train_pk": round(train_pk, 4),
+        "rows": int(len(y)),
+        "positives": int(y.sum()),
+        **(info or {}),
+    }
     return TrainingResult(LinearModel(mean, scale, w, b, high, low, lookahead, meta), cv)

@@ -98,7 +98,9 @@ class WorkerSigtermBurst(Fault):
         ctx.pool.workers[i].wait(60)
         ctx.pool.restart(i)
         burst = len(ctx.driver.acks) - before
-        return Outcome(time.time(), notes=f"{burst} messages in a 10x burst; worker {i} shut down warm mid-burst, restarted")
+        return Outcome(
+            time.time(), notes=f"{burst} messages in a 10x burst; worker {i} shut down warm mid-burst, restarted"
+        )
 
 
 class RedisRestart(Fault):
@@ -147,7 +149,11 @@ class RedisPowerLoss(Fault):
         killed, cut = ctx.services.redis_kill(lose_last_seconds=1.0)
         time.sleep(0.5)
         ctx.services.redis_start()
-        return Outcome(time.time(), loss_windows=[(killed - 1.0, killed)], notes=f"the last second of writes lost ({cut} AOF bytes)")
+        return Outcome(
+            time.time(),
+            loss_windows=[(killed - 1.0, killed)],
+            notes=f"the last second of writes lost ({cut} AOF bytes)",
+        )
 
 
 class PostgresStop(Fault):
@@ -214,10 +220,24 @@ class Mixed(Fault):
         time.sleep(2)
         ctx.llm.set_mode("ok")
         ctx.pool.ensure_running()
-        return Outcome(time.time(), loss_windows=windows, notes="LLM failing, worker killed, frozen and terminated, Redis restarted and power-lost, PostgreSQL down")
+        return Outcome(
+            time.time(),
+            loss_windows=windows,
+            notes="LLM failing, worker killed, frozen and terminated, Redis restarted and power-lost, PostgreSQL down",
+        )
 
 
 ALL: list[Fault] = [
-    Fault(), WorkerSigkill(), WorkerSigtermBurst(), RedisRestart(), RedisRestartLoading(), RedisMoved(), RedisSigkill(),
-    RedisPowerLoss(), PostgresStop(), LLMFaults(), VisibilityRedelivery(), Mixed(),
+    Fault(),
+    WorkerSigkill(),
+    WorkerSigtermBurst(),
+    RedisRestart(),
+    RedisRestartLoading(),
+    RedisMoved(),
+    RedisSigkill(),
+    RedisPowerLoss(),
+    PostgresStop(),
+    LLMFaults(),
+    VisibilityRedelivery(),
+    Mixed(),
 ]

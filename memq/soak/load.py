@@ -150,7 +150,9 @@ class LoadDriver:
                     now = time.time()
                     for m, r in zip(list(conv.pending), results):
                         if r.settled and m["message_id"] not in self.acks:
-                            self.acks[m["message_id"]] = Ack(m["message_id"], conv.id, phase, self.first_sent[m["message_id"]], now)
+                            self.acks[m["message_id"]] = Ack(
+                                m["message_id"], conv.id, phase, self.first_sent[m["message_id"]], now
+                            )
                     conv.pending = deque(m for m, r in zip(list(conv.pending), results) if not r.settled)
 
     def flush_all(self) -> None:

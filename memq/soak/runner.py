@@ -54,8 +54,15 @@ class SoakConfig:
             messages_per_phase=90,
             rate=30.0,
             workers=2,
-            timing=Timing(postgres_down=5.0, llm_faulty=4.0, visibility_timeout=24.0, kills=2, between_kills=2.0, burst_seconds=2.0,
-                          ballast_keys=1_500_000),
+            timing=Timing(
+                postgres_down=5.0,
+                llm_faulty=4.0,
+                visibility_timeout=24.0,
+                kills=2,
+                between_kills=2.0,
+                burst_seconds=2.0,
+                ballast_keys=1_500_000,
+            ),
             recovery_timeout=150.0,
         )
 
@@ -117,8 +124,14 @@ class SoakReport:
     @property
     def ok(self) -> bool:
         return (
-            all(p.lost == 0 and p.duplicated == 0 and p.recover_seconds is not None and not p.slow and not p.harness_error
-                for p in self.phases)
+            all(
+                p.lost == 0
+                and p.duplicated == 0
+                and p.recover_seconds is not None
+                and not p.slow
+                and not p.harness_error
+                for p in self.phases
+            )
             and not self.worker_stalls
             and not self.order_violations
             and not self.audit_findings
@@ -257,7 +270,8 @@ class Recovery:
         gaps = windows + outcome.loss_windows
         acks = list(self.driver.acks.values())  # the load thread keeps adding
         self.required = {
-            a.message_id for a in acks
+            a.message_id
+            for a in acks
             if a.acked_at < outcome.healed_at and not any(lo <= a.acked_at <= hi for lo, hi in gaps)
         } - confirmed
 
@@ -331,8 +345,19 @@ def _verify(driver, verifier, phases, windows, producer, settings, conversations
 def render(report: SoakReport, console) -> None:
     from rich.table import Table
 
-    table = Table(title=f"memq soak: {report.config.get('messages')} messages over {report.config.get('conversations')} conversations")
-    for col in ("fault", "acknowledged", "lost", "lost ≤1 s before kill", "duplicated", "time to recover (s)", "target (s)", "notes"):
+    table = Table(
+        title=f"memq soak: {report.config.get('messages')} messages over {report.config.get('conversations')} conversations"
+    )
+    for col in (
+        "fault",
+        "acknowledged",
+        "lost",
+        "lost ≤1 s before kill",
+        "duplicated",
+        "time to recover (s)",
+        "target (s)",
+        "notes",
+    ):
         table.add_column(col, justify="left" if col in ("fault", "notes") else "right")
     for p in report.phases:
         rec = "[red]not recovered[/]" if p.recover_seconds is None else f"{p.recover_seconds:.1f}"
@@ -340,17 +365,21 @@ def render(report: SoakReport, console) -> None:
             rec = f"[red]{rec} (slow)[/]"
         lost = f"[red]{p.lost}[/]" if p.lost else "0"
         dup = f"[red]{p.duplicated}[/]" if p.duplicated else "0"
-        table.add_row(p.label, str(p.acknowledged), lost, str(p.lost_allowed), dup, rec, f"{p.target_seconds:.0f}", p.notes)
+        table.add_row(
+            p.label, str(p.acknowledged), lost, str(p.lost_allowed), dup, rec, f"{p.target_seconds:.0f}", p.notes
+        )
     console.print(table)
     allowed = sum(p.lost_allowed for p in report.phases)
     console.print(
         f"lost beyond the last second before a Redis power loss: {sum(p.lost for p in report.phases)}; "
         f"lost within it (the documented price of appendfsync everysec): {allowed}"
     )
-    console.print(f"order violations: {len(report.order_violations)}; quarantined: {report.quarantined}; "
-                  f"stuck at the end: {len(report.stuck)}; worker restarts: {report.worker_restarts}; "
-                  f"worker event loops stalled: {report.worker_stalls}; "
-                  f"LLM answers by mode: {report.llm_answers}; producer errors retried: {report.config.get('producer_errors')}")
+    console.print(
+        f"order violations: {len(report.order_violations)}; quarantined: {report.quarantined}; "
+        f"stuck at the end: {len(report.stuck)}; worker restarts: {report.worker_restarts}; "
+        f"worker event loops stalled: {report.worker_stalls}; "
+        f"LLM answers by mode: {report.llm_answers}; producer errors retried: {report.config.get('producer_errors')}"
+    )
     for finding in report.audit_findings[:20]:
         console.print(f"[red]audit[/] {finding}")
     verdict = "[green]soak passed[/]" if report.ok else "[red]soak FAILED[/]"

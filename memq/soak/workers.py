@@ -24,7 +24,9 @@ class Process:
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
         out = open(self.log, "ab")
-        self.proc = subprocess.Popen(self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
+        self.proc = subprocess.Popen(
+            self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
+        )
         out.close()
 
     @property

@@ -101,8 +101,13 @@ class _Handler(BaseHTTPRequestHandler):
             path = path[3:]
         return path
 
-    def _send(self, status: int, body: str | bytes, headers: dict[str, str] | None = None,
-              content_type: str = "application/json") -> None:
+    def _send(
+        self,
+        status: int,
+        body: str | bytes,
+        headers: dict[str, str] | None = None,
+        content_type: str = "application/json",
+    ) -> None:
         data = body.encode("utf-8") if isinstance(body, str) else body
         try:
             self.send_response(status)
@@ -128,15 +133,20 @@ class _Handler(BaseHTTPRequestHandler):
     # ---------------------------------------------------------------- routes
     def do_GET(self) -> None:  # noqa: N802
         if self._path() == "/models":
-            self._send_json(200, {
-                "object": "list",
-                "data": [{
-                    "id": self.llm.model_name,
-                    "object": "model",
-                    "created": int(time.time()),
-                    "owned_by": "scripted-llm",
-                }],
-            })
+            self._send_json(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": self.llm.model_name,
+                            "object": "model",
+                            "created": int(time.time()),
+                            "owned_by": "scripted-llm",
+                        }
+                    ],
+                },
+            )
         else:
             self._send_json(404, _error_payload(404, f"Unknown path: GET {self.path}"))
 
@@ -154,8 +164,7 @@ class _Handler(BaseHTTPRequestHandler):
         self.llm._record(req)
 
         if req.get("stream"):
-            self._send_json(400, _error_payload(
-                400, "ScriptedLLM: streaming (stream=true) is not supported"))
+            self._send_json(400, _error_payload(400, "ScriptedLLM: streaming (stream=true) is not supported"))
             return
 
         reply = self.llm._next_reply()
@@ -199,24 +208,30 @@ class _Handler(BaseHTTPRequestHandler):
             content = json.dumps(content)
         prompt_tokens = _approx_tokens(req.get("messages", []))
         completion_tokens = _approx_tokens(content)
-        self._send_json(200, {
-            "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
-            "object": "chat.completion",
-            "created": int(time.time()),
-            "model": req.get("model", self.llm.model_name),
-            "system_fingerprint": None,
-            "choices": [{
-                "index": 0,
-                "message": {"role": "assistant", "content": content},
-                "logprobs": None,
-                "finish_reason": "stop",
-            }],
-            "usage": {
-                "prompt_tokens": prompt_tokens,
-                "completion_tokens": completion_tokens,
-                "total_tokens": prompt_tokens + completion_tokens,
+        self._send_json(
+            200,
+            {
+                "id": f"chatcmpl-{uuid.uuid4().hex[:24]}",
+                "object": "chat.completion",
+                "created": int(time.time()),
+                "model": req.get("model", self.llm.model_name),
+                "system_fingerprint": None,
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": content},
+                        "logprobs": None,
+                        "finish_reason": "stop",
+                    }
+                ],
+                "usage": {
+                    "prompt_tokens": prompt_tokens,
+                    "completion_tokens": completion_tokens,
+                    "total_tokens": prompt_tokens + completion_tokens,
+                },
             },
-        }, headers)
+            headers,
+        )
 
 
 class _Server(ThreadingHTTPServer):
@@ -276,8 +291,10 @@ class ScriptedLLM:
         server.scripted_llm = self  # type: ignore[attr-defined]
         self._server = server
         self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05},
-            name=f"ScriptedLLM:{server.server_address[1]}", daemon=True,
+            target=server.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name=f"ScriptedLLM:{server.server_address[1]}",
+            daemon=True,
         )
         self._thread.start()
         return self

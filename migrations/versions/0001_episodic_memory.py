@@ -62,9 +62,13 @@ def upgrade() -> None:
         )
         """
     )
-    op.execute("CREATE INDEX episodic_memory_embedding_hnsw ON episodic_memory USING hnsw (embedding vector_cosine_ops)")
+    op.execute(
+        "CREATE INDEX episodic_memory_embedding_hnsw ON episodic_memory USING hnsw (embedding vector_cosine_ops)"
+    )
     op.execute("CREATE INDEX episodic_memory_search_gin ON episodic_memory USING gin (search)")
-    op.execute("CREATE INDEX episodic_memory_conversation_time ON episodic_memory (tenant_id, conversation_id, start_at)")
+    op.execute(
+        "CREATE INDEX episodic_memory_conversation_time ON episodic_memory (tenant_id, conversation_id, start_at)"
+    )
     op.execute(
         "CREATE INDEX episodic_memory_unconsolidated ON episodic_memory (tenant_id, created_at) "
         "WHERE consolidated_at IS NULL"

@@ -37,7 +37,9 @@ def upgrade() -> None:
         "UPDATE episode_message SET speaker = metadata->>'name' "
         "WHERE role <> 'tool' AND jsonb_typeof(metadata->'name') = 'string'"
     )
-    op.execute("CREATE INDEX episode_message_embedding_hnsw ON episode_message USING hnsw (embedding vector_cosine_ops)")
+    op.execute(
+        "CREATE INDEX episode_message_embedding_hnsw ON episode_message USING hnsw (embedding vector_cosine_ops)"
+    )
     op.execute("CREATE INDEX episode_message_search_gin ON episode_message USING gin (search)")
     op.execute("CREATE INDEX episode_message_conversation_ts ON episode_message (tenant_id, conversation_id, ts)")
     op.execute("CREATE INDEX episodic_memory_tenant_end ON episodic_memory (tenant_id, end_at)")
@@ -56,7 +58,9 @@ def upgrade() -> None:
         )
         """
     )
-    op.execute("CREATE INDEX pending_review_open ON pending_review (tenant_id, conversation_id, retrieved_at) WHERE consumed_at IS NULL")
+    op.execute(
+        "CREATE INDEX pending_review_open ON pending_review (tenant_id, conversation_id, retrieved_at) WHERE consumed_at IS NULL"
+    )
 
 
 def downgrade() -> None:

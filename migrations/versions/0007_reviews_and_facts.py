@@ -85,7 +85,9 @@ def upgrade() -> None:
     op.execute("ALTER TABLE semantic_fact ALTER COLUMN embedding SET STORAGE MAIN")
     op.execute("CREATE INDEX semantic_fact_embedding_hnsw ON semantic_fact USING hnsw (embedding vector_cosine_ops)")
     op.execute("CREATE INDEX semantic_fact_search_gin ON semantic_fact USING gin (search)")
-    op.execute("CREATE INDEX semantic_fact_active ON semantic_fact (tenant_id, conversation_id) WHERE expired_at IS NULL")
+    op.execute(
+        "CREATE INDEX semantic_fact_active ON semantic_fact (tenant_id, conversation_id) WHERE expired_at IS NULL"
+    )
     op.execute(
         """
         CREATE TABLE semantic_fact_history (
@@ -112,4 +114,6 @@ def downgrade() -> None:
     op.execute("DROP INDEX IF EXISTS pending_review_open")
     op.execute("ALTER TABLE pending_review DROP COLUMN IF EXISTS review_id")
     op.execute("ALTER TABLE pending_review DROP COLUMN IF EXISTS asked_in")
-    op.execute("CREATE INDEX pending_review_open ON pending_review (tenant_id, conversation_id, retrieved_at) WHERE consumed_at IS NULL")
+    op.execute(
+        "CREATE INDEX pending_review_open ON pending_review (tenant_id, conversation_id, retrieved_at) WHERE consumed_at IS NULL"
+    )

@@ -120,8 +120,10 @@ def upgrade() -> None:
 
 
 def downgrade() -> None:
-    op.execute("DROP FUNCTION IF EXISTS memq_retrieval_rows(text, uuid[], uuid[], bigint[], boolean, text[], tsquery, vector, "
-               "integer, double precision)")
+    op.execute(
+        "DROP FUNCTION IF EXISTS memq_retrieval_rows(text, uuid[], uuid[], bigint[], boolean, text[], tsquery, vector, "
+        "integer, double precision)"
+    )
     previous = _revision_0009()
     op.execute(previous.EPISODE_ROWS)
     op.execute(previous.FACT_LEGS)

@@ -97,11 +97,28 @@ def build_manifest(
     one) are grouped by the day they began in ``tz``."""
     entries: list[ManifestEntry] = []
     if open_span is not None:
-        entries.append(ManifestEntry(None, open_title(open_span, title_chars), open_span.first.at, open_span.last.at,
-                                     "active", open_span.count))
+        entries.append(
+            ManifestEntry(
+                None,
+                open_title(open_span, title_chars),
+                open_span.first.at,
+                open_span.last.at,
+                "active",
+                open_span.count,
+            )
+        )
     for e in sorted(episodes, key=lambda e: (e.start_at, e.id), reverse=True):
-        entries.append(ManifestEntry(e.id, short(e.title, title_chars), e.start_at, e.end_at, "collapsed", e.message_count,
-                                     tuple(e.tools_used)))
+        entries.append(
+            ManifestEntry(
+                e.id,
+                short(e.title, title_chars),
+                e.start_at,
+                e.end_at,
+                "collapsed",
+                e.message_count,
+                tuple(e.tools_used),
+            )
+        )
     entries = entries[:depth]
     today = now.astimezone(tz).date()
     groups: list[ManifestGroup] = []
@@ -111,8 +128,9 @@ def build_manifest(
             groups[-1] = ManifestGroup(groups[-1].label, day, groups[-1].entries + (entry,))
         else:
             groups.append(ManifestGroup(day_label(day, today), day, (entry,)))
-    return Manifest(conversation_id, tuple(groups), len(episodes) if total_episodes is None else total_episodes, now,
-                    tz_name)
+    return Manifest(
+        conversation_id, tuple(groups), len(episodes) if total_episodes is None else total_episodes, now, tz_name
+    )
 
 
 def _span(entry: ManifestEntry, tz: tzinfo) -> str:
@@ -156,8 +174,13 @@ def to_json(manifest: Manifest) -> dict[str, Any]:
                 "date": g.day.isoformat(),
                 "segments": [
                     {
-                        "id": e.id, "title": e.title, "status": e.status, "start_at": e.start_at.isoformat(),
-                        "end_at": e.end_at.isoformat(), "message_count": e.message_count, "tools_used": list(e.tools_used),
+                        "id": e.id,
+                        "title": e.title,
+                        "status": e.status,
+                        "start_at": e.start_at.isoformat(),
+                        "end_at": e.end_at.isoformat(),
+                        "message_count": e.message_count,
+                        "tools_used": list(e.tools_used),
                     }
                     for e in g.entries
                 ],

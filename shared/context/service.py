@@ -40,8 +40,9 @@ def timezone(name: Any) -> tuple[tzinfo, str]:
     try:
         return ZoneInfo(name), name
     except (ZoneInfoNotFoundError, ValueError, OSError):
-        raise ValidationError(f"{name[:40]!r} is not a known IANA time zone (e.g. 'Europe/Berlin', 'UTC')",
-                              field="timezone") from None
+        raise ValidationError(
+            f"{name[:40]!r} is not a known IANA time zone (e.g. 'Europe/Berlin', 'UTC')", field="timezone"
+        ) from None
 
 
 def _int(value: Any, field: str, lo: int, hi: int) -> int:
@@ -67,7 +68,9 @@ def _episode(row: tuple) -> EpisodeView:
     return EpisodeView(row[0], row[1], row[2], row[3], row[4], row[5], row[6], tuple(row[7] or ()))
 
 
-def latest_episodes(conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int) -> tuple[list[EpisodeView], int]:
+def latest_episodes(
+    conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int
+) -> tuple[list[EpisodeView], int]:
     rows = conn.execute(
         f"SELECT {_EPISODE}, count(*) OVER () FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s "
         "ORDER BY start_at DESC, id LIMIT %s",
@@ -94,12 +97,16 @@ def open_segment(client, keys: ConversationKeys, limit: int) -> tuple[OpenSegmen
 
 
 def _fingerprint(conn: psycopg.Connection, tenant: str, conversation_id: str) -> list[int] | None:
-    row = conn.execute("SELECT episode_count, last_seq FROM conversation WHERE tenant_id = %s AND conversation_id = %s",
-                       (tenant, conversation_id)).fetchone()
+    row = conn.execute(
+        "SELECT episode_count, last_seq FROM conversation WHERE tenant_id = %s AND conversation_id = %s",
+        (tenant, conversation_id),
+    ).fetchone()
     return [row[0], row[1]] if row else None
 
 
-def _cached_episodes(client, conn, keys: ConversationKeys, depth: int, settings: Settings) -> tuple[list[EpisodeView], int, bool]:
+def _cached_episodes(
+    client, conn, keys: ConversationKeys, depth: int, settings: Settings
+) -> tuple[list[EpisodeView], int, bool]:
     """(newest episodes, how many in all, whether the cache answered)."""
     fingerprint = _fingerprint(conn, keys.tenant, keys.conversation_id)
     if fingerprint is None:
@@ -110,15 +117,42 @@ def _cached_episodes(client, conn, keys: ConversationKeys, depth: int, settings:
         if raw:
             cached = json.loads(raw)
             if cached.get("fp") == fingerprint:
-                episodes = [EpisodeView(e[0], e[1], e[2], datetime.fromisoformat(e[3]), datetime.fromisoformat(e[4]), e[5],
-                                        e[6], tuple(e[7])) for e in cached["episodes"]]
+                episodes = [
+                    EpisodeView(
+                        e[0],
+                        e[1],
+                        e[2],
+                        datetime.fromisoformat(e[3]),
+                        datetime.fromisoformat(e[4]),
+                        e[5],
+                        e[6],
+                        tuple(e[7]),
+                    )
+                    for e in cached["episodes"]
+                ]
                 return episodes[:depth], cached["total"], True
     episodes, total = latest_episodes(conn, keys.tenant, keys.conversation_id, max(depth, settings.manifest_depth))
     if usable:
-        payload = {"fp": fingerprint, "total": total, "episodes": [
-            [e.id, e.title, e.summary, e.start_at.isoformat(), e.end_at.isoformat(), e.message_count, e.surprise,
-             list(e.tools_used)] for e in episodes]}
-        client.set(keys.manifest, json.dumps(payload, ensure_ascii=False), px=int(settings.manifest_cache_seconds * 1000))
+        payload = {
+            "fp": fingerprint,
+            "total": total,
+            "episodes": [
+                [
+                    e.id,
+                    e.title,
+                    e.summary,
+                    e.start_at.isoformat(),
+                    e.end_at.isoformat(),
+                    e.message_count,
+                    e.surprise,
+                    list(e.tools_used),
+                ]
+                for e in episodes
+            ],
+        }
+        client.set(
+            keys.manifest, json.dumps(payload, ensure_ascii=False), px=int(settings.manifest_cache_seconds * 1000)
+        )
     return episodes[:depth], total, False
 
 
@@ -127,6 +161,7 @@ def invalidate_manifest(client, keys: ConversationKeys) -> None:
 
 
 # --- the views ----------------------------------------------------------------------------
+
 
 @dataclass
 class ManifestResult:
@@ -139,12 +174,22 @@ class ManifestResult:
 
 
 def _scope(settings: Settings, tenant: str | None, conversation_id: Any) -> tuple[str, str]:
-    return check_tenant(tenant or settings.tenant), check_conversation_id(conversation_id, settings.conversation_id_max_length)
+    return check_tenant(tenant or settings.tenant), check_conversation_id(
+        conversation_id, settings.conversation_id_max_length
+    )
 
 
-def manifest(conversation_id: str, *, tenant: str | None = None, depth: int | None = None, tz: str | None = None,
-             now: datetime | None = None, settings: Settings | None = None, conn: psycopg.Connection | None = None,
-             client=None) -> ManifestResult:
+def manifest(
+    conversation_id: str,
+    *,
+    tenant: str | None = None,
+    depth: int | None = None,
+    tz: str | None = None,
+    now: datetime | None = None,
+    settings: Settings | None = None,
+    conn: psycopg.Connection | None = None,
+    client=None,
+) -> ManifestResult:
     """The conversation's episodes as a tree by relative date (newest first), the open
     segment marked Active, in markdown (seed 002's tree) and JSON."""
     settings = settings or get_settings()
@@ -157,50 +202,96 @@ def manifest(conversation_id: str, *, tenant: str | None = None, depth: int | No
         episodes, total, cached = _cached_episodes(r, c, keys, depth, settings)
         segment, open_count, first = open_segment(r, keys, 1)
     span = OpenSpan(first, segment.messages[-1], open_count) if first is not None else None
-    built = build_manifest(conversation_id, episodes, span, now=now, tz=zone, tz_name=zone_name, depth=depth,
-                           title_chars=settings.manifest_title_chars, total_episodes=total)
+    built = build_manifest(
+        conversation_id,
+        episodes,
+        span,
+        now=now,
+        tz=zone,
+        tz_name=zone_name,
+        depth=depth,
+        title_chars=settings.manifest_title_chars,
+        total_episodes=total,
+    )
     return ManifestResult(built, render_markdown(built, zone), cached)
 
 
-def session_context(conversation_id: str, *, tenant: str | None = None, max_tokens: int | None = None,
-                    summaries: int | None = None, continuity: int | None = None, tz: str | None = None,
-                    now: datetime | None = None, settings: Settings | None = None, conn: psycopg.Connection | None = None,
-                    client=None, embed=None) -> SessionContext:
+def session_context(
+    conversation_id: str,
+    *,
+    tenant: str | None = None,
+    max_tokens: int | None = None,
+    summaries: int | None = None,
+    continuity: int | None = None,
+    tz: str | None = None,
+    now: datetime | None = None,
+    settings: Settings | None = None,
+    conn: psycopg.Connection | None = None,
+    client=None,
+    embed=None,
+) -> SessionContext:
     """What an agent puts at the top of a new session (seed 002), within ``max_tokens``.
     ``embed``: text -> vector for finding the relevant facts (default: the embedding model,
     loaded only when the conversation has facts to rank)."""
     settings = settings or get_settings()
     tenant, conversation_id = _scope(settings, tenant, conversation_id)
     params = SessionParams(
-        max_tokens=settings.session_max_tokens if max_tokens is None else _int(max_tokens, "max_tokens", 100,
-                                                                              settings.retrieval_max_tokens_max),
+        max_tokens=settings.session_max_tokens
+        if max_tokens is None
+        else _int(max_tokens, "max_tokens", 100, settings.retrieval_max_tokens_max),
         summary_count=settings.session_summary_count if summaries is None else _int(summaries, "summaries", 0, 50),
-        continuity_messages=(settings.session_continuity_messages if continuity is None
-                             else _int(continuity, "continuity", 0, 100)),
+        continuity_messages=(
+            settings.session_continuity_messages if continuity is None else _int(continuity, "continuity", 0, 100)
+        ),
     )
     zone, zone_name = timezone(tz)
     now = _now(now)
     keys = conversation_keys(settings, tenant, conversation_id)
     with _resources(settings, conn, client) as (c, r):
         recent, total = latest_episodes(c, tenant, conversation_id, max(1, params.summary_count))
-        before = last_messages(c, tenant, conversation_id, params.continuity_messages) if params.continuity_messages else []
+        before = (
+            last_messages(c, tenant, conversation_id, params.continuity_messages) if params.continuity_messages else []
+        )
         segment, open_count, _ = open_segment(r, keys, settings.session_open_messages_max)
         facts = relevant_facts(c, settings, tenant, conversation_id, segment, recent, embed)
-    return build_session_context(conversation_id, recent, total, before, segment, now=now, tz=zone, tz_name=zone_name,
-                                 params=params, count=count_tokens_cached, open_count=open_count, facts=facts)
+    return build_session_context(
+        conversation_id,
+        recent,
+        total,
+        before,
+        segment,
+        now=now,
+        tz=zone,
+        tz_name=zone_name,
+        params=params,
+        count=count_tokens_cached,
+        open_count=open_count,
+        facts=facts,
+    )
 
 
-def relevant_facts(conn, settings: Settings, tenant: str, conversation_id: str, segment: OpenSegment,
-                   recent: list[EpisodeView], embed=None) -> list[str]:
+def relevant_facts(
+    conn,
+    settings: Settings,
+    tenant: str,
+    conversation_id: str,
+    segment: OpenSegment,
+    recent: list[EpisodeView],
+    embed=None,
+) -> list[str]:
     """The conversation's active facts most relevant to where it is now (the open
     segment's newest messages, else the latest episode), as lines; the most reinforced
     ones when nothing is said yet."""
     from shared.db.facts import list_facts, search_facts
     from shared.retrieval.facts_section import fact_line
 
-    if settings.session_facts <= 0 or not conn.execute(
+    if (
+        settings.session_facts <= 0
+        or not conn.execute(
             "SELECT EXISTS (SELECT 1 FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s AND expired_at IS NULL)",
-            (tenant, conversation_id)).fetchone()[0]:
+            (tenant, conversation_id),
+        ).fetchone()[0]
+    ):
         return []
     if segment.messages:
         about = " ".join(m.content for m in segment.messages[-3:])
@@ -217,8 +308,15 @@ def relevant_facts(conn, settings: Settings, tenant: str, conversation_id: str, 
         from shared.embeddings import get_embedder
 
         embed = lambda text: get_embedder(settings).embed([text])[0]  # noqa: E731
-    found = search_facts(conn, tenant, [conversation_id], [(about[:2000], embed(about[:2000]))], settings.session_facts,
-                         k=settings.rrf_k, min_similarity=settings.fact_min_similarity)
+    found = search_facts(
+        conn,
+        tenant,
+        [conversation_id],
+        [(about[:2000], embed(about[:2000]))],
+        settings.session_facts,
+        k=settings.rrf_k,
+        min_similarity=settings.fact_min_similarity,
+    )
     return [fact_line(f) for f, _, _ in found]
 
 

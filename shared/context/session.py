@@ -56,8 +56,14 @@ class SessionContext:
             "timezone": self.timezone,
             "total_episodes": self.total_episodes,
             "summaries": [
-                {"id": e.id, "title": e.title, "summary": e.summary, "start_at": e.start_at.isoformat(),
-                 "end_at": e.end_at.isoformat(), "message_count": e.message_count}
+                {
+                    "id": e.id,
+                    "title": e.title,
+                    "summary": e.summary,
+                    "start_at": e.start_at.isoformat(),
+                    "end_at": e.end_at.isoformat(),
+                    "message_count": e.message_count,
+                }
                 for e in self.summaries
             ],
             "facts": self.facts,
@@ -124,8 +130,10 @@ def build_session_context(
     ``open_count``: how many messages the open segment holds when ``open_segment`` has
     only its newest ones."""
     unread = max(0, (open_count or 0) - len(open_segment.messages))
-    summaries = sorted(recent, key=lambda e: (e.start_at, e.id))[-params.summary_count:] if params.summary_count else []
-    before = list(continuity)[-params.continuity_messages:] if params.continuity_messages else []
+    summaries = (
+        sorted(recent, key=lambda e: (e.start_at, e.id))[-params.summary_count :] if params.summary_count else []
+    )
+    before = list(continuity)[-params.continuity_messages :] if params.continuity_messages else []
     active = list(open_segment.messages)
     last_before = before[-1].at if before else (summaries[-1].end_at if summaries else None)
     gap = None if last_before is None else (active[0].at if active else now) - last_before
@@ -133,8 +141,10 @@ def build_session_context(
     collapse = None
     if total_episodes:
         plural = "s are" if total_episodes != 1 else " is"
-        collapse = (f"[Earlier conversation: {total_episodes} episode{plural} stored as memories; "
-                    "search them with retrieve_memory.]")
+        collapse = (
+            f"[Earlier conversation: {total_episodes} episode{plural} stored as memories; "
+            "search them with retrieve_memory.]"
+        )
     boundary = None
     if gap is not None:
         since = f"{human_gap(gap)} since the last message ({_when(last_before, tz)})"
@@ -176,8 +186,11 @@ def build_session_context(
     budget = params.max_tokens
 
     def left() -> dict[str, int]:
-        out = {"open_segment": unread + len(lines_a) - len(keep_a), "continuity": len(lines_c) - len(keep_c),
-               "summaries": len(summaries) - len(keep_s)}
+        out = {
+            "open_segment": unread + len(lines_a) - len(keep_a),
+            "continuity": len(lines_c) - len(keep_c),
+            "summaries": len(summaries) - len(keep_s),
+        }
         return {k: v for k, v in out.items() if v}
 
     def text_now() -> str:
@@ -213,7 +226,9 @@ def build_session_context(
         keep_s.insert(0, e)
         used += cost
     text = text_now()
-    while count(text) > budget and (keep_s or keep_f or keep_c or keep_a):  # the markers alone may not fit a tiny budget
+    while count(text) > budget and (
+        keep_s or keep_f or keep_c or keep_a
+    ):  # the markers alone may not fit a tiny budget
         if keep_f and not keep_s:
             keep_f.pop()
         else:
@@ -221,7 +236,8 @@ def build_session_context(
         text = text_now()
     if count(text) > budget:
         text = ""
-    kept_a = active[len(active) - len(keep_a):] if keep_a else []
-    kept_c = before[len(before) - len(keep_c):] if keep_c else []
-    return SessionContext(conversation_id, total_episodes, keep_s, keep_f, kept_c, kept_a, gap, text, count(text), left(),
-                          tz_name)
+    kept_a = active[len(active) - len(keep_a) :] if keep_a else []
+    kept_c = before[len(before) - len(keep_c) :] if keep_c else []
+    return SessionContext(
+        conversation_id, total_episodes, keep_s, keep_f, kept_c, kept_a, gap, text, count(text), left(), tz_name
+    )

@@ -57,10 +57,15 @@ def revoke_key(conn: psycopg.Connection, key_id: str, tenant: str | None = None)
 
 def active_keys(conn: psycopg.Connection) -> dict[str, tuple[bytes, str]]:
     """key id -> (hash, tenant) of every key not revoked."""
-    return {r[0]: (bytes(r[1]), r[2]) for r in conn.execute("SELECT id, key_hash, tenant_id FROM api_key WHERE revoked_at IS NULL")}
+    return {
+        r[0]: (bytes(r[1]), r[2])
+        for r in conn.execute("SELECT id, key_hash, tenant_id FROM api_key WHERE revoked_at IS NULL")
+    }
 
 
 def active_key(conn: psycopg.Connection, key_id: str) -> tuple[bytes, str] | None:
     """(hash, tenant) of one key when it exists and is not revoked."""
-    row = conn.execute("SELECT key_hash, tenant_id FROM api_key WHERE id = %s AND revoked_at IS NULL", (key_id,)).fetchone()
+    row = conn.execute(
+        "SELECT key_hash, tenant_id FROM api_key WHERE id = %s AND revoked_at IS NULL", (key_id,)
+    ).fetchone()
     return (bytes(row[0]), row[1]) if row else None

@@ -84,7 +84,13 @@ def raise_fence(conn: psycopg.Connection, tenant: str, conversation_id: str, red
 
 
 def record_gap(
-    conn: psycopg.Connection, tenant: str, conversation_id: str, first: int, last: int, reason: str, message_id: str | None = None
+    conn: psycopg.Connection,
+    tenant: str,
+    conversation_id: str,
+    first: int,
+    last: int,
+    reason: str,
+    message_id: str | None = None,
 ) -> None:
     conn.execute(
         "INSERT INTO seq_gap (tenant_id, conversation_id, first_seq, last_seq, reason, message_id) "

@@ -91,7 +91,9 @@ class StoredCheck:
         return [m for m in messages if m["seq"] not in drop]
 
 
-def check_stored(conn: psycopg.Connection, tenant: str, conversation_id: str, messages: list[dict[str, Any]]) -> StoredCheck:
+def check_stored(
+    conn: psycopg.Connection, tenant: str, conversation_id: str, messages: list[dict[str, Any]]
+) -> StoredCheck:
     seqs = [m["seq"] for m in messages]
     ids = [m["id"] for m in messages]
     rows = conn.execute(
@@ -183,8 +185,18 @@ def _insert_messages(conn: psycopg.Connection, e: EpisodeRow) -> None:
             "sent_at, metadata, speaker, embedding) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)",
             [
                 (
-                    e.tenant_id, e.conversation_id, m["seq"], m["id"], e.id, m["role"], m["content"], m["timestamp"],
-                    m.get("sent_at"), Jsonb(m["metadata"]) if m.get("metadata") else None, speaker_of(m), vector,
+                    e.tenant_id,
+                    e.conversation_id,
+                    m["seq"],
+                    m["id"],
+                    e.id,
+                    m["role"],
+                    m["content"],
+                    m["timestamp"],
+                    m.get("sent_at"),
+                    Jsonb(m["metadata"]) if m.get("metadata") else None,
+                    speaker_of(m),
+                    vector,
                 )
                 for m, vector in zip(e.messages, vectors)
             ],
@@ -198,10 +210,32 @@ def insert_episode(conn: psycopg.Connection, e: EpisodeRow) -> bool:
         "(%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) "
         "ON CONFLICT (id) DO NOTHING",
         (
-            e.id, e.tenant_id, e.conversation_id, Jsonb(e.messages), e.message_count, e.first_seq, e.last_seq,
-            e.title, e.summary, e.embedding, e.stability, e.difficulty, Jsonb(e.fsrs_card), e.surprise,
-            e.boundary_reason, e.boundary_source, e.detector, e.summary_source, e.summary_model, e.summary_error,
-            e.embedding_model, Jsonb(e.tools_used), Jsonb(e.overlap), e.token_count, e.start_at, e.end_at,
+            e.id,
+            e.tenant_id,
+            e.conversation_id,
+            Jsonb(e.messages),
+            e.message_count,
+            e.first_seq,
+            e.last_seq,
+            e.title,
+            e.summary,
+            e.embedding,
+            e.stability,
+            e.difficulty,
+            Jsonb(e.fsrs_card),
+            e.surprise,
+            e.boundary_reason,
+            e.boundary_source,
+            e.detector,
+            e.summary_source,
+            e.summary_model,
+            e.summary_error,
+            e.embedding_model,
+            Jsonb(e.tools_used),
+            Jsonb(e.overlap),
+            e.token_count,
+            e.start_at,
+            e.end_at,
             e.last_reviewed_at,
         ),
     )

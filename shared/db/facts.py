@@ -18,8 +18,10 @@ from shared.db.lexical import OR_QUERY
 
 CATEGORIES = ("identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline")
 
-_FACT = ("id::text, conversation_id, category, content, valid_at, invalid_at, created_at, expired_at, superseded_by::text, "
-         "source_episode_ids::text[], reinforcements, last_reinforced_at")
+_FACT = (
+    "id::text, conversation_id, category, content, valid_at, invalid_at, created_at, expired_at, superseded_by::text, "
+    "source_episode_ids::text[], reinforcements, last_reinforced_at"
+)
 
 
 @dataclass(frozen=True)
@@ -45,15 +47,34 @@ class Fact:
         def iso(t: datetime | None) -> str | None:
             return t.isoformat() if t else None
 
-        return {"id": self.id, "conversation_id": self.conversation_id, "category": self.category, "content": self.content,
-                "valid_at": iso(self.valid_at), "invalid_at": iso(self.invalid_at), "created_at": iso(self.created_at),
-                "expired_at": iso(self.expired_at), "superseded_by": self.superseded_by,
-                "source_episode_ids": self.source_episode_ids, "reinforcements": self.reinforcements,
-                "last_reinforced_at": iso(self.last_reinforced_at), "active": self.active}
+        return {
+            "id": self.id,
+            "conversation_id": self.conversation_id,
+            "category": self.category,
+            "content": self.content,
+            "valid_at": iso(self.valid_at),
+            "invalid_at": iso(self.invalid_at),
+            "created_at": iso(self.created_at),
+            "expired_at": iso(self.expired_at),
+            "superseded_by": self.superseded_by,
+            "source_episode_ids": self.source_episode_ids,
+            "reinforcements": self.reinforcements,
+            "last_reinforced_at": iso(self.last_reinforced_at),
+            "active": self.active,
+        }
 
 
-def _history(conn, fact_id: str, tenant: str, conversation_id: str, action: str, at: datetime, run_id: str,
-             episode_ids: Sequence[str], detail: dict[str, Any]) -> None:
+def _history(
+    conn,
+    fact_id: str,
+    tenant: str,
+    conversation_id: str,
+    action: str,
+    at: datetime,
+    run_id: str,
+    episode_ids: Sequence[str],
+    detail: dict[str, Any],
+) -> None:
     conn.execute(
         "INSERT INTO semantic_fact_history (fact_id, tenant_id, conversation_id, action, at, run_id, episode_ids, detail) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s::uuid[], %s)",
@@ -61,22 +82,52 @@ def _history(conn, fact_id: str, tenant: str, conversation_id: str, action: str,
     )
 
 
-def add_fact(conn, *, tenant: str, conversation_id: str, category: str, content: str, embedding: np.ndarray,
-             valid_at: datetime | None, episode_ids: Sequence[str], at: datetime, run_id: str, model: str | None,
-             detail: dict[str, Any] | None = None) -> str:
+def add_fact(
+    conn,
+    *,
+    tenant: str,
+    conversation_id: str,
+    category: str,
+    content: str,
+    embedding: np.ndarray,
+    valid_at: datetime | None,
+    episode_ids: Sequence[str],
+    at: datetime,
+    run_id: str,
+    model: str | None,
+    detail: dict[str, Any] | None = None,
+) -> str:
     fact_id = str(uuid.uuid4())
     conn.execute(
         "INSERT INTO semantic_fact (id, tenant_id, conversation_id, category, content, embedding, valid_at, created_at, "
         "source_episode_ids, model) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s)",
         (fact_id, tenant, conversation_id, category, content, embedding, valid_at, at, list(episode_ids), model),
     )
-    _history(conn, fact_id, tenant, conversation_id, "created", at, run_id, episode_ids,
-             {"content": content, "category": category, **(detail or {})})
+    _history(
+        conn,
+        fact_id,
+        tenant,
+        conversation_id,
+        "created",
+        at,
+        run_id,
+        episode_ids,
+        {"content": content, "category": category, **(detail or {})},
+    )
     return fact_id
 
 
-def reinforce_fact(conn, fact_id: str, *, tenant: str, conversation_id: str, episode_ids: Sequence[str], at: datetime,
-                   run_id: str, detail: dict[str, Any] | None = None) -> None:
+def reinforce_fact(
+    conn,
+    fact_id: str,
+    *,
+    tenant: str,
+    conversation_id: str,
+    episode_ids: Sequence[str],
+    at: datetime,
+    run_id: str,
+    detail: dict[str, Any] | None = None,
+) -> None:
     conn.execute(
         "UPDATE semantic_fact SET reinforcements = reinforcements + 1, last_reinforced_at = %s, "
         "source_episode_ids = ARRAY(SELECT DISTINCT unnest(source_episode_ids || %s::uuid[])) WHERE id = %s",
@@ -85,26 +136,48 @@ def reinforce_fact(conn, fact_id: str, *, tenant: str, conversation_id: str, epi
     _history(conn, fact_id, tenant, conversation_id, "reinforced", at, run_id, episode_ids, detail or {})
 
 
-def retire_fact(conn, fact_id: str, *, tenant: str, conversation_id: str, invalid_at: datetime | None, at: datetime,
-                run_id: str, episode_ids: Sequence[str], superseded_by: str | None = None,
-                detail: dict[str, Any] | None = None) -> None:
+def retire_fact(
+    conn,
+    fact_id: str,
+    *,
+    tenant: str,
+    conversation_id: str,
+    invalid_at: datetime | None,
+    at: datetime,
+    run_id: str,
+    episode_ids: Sequence[str],
+    superseded_by: str | None = None,
+    detail: dict[str, Any] | None = None,
+) -> None:
     """Supersede (with ``superseded_by``) or invalidate a fact: it stops being true at
     ``invalid_at`` (world time) and is retired now (``expired_at``)."""
     conn.execute(
         "UPDATE semantic_fact SET invalid_at = %s, expired_at = %s, superseded_by = %s WHERE id = %s AND expired_at IS NULL",
         (invalid_at, at, superseded_by, fact_id),
     )
-    _history(conn, fact_id, tenant, conversation_id, "superseded" if superseded_by else "invalidated", at, run_id,
-             episode_ids, {**(detail or {}), **({"superseded_by": superseded_by} if superseded_by else {})})
+    _history(
+        conn,
+        fact_id,
+        tenant,
+        conversation_id,
+        "superseded" if superseded_by else "invalidated",
+        at,
+        run_id,
+        episode_ids,
+        {**(detail or {}), **({"superseded_by": superseded_by} if superseded_by else {})},
+    )
 
 
 def lock_facts(conn, ids: Sequence[str]) -> dict[str, Fact]:
-    rows = conn.execute(f"SELECT {_FACT} FROM semantic_fact WHERE id = ANY(%s::uuid[]) ORDER BY id FOR UPDATE",
-                        (list(ids),)).fetchall()
+    rows = conn.execute(
+        f"SELECT {_FACT} FROM semantic_fact WHERE id = ANY(%s::uuid[]) ORDER BY id FOR UPDATE", (list(ids),)
+    ).fetchall()
     return {r[0]: Fact(*r) for r in rows}
 
 
-def list_facts(conn, tenant: str, conversation_id: str, *, include_retired: bool = False, limit: int = 500) -> list[Fact]:
+def list_facts(
+    conn, tenant: str, conversation_id: str, *, include_retired: bool = False, limit: int = 500
+) -> list[Fact]:
     sql = f"SELECT {_FACT} FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s"
     if not include_retired:
         sql += " AND expired_at IS NULL"
@@ -112,7 +185,9 @@ def list_facts(conn, tenant: str, conversation_id: str, *, include_retired: bool
 
 
 def get_fact(conn, tenant: str, fact_id: str) -> Fact | None:
-    row = conn.execute(f"SELECT {_FACT} FROM semantic_fact WHERE tenant_id = %s AND id = %s::uuid", (tenant, fact_id)).fetchone()
+    row = conn.execute(
+        f"SELECT {_FACT} FROM semantic_fact WHERE tenant_id = %s AND id = %s::uuid", (tenant, fact_id)
+    ).fetchone()
     return Fact(*row) if row else None
 
 
@@ -149,8 +224,9 @@ def fact_legs_call(conversations: bool) -> str:
     return f"memq_fact_legs(%(tenant)s, {scope}, (SELECT q FROM q), %(vector)s, %(fact_k)s, %(fact_min)s)"
 
 
-def fuse_fact_legs(rows_per_query: Sequence[Sequence[tuple[str, str, int]]], k: float,
-                   limit: int) -> list[tuple[str, float, dict[str, int]]]:
+def fuse_fact_legs(
+    rows_per_query: Sequence[Sequence[tuple[str, str, int]]], k: float, limit: int
+) -> list[tuple[str, float, dict[str, int]]]:
     """Reciprocal Rank Fusion of the fact legs' rows of one or more queries: (fact id,
     score, ranks) best first, at most ``limit``. A rank is named by its leg (``vector`` /
     ``lexical``), suffixed by the query's number when there are several."""
@@ -169,20 +245,38 @@ def facts_by_id(conn, fused: Sequence[tuple[str, float, dict[str, int]]]) -> lis
     """The rows of fused facts, in the same order, with their scores (a fact gone since is left out)."""
     if not fused:
         return []
-    rows = conn.execute(f"SELECT {_FACT} FROM semantic_fact WHERE id = ANY(%s::uuid[])", ([f for f, _, _ in fused],)).fetchall()
+    rows = conn.execute(
+        f"SELECT {_FACT} FROM semantic_fact WHERE id = ANY(%s::uuid[])", ([f for f, _, _ in fused],)
+    ).fetchall()
     facts = {r[0]: Fact(*r) for r in rows}
     return [(facts[f], score, ranks) for f, score, ranks in fused if f in facts]
 
 
-def search_facts(conn, tenant: str, conversation_ids: Sequence[str] | None, queries: Sequence[tuple[str, np.ndarray]],
-                 limit: int, k: float = 60.0, candidates: int = FACT_CANDIDATES,
-                 min_similarity: float = 0.0) -> list[tuple[Fact, float, dict[str, int]]]:
+def search_facts(
+    conn,
+    tenant: str,
+    conversation_ids: Sequence[str] | None,
+    queries: Sequence[tuple[str, np.ndarray]],
+    limit: int,
+    k: float = 60.0,
+    candidates: int = FACT_CANDIDATES,
+    min_similarity: float = 0.0,
+) -> list[tuple[Fact, float, dict[str, int]]]:
     """Active facts by hybrid search (``fact_legs_call`` per query, fused by RRF): (fact,
     rrf score, ranks), best first. ``conversation_ids`` None: the whole tenant."""
     sql = f"WITH q AS (SELECT {OR_QUERY} AS q) SELECT leg, id, rank FROM {fact_legs_call(conversation_ids is not None)}"
     found = [
-        conn.execute(sql, {"tenant": tenant, "conversations": list(conversation_ids or []), "query": text, "vector": vector,
-                           "fact_k": candidates, "fact_min": min_similarity}).fetchall()
+        conn.execute(
+            sql,
+            {
+                "tenant": tenant,
+                "conversations": list(conversation_ids or []),
+                "query": text,
+                "vector": vector,
+                "fact_k": candidates,
+                "fact_min": min_similarity,
+            },
+        ).fetchall()
         for text, vector in queries
     ]
     return facts_by_id(conn, fuse_fact_legs(found, k, limit))

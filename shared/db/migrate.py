@@ -14,7 +14,7 @@ def sqlalchemy_url(settings: Settings) -> str:
     url = service_urls(settings).database_url
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix):]
+            return "postgresql+psycopg://" + url[len(prefix) :]
     return url
 
 

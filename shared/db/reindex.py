@@ -56,8 +56,14 @@ def _batches(conn: psycopg.Connection, scope: ReindexScope, size: int) -> Iterat
         after = rows[-1][:3]
 
 
-def reindex_messages(conn: psycopg.Connection, embedder: Embedder, scope: ReindexScope, *, batch: int = 256,
-                     progress: Callable[[int], None] | None = None) -> int:
+def reindex_messages(
+    conn: psycopg.Connection,
+    embedder: Embedder,
+    scope: ReindexScope,
+    *,
+    batch: int = 256,
+    progress: Callable[[int], None] | None = None,
+) -> int:
     """Re-embed the messages in ``scope``; returns how many were written."""
     done = 0
     for rows in _batches(conn, scope, batch):

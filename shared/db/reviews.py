@@ -49,9 +49,16 @@ def record_pending_many(conn: psycopg.Connection, notes: Sequence[ReviewNote]) -
         "SELECT t, c, m, q, r, s, a, i FROM relaxed, "
         "unnest(%s::text[], %s::text[], %s::uuid[], %s::text[], %s::int[], %s::float8[], %s::timestamptz[], %s::text[]) "
         "AS u(t, c, m, q, r, s, a, i) WHERE EXISTS (SELECT 1 FROM episodic_memory e WHERE e.id = u.m)",
-        ([n.tenant for n, _ in rows], [h.conversation_id for _, h in rows], [h.memory_id for _, h in rows],
-         [n.query for n, _ in rows], [h.rank for _, h in rows], [h.score for _, h in rows], [n.at for n, _ in rows],
-         [n.asked_in for n, _ in rows]),
+        (
+            [n.tenant for n, _ in rows],
+            [h.conversation_id for _, h in rows],
+            [h.memory_id for _, h in rows],
+            [n.query for n, _ in rows],
+            [h.rank for _, h in rows],
+            [h.score for _, h in rows],
+            [n.at for n, _ in rows],
+            [n.asked_in for n, _ in rows],
+        ),
     )
     return cur.rowcount
 
@@ -59,8 +66,10 @@ def record_pending_many(conn: psycopg.Connection, notes: Sequence[ReviewNote]) -
 def open_reviews(conn: psycopg.Connection, tenant: str, conversation_id: str | None = None) -> list[tuple]:
     """Pending reviews not yet consumed (memory id, query, rank, score, retrieved at), oldest
     first; with ``conversation_id``, those its next segment reviews."""
-    sql = ("SELECT memory_id::text, query, rank, score, retrieved_at FROM pending_review "
-           "WHERE tenant_id = %s AND consumed_at IS NULL")
+    sql = (
+        "SELECT memory_id::text, query, rank, score, retrieved_at FROM pending_review "
+        "WHERE tenant_id = %s AND consumed_at IS NULL"
+    )
     args: list = [tenant]
     if conversation_id is not None:
         sql += " AND coalesce(asked_in, conversation_id) = %s"
@@ -90,15 +99,19 @@ def pending_for(conn: psycopg.Connection, tenant: str, asked_in: str, until: dat
 
 def lock_open(conn: psycopg.Connection, ids: Sequence[int]) -> set[int]:
     """Of ``ids``, those still open, locked until the transaction ends (call inside one)."""
-    rows = conn.execute("SELECT id FROM pending_review WHERE id = ANY(%s) AND consumed_at IS NULL ORDER BY id FOR UPDATE",
-                        (list(ids),)).fetchall()
+    rows = conn.execute(
+        "SELECT id FROM pending_review WHERE id = ANY(%s) AND consumed_at IS NULL ORDER BY id FOR UPDATE", (list(ids),)
+    ).fetchall()
     return {r[0] for r in rows}
 
 
 def lock_cards(conn: psycopg.Connection, memory_ids: Sequence[str]) -> dict[str, tuple[str, dict[str, Any]]]:
     """memory id -> (conversation, FSRS card), the rows locked (call inside a transaction)."""
-    rows = conn.execute("SELECT id::text, conversation_id, fsrs_card FROM episodic_memory WHERE id = ANY(%s::uuid[]) "
-                        "ORDER BY id FOR UPDATE", (list(memory_ids),)).fetchall()
+    rows = conn.execute(
+        "SELECT id::text, conversation_id, fsrs_card FROM episodic_memory WHERE id = ANY(%s::uuid[]) "
+        "ORDER BY id FOR UPDATE",
+        (list(memory_ids),),
+    ).fetchall()
     return {r[0]: (r[1], r[2]) for r in rows}
 
 
@@ -111,14 +124,28 @@ class DayReview:
 
 
 def review_of_day(conn: psycopg.Connection, memory_id: str, day: date) -> DayReview | None:
-    row = conn.execute("SELECT id, card_before, rating, reviews_merged FROM memory_review WHERE memory_id = %s AND review_day = %s",
-                       (memory_id, day)).fetchone()
+    row = conn.execute(
+        "SELECT id, card_before, rating, reviews_merged FROM memory_review WHERE memory_id = %s AND review_day = %s",
+        (memory_id, day),
+    ).fetchone()
     return DayReview(*row) if row else None
 
 
-def save_review(conn: psycopg.Connection, *, tenant: str, conversation_id: str, memory_id: str, at: datetime, rating: int,
-                source: str, detail: dict[str, Any], card_before: dict[str, Any], card_after: dict[str, Any], merged: int,
-                segment_id: str | None) -> int:
+def save_review(
+    conn: psycopg.Connection,
+    *,
+    tenant: str,
+    conversation_id: str,
+    memory_id: str,
+    at: datetime,
+    rating: int,
+    source: str,
+    detail: dict[str, Any],
+    card_before: dict[str, Any],
+    card_after: dict[str, Any],
+    merged: int,
+    segment_id: str | None,
+) -> int:
     """Insert the day's review, or replace it with the merged one; apply it to the memory."""
     row = conn.execute(
         "INSERT INTO memory_review (tenant_id, conversation_id, memory_id, review_day, reviewed_at, rating, source, detail, "
@@ -126,8 +153,20 @@ def save_review(conn: psycopg.Connection, *, tenant: str, conversation_id: str, 
         "ON CONFLICT (memory_id, review_day) DO UPDATE SET reviewed_at = EXCLUDED.reviewed_at, rating = EXCLUDED.rating, "
         "source = EXCLUDED.source, detail = EXCLUDED.detail, card_after = EXCLUDED.card_after, "
         "reviews_merged = EXCLUDED.reviews_merged, segment_id = EXCLUDED.segment_id, updated_at = now() RETURNING id",
-        (tenant, conversation_id, memory_id, at.date(), at, rating, source, Jsonb(detail), Jsonb(card_before),
-         Jsonb(card_after), merged, segment_id),
+        (
+            tenant,
+            conversation_id,
+            memory_id,
+            at.date(),
+            at,
+            rating,
+            source,
+            Jsonb(detail),
+            Jsonb(card_before),
+            Jsonb(card_after),
+            merged,
+            segment_id,
+        ),
     ).fetchone()
     conn.execute(
         "UPDATE episodic_memory SET fsrs_card = %s, stability = %s, difficulty = %s, last_reviewed_at = %s WHERE id = %s",
@@ -137,10 +176,16 @@ def save_review(conn: psycopg.Connection, *, tenant: str, conversation_id: str, 
 
 
 def consume(conn: psycopg.Connection, pending_ids: Sequence[int], review_id: int) -> None:
-    conn.execute("UPDATE pending_review SET consumed_at = now(), review_id = %s WHERE id = ANY(%s)", (review_id, list(pending_ids)))
+    conn.execute(
+        "UPDATE pending_review SET consumed_at = now(), review_id = %s WHERE id = ANY(%s)",
+        (review_id, list(pending_ids)),
+    )
 
 
 def reviews_of(conn: psycopg.Connection, memory_id: str) -> list[tuple]:
     """(day, rating, source, merged, detail) of every review applied to a memory, oldest first."""
-    return conn.execute("SELECT review_day, rating, source, reviews_merged, detail FROM memory_review WHERE memory_id = %s "
-                        "ORDER BY review_day", (memory_id,)).fetchall()
+    return conn.execute(
+        "SELECT review_day, rating, source, reviews_merged, detail FROM memory_review WHERE memory_id = %s "
+        "ORDER BY review_day",
+        (memory_id,),
+    ).fetchall()

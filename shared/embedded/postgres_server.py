@@ -50,9 +50,7 @@ class EmbeddedPostgres:
         url = server.get_uri(self.database)
         try:
             with psycopg.connect(admin_url, autocommit=True) as conn:
-                exists = conn.execute(
-                    "SELECT 1 FROM pg_database WHERE datname = %s", (self.database,)
-                ).fetchone()
+                exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,)).fetchone()
                 if not exists:
                     conn.execute(f'CREATE DATABASE "{self.database}"')
             with psycopg.connect(url, autocommit=True) as conn:

@@ -69,11 +69,16 @@ class EmbeddedRedis:
             [
                 _executable(),
                 str(CONFIG_FILE),
-                "--port", str(self.port),
-                "--dir", str(self.folder),
-                "--daemonize", "yes",
-                "--pidfile", str(self.pidfile),
-                "--logfile", str(self.logfile),
+                "--port",
+                str(self.port),
+                "--dir",
+                str(self.folder),
+                "--daemonize",
+                "yes",
+                "--pidfile",
+                str(self.pidfile),
+                "--logfile",
+                str(self.logfile),
                 *self.extra_args,
             ],
             check=True,
@@ -87,9 +92,7 @@ class EmbeddedRedis:
             if state == "loading":  # alive, reading its AOF back: as long as that takes
                 deadline = max(deadline, time.monotonic() + 5)
             time.sleep(0.05)
-        raise ServiceError(
-            f"the embedded redis-server did not answer within 10 s; see its log at {self.logfile}"
-        )
+        raise ServiceError(f"the embedded redis-server did not answer within 10 s; see its log at {self.logfile}")
 
     def _answer(self) -> str:
         try:

@@ -77,7 +77,9 @@ class QueuedMessage:
         return record
 
 
-def encode_payload(message_id: str, role: str, content: str, sent_us: int | None, metadata: dict[str, Any] | None) -> str:
+def encode_payload(
+    message_id: str, role: str, content: str, sent_us: int | None, metadata: dict[str, Any] | None
+) -> str:
     payload: dict[str, Any] = {"id": message_id, "role": role, "content": content}
     if sent_us is not None:
         payload["sent_us"] = sent_us

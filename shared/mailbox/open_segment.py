@@ -26,8 +26,13 @@ class Unstored:
 
 
 def _from_record(record: dict[str, Any]) -> Unstored:
-    return Unstored(record["role"], speaker_of(record), record["content"], datetime.fromisoformat(record["timestamp"]),
-                    record.get("seq"))
+    return Unstored(
+        record["role"],
+        speaker_of(record),
+        record["content"],
+        datetime.fromisoformat(record["timestamp"]),
+        record.get("seq"),
+    )
 
 
 @dataclass(frozen=True)
@@ -47,7 +52,9 @@ def read_unstored(client, keys: ConversationKeys, limit: int) -> UnstoredRead:
     pipe.lrange(keys.inbox, -limit, -1)
     pipe.lindex(keys.inbox, 0)
     segments, buffer, inbox_total, inbox, inbox_first = pipe.execute()
-    closed = sorted((parse_segment(raw) for raw in segments), key=lambda s: s["messages"][0]["seq"] if s["messages"] else 0)
+    closed = sorted(
+        (parse_segment(raw) for raw in segments), key=lambda s: s["messages"][0]["seq"] if s["messages"] else 0
+    )
     out = [_from_record(m) for s in closed for m in s["messages"]]
     out += [_from_queued(decode_buffer_item(item)) for item in buffer]
     stored = len(out)

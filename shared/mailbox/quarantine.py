@@ -18,7 +18,9 @@ class Quarantined:
     entry: QuarantineEntry
 
 
-def list_quarantined(client, settings, tenant: str | None = None, conversation_id: str | None = None) -> list[Quarantined]:
+def list_quarantined(
+    client, settings, tenant: str | None = None, conversation_id: str | None = None
+) -> list[Quarantined]:
     if conversation_id is not None:
         members = [f"{tenant or settings.tenant}/{conversation_id}"]
     else:
@@ -46,8 +48,14 @@ def retry(client, scripts: Scripts, keys: ConversationKeys, field: str) -> Retri
     """Put one quarantined item back to work; None when there is no such item."""
     reply = scripts.quarantine_retry(
         keys=[
-            keys.quarantine, keys.shard.quarantined, keys.inbox, keys.segments, keys.shard.pending,
-            keys.state, keys.shard.drains, keys.shard.active,
+            keys.quarantine,
+            keys.shard.quarantined,
+            keys.inbox,
+            keys.segments,
+            keys.shard.pending,
+            keys.state,
+            keys.shard.drains,
+            keys.shard.active,
         ],
         args=[field, keys.member],
     )

@@ -16,12 +16,26 @@ from shared.retrieval.request import build_request
 from shared.settings import Settings
 
 
-def find_facts(query: str, *, tenant: str | None, settings: Settings, conn: psycopg.Connection,
-               conversation_id: str | None = None, conversation_ids: list[str] | None = None, limit: int | None = None,
-               embed: Callable[[str], np.ndarray] | None = None) -> tuple[str, list[tuple[Fact, float, dict[str, int]]]]:
+def find_facts(
+    query: str,
+    *,
+    tenant: str | None,
+    settings: Settings,
+    conn: psycopg.Connection,
+    conversation_id: str | None = None,
+    conversation_ids: list[str] | None = None,
+    limit: int | None = None,
+    embed: Callable[[str], np.ndarray] | None = None,
+) -> tuple[str, list[tuple[Fact, float, dict[str, int]]]]:
     """(the validated query, the facts best first with their scores)."""
-    request = build_request(settings, tenant=tenant, query=query, conversation_id=conversation_id,
-                            conversation_ids=conversation_ids, limit=limit)
+    request = build_request(
+        settings,
+        tenant=tenant,
+        query=query,
+        conversation_id=conversation_id,
+        conversation_ids=conversation_ids,
+        limit=limit,
+    )
     terms = query_terms(request.query, participants(conn, request))
     if embed is None:
         from shared.embeddings import get_embedder
@@ -29,6 +43,13 @@ def find_facts(query: str, *, tenant: str | None, settings: Settings, conn: psyc
         vector = get_embedder(settings).embed([terms.search_text])[0]
     else:
         vector = embed(terms.search_text)
-    found = search_facts(conn, request.tenant, request.conversation_ids, [(terms.search_text, vector)], request.limit,
-                         k=settings.rrf_k, min_similarity=settings.fact_min_similarity)
+    found = search_facts(
+        conn,
+        request.tenant,
+        request.conversation_ids,
+        [(terms.search_text, vector)],
+        request.limit,
+        k=settings.rrf_k,
+        min_similarity=settings.fact_min_similarity,
+    )
     return request.query, found

@@ -28,7 +28,6 @@ from shared.retrieval.model import EpisodeHit
 from shared.retrieval.request import RetrievalRequest
 
 
-
 def _scope(request: RetrievalRequest, alias: str, time_column_start: str, time_column_end: str) -> str:
     where = [f"{alias}.tenant_id = %(tenant)s"]
     if request.conversation_ids is not None:
@@ -41,8 +40,13 @@ def _scope(request: RetrievalRequest, alias: str, time_column_start: str, time_c
     return " AND ".join(where)
 
 
-def params(request: RetrievalRequest, vector: np.ndarray, candidates: int, query_text: str | None = None,
-           reach: int | None = None) -> dict[str, Any]:
+def params(
+    request: RetrievalRequest,
+    vector: np.ndarray,
+    candidates: int,
+    query_text: str | None = None,
+    reach: int | None = None,
+) -> dict[str, Any]:
     """``query_text``: what the lexical legs search by (the query without the participants
     it names, ``participants.py``); the request's query when not given. ``reach``: the
     messages ``retrieval_sql`` returns are those ranked within it by a message leg (and
@@ -99,8 +103,10 @@ def legs_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
 
 
 # the nine typed columns after (kind, id, seq, rank, conv) of a leg's row, empty
-_NULLS = ("NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::float8, NULL::int, NULL::float8, "
-          "NULL::timestamptz")
+_NULLS = (
+    "NULL::text, NULL::text, NULL::text, NULL::timestamptz, NULL::timestamptz, NULL::float8, NULL::int, NULL::float8, "
+    "NULL::timestamptz"
+)
 
 
 def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
@@ -134,8 +140,11 @@ def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode
     """Inside a transaction: HNSW search breadth, iterative scans so that filtered
     searches still return k rows (pgvector >= 0.8), and how the statement is planned
     (``MEMQ_RETRIEVAL_PLAN_CACHE_MODE``)."""
-    conn.execute("SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-                 "set_config('plan_cache_mode', %s, true)", (str(int(ef_search)), plan_cache_mode))
+    conn.execute(
+        "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
+        "set_config('plan_cache_mode', %s, true)",
+        (str(int(ef_search)), plan_cache_mode),
+    )
 
 
 @dataclass
@@ -143,13 +152,26 @@ class LegResults:
     episodes: dict[str, list[str]]  # leg -> episode ids, best first
     messages: dict[str, dict[int, dict[str, int]]]  # episode id -> seq -> "vector" / "lexical" -> 1-based rank
     hits: dict[str, EpisodeHit] = field(default_factory=dict)  # episode id -> its row, unscored (``full``)
-    shown: dict[str, list[tuple]] = field(default_factory=dict)  # episode id -> (seq, role, speaker, content, ts) (``full``)
+    shown: dict[str, list[tuple]] = field(
+        default_factory=dict
+    )  # episode id -> (seq, role, speaker, content, ts) (``full``)
     facts: list[tuple[str, str, int]] = field(default_factory=list)  # (fact leg, fact id, rank) (``full`` with facts)
 
 
-def run_legs(conn: psycopg.Connection, request: RetrievalRequest, vector: np.ndarray, legs: tuple[str, ...],
-             candidates: int, ef_search: int, *, query_text: str | None = None, full: bool = False,
-             reach: int | None = None, facts: tuple[int, float] | None = None, plan_cache_mode: str = "auto") -> LegResults:
+def run_legs(
+    conn: psycopg.Connection,
+    request: RetrievalRequest,
+    vector: np.ndarray,
+    legs: tuple[str, ...],
+    candidates: int,
+    ef_search: int,
+    *,
+    query_text: str | None = None,
+    full: bool = False,
+    reach: int | None = None,
+    facts: tuple[int, float] | None = None,
+    plan_cache_mode: str = "auto",
+) -> LegResults:
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
     legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity)."""
     args = params(request, vector, candidates, query_text, reach)
@@ -191,10 +213,37 @@ def read_rows(rows: list[tuple], legs: tuple[str, ...]) -> LegResults:
                 found_messages = shown[row[1]] = []
             found_messages.append((row[2], row[5], row[6], row[7], row[8]))
         elif kind == "episode":
-            _, episode_id, first_seq, last_seq, conv, title, summary, source, start, end, surprise, count, stability, \
-                last_review = row
-            hits[episode_id] = EpisodeHit(episode_id, conv, title, summary, start, end, surprise, count, first_seq, last_seq,
-                                           source, stability, last_review)
+            (
+                _,
+                episode_id,
+                first_seq,
+                last_seq,
+                conv,
+                title,
+                summary,
+                source,
+                start,
+                end,
+                surprise,
+                count,
+                stability,
+                last_review,
+            ) = row
+            hits[episode_id] = EpisodeHit(
+                episode_id,
+                conv,
+                title,
+                summary,
+                start,
+                end,
+                surprise,
+                count,
+                first_seq,
+                last_seq,
+                source,
+                stability,
+                last_review,
+            )
         else:  # a fact leg's row
             fact_rows.append((kind, row[1], row[3]))
     for found_messages in shown.values():
@@ -210,14 +259,17 @@ def participants(conn: psycopg.Connection, request: RetrievalRequest, limit: int
         sql = "SELECT DISTINCT name FROM conversation_participant WHERE tenant_id = %s LIMIT %s"
         args: tuple = (request.tenant, limit)
     else:
-        sql = ("SELECT DISTINCT name FROM conversation_participant WHERE tenant_id = %s AND conversation_id = ANY(%s) "
-               "LIMIT %s")
+        sql = (
+            "SELECT DISTINCT name FROM conversation_participant WHERE tenant_id = %s AND conversation_id = ANY(%s) "
+            "LIMIT %s"
+        )
         args = (request.tenant, list(request.conversation_ids), limit)
     return [r[0] for r in conn.execute(sql, args)]
 
 
-def recent_candidates(conn: psycopg.Connection, tenant: str, conversation_id: str, since: datetime,
-                      limit: int) -> list[EpisodeHit]:
+def recent_candidates(
+    conn: psycopg.Connection, tenant: str, conversation_id: str, since: datetime, limit: int
+) -> list[EpisodeHit]:
     """The conversation's latest episodes that ended since ``since``, newest first, read as
     retrieval reads them (``memq_episode_rows``, migration 0009)."""
     rows = conn.execute(

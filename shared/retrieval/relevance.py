@@ -23,6 +23,7 @@ from __future__ import annotations
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 
+
 @dataclass(frozen=True)
 class RelevanceParams:
     k: float = 60.0
@@ -77,8 +78,14 @@ def episode_relevance(
     return EpisodeRelevance(scores, found, matched, density)
 
 
-def priorities(relevance: Sequence[float], density: float, episode_rrf: float, retrievability: float, time_boost: float,
-               p: RelevanceParams) -> list[float]:
+def priorities(
+    relevance: Sequence[float],
+    density: float,
+    episode_rrf: float,
+    retrievability: float,
+    time_boost: float,
+    p: RelevanceParams,
+) -> list[float]:
     """What an episode's messages compete for the budget with, from their ``relevance``.
     ``retrievability`` (FSRS, raised to its weight) scales the episode's terms only, so an
     old memory's best message still comes back when it is what the query asks for, while

@@ -37,7 +37,7 @@ def _hm(t: datetime) -> str:
 
 
 def when(hit: EpisodeHit, now: datetime) -> str:
-    """"7 May 2023 13:05–13:40 UTC (3 weeks ago)"; the end's day too when it is another day.
+    """ "7 May 2023 13:05–13:40 UTC (3 weeks ago)"; the end's day too when it is another day.
     In UTC whatever zone the times come in (a database session's TimeZone, a caller's now)."""
     return _when(hit.start_at.astimezone(UTC), hit.end_at.astimezone(UTC), now.astimezone(UTC).date())
 
@@ -81,8 +81,11 @@ def episode_block(
     title_words: int = 8,
 ) -> str:
     """One episode as markdown; see ``episode_lines``."""
-    return "\n".join(episode_lines(hit, shown, now=now, summary=summary, key_moment_surprise=key_moment_surprise,
-                                   title_words=title_words))
+    return "\n".join(
+        episode_lines(
+            hit, shown, now=now, summary=summary, key_moment_surprise=key_moment_surprise, title_words=title_words
+        )
+    )
 
 
 def episode_lines(
@@ -125,8 +128,13 @@ def episode_lines(
 
 def shown_header(hit: EpisodeHit, now: datetime, *, key_moment_surprise: float, title_words: int) -> str:
     """The one header line of an episode shown with messages."""
-    return _shown_header(hit.start_at.astimezone(UTC), now.astimezone(UTC).date(), hit.key_moment(key_moment_surprise),
-                         hit.title, title_words)
+    return _shown_header(
+        hit.start_at.astimezone(UTC),
+        now.astimezone(UTC).date(),
+        hit.key_moment(key_moment_surprise),
+        hit.title,
+        title_words,
+    )
 
 
 @functools.lru_cache(maxsize=10_000)
@@ -180,9 +188,15 @@ def hit_record(hit: EpisodeHit, shown: Sequence[MessageView], summary_shown: boo
         "summary_shown": summary_shown,
         "messages": [
             {
-                "seq": m.seq, "role": m.role, "speaker": m.speaker, "content": m.content, "timestamp": m.ts.isoformat(),
-                "relevance": round(m.relevance, 6), "vector_rank": m.ranks.get("vector"),
-                "lexical_rank": m.ranks.get("lexical"), "speaker_named": m.speaker_match,
+                "seq": m.seq,
+                "role": m.role,
+                "speaker": m.speaker,
+                "content": m.content,
+                "timestamp": m.ts.isoformat(),
+                "relevance": round(m.relevance, 6),
+                "vector_rank": m.ranks.get("vector"),
+                "lexical_rank": m.ranks.get("lexical"),
+                "speaker_named": m.speaker_match,
             }
             for m in sorted(shown, key=lambda m: m.seq)
         ],

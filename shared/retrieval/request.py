@@ -44,7 +44,9 @@ def _aware(value: Any, field: str) -> datetime | None:
         except ValueError:
             raise ValidationError(f"{value[:40]!r} is not an ISO-8601 time", field=field) from None
     if not isinstance(value, datetime) or value.tzinfo is None or value.utcoffset() is None:
-        raise ValidationError("must be a timezone-aware datetime or an ISO-8601 string with Z or an offset", field=field)
+        raise ValidationError(
+            "must be a timezone-aware datetime or an ISO-8601 string with Z or an offset", field=field
+        )
     return value.astimezone(UTC)
 
 
@@ -72,10 +74,16 @@ def build_request(
         scope = (check_conversation_id(conversation_id, settings.conversation_id_max_length),)
     elif conversation_ids is not None:
         if not isinstance(conversation_ids, list | tuple) or not conversation_ids:
-            raise ValidationError("must be a non-empty list (omit it to search every conversation)", field="conversation_ids")
+            raise ValidationError(
+                "must be a non-empty list (omit it to search every conversation)", field="conversation_ids"
+            )
         if len(conversation_ids) > settings.retrieval_max_conversations:
-            raise ValidationError(f"at most {settings.retrieval_max_conversations} conversations", field="conversation_ids")
-        scope = tuple(dict.fromkeys(check_conversation_id(c, settings.conversation_id_max_length) for c in conversation_ids))
+            raise ValidationError(
+                f"at most {settings.retrieval_max_conversations} conversations", field="conversation_ids"
+            )
+        scope = tuple(
+            dict.fromkeys(check_conversation_id(c, settings.conversation_id_max_length) for c in conversation_ids)
+        )
 
     if not isinstance(query, str):
         raise ValidationError("must be a string", field="query")
@@ -83,7 +91,9 @@ def build_request(
     if not query:
         raise ValidationError("is empty: say what to remember", field="query")
     if len(query) > settings.query_max_chars:
-        raise ValidationError(f"is {len(query)} characters; at most {settings.query_max_chars} (MEMQ_QUERY_MAX_CHARS)", field="query")
+        raise ValidationError(
+            f"is {len(query)} characters; at most {settings.query_max_chars} (MEMQ_QUERY_MAX_CHARS)", field="query"
+        )
     if "\x00" in query:
         raise ValidationError("contains a NUL character", field="query")
     try:
@@ -97,8 +107,14 @@ def build_request(
     if detail not in DETAILS:
         raise ValidationError(f"{str(detail)[:20]!r} is not one of {', '.join(DETAILS)}", field="detail")
     max_tokens = settings.retrieval_max_tokens if max_tokens is None else max_tokens
-    if isinstance(max_tokens, bool) or not isinstance(max_tokens, int) or not 50 <= max_tokens <= settings.retrieval_max_tokens_max:
-        raise ValidationError(f"must be a whole number from 50 to {settings.retrieval_max_tokens_max}", field="max_tokens")
+    if (
+        isinstance(max_tokens, bool)
+        or not isinstance(max_tokens, int)
+        or not 50 <= max_tokens <= settings.retrieval_max_tokens_max
+    ):
+        raise ValidationError(
+            f"must be a whole number from 50 to {settings.retrieval_max_tokens_max}", field="max_tokens"
+        )
 
     window = None
     if time_range is not None:

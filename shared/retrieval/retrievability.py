@@ -28,8 +28,9 @@ def card_state(card: dict[str, Any]) -> tuple[float | None, datetime | None]:
     return c.stability, c.last_review
 
 
-def retrievability(stability: float | None, last_review: datetime | None, now: datetime, *,
-                   desired_retention: float = 0.9) -> float:
+def retrievability(
+    stability: float | None, last_review: datetime | None, now: datetime, *, desired_retention: float = 0.9
+) -> float:
     """0 for a memory with no FSRS state (never formed)."""
     # card_id and due given: the fsrs package would otherwise read the clock (and sleep 1 ms)
     card = Card(card_id=0, state=State.Review, stability=stability, last_review=last_review, due=now)

@@ -57,8 +57,13 @@ class ReviewNotes:
         with self._cond:
             if len(self._queue) >= self._settings.review_notes_queue_max:
                 self.dropped += 1
-                log.warning("review_note_dropped", reason="queue full (PostgreSQL slow or unreachable)",
-                            queued=len(self._queue), dropped=self.dropped, tenant=note.tenant)
+                log.warning(
+                    "review_note_dropped",
+                    reason="queue full (PostgreSQL slow or unreachable)",
+                    queued=len(self._queue),
+                    dropped=self.dropped,
+                    tenant=note.tenant,
+                )
                 return
             self._queue.append(note)
             self._queued += 1

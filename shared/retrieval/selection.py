@@ -94,15 +94,24 @@ class _Costs:
         self.headers: dict[str, int] = {}
 
     def header_only(self, s: Selected) -> int:
-        lines = episode_lines(s.hit, [], now=self.now, summary=s.summary, key_moment_surprise=self.p.key_moment_surprise,
-                              title_words=self.p.title_words)
+        lines = episode_lines(
+            s.hit,
+            [],
+            now=self.now,
+            summary=s.summary,
+            key_moment_surprise=self.p.key_moment_surprise,
+            title_words=self.p.title_words,
+        )
         return sum(self.count(x) for x in lines) + len(lines) - 1 + self.separator
 
     def header(self, hit: EpisodeHit) -> int:
         cost = self.headers.get(hit.id)
         if cost is None:
-            cost = self.headers[hit.id] = self.count(shown_header(hit, self.now, key_moment_surprise=self.p.key_moment_surprise,
-                                                                 title_words=self.p.title_words))
+            cost = self.headers[hit.id] = self.count(
+                shown_header(
+                    hit, self.now, key_moment_surprise=self.p.key_moment_surprise, title_words=self.p.title_words
+                )
+            )
         return cost
 
     def summary(self, summary: str | None) -> int:
@@ -111,8 +120,16 @@ class _Costs:
     def with_message(self, s: _Entry, line: int, gaps: int) -> int:
         """The block's cost once one more message (its line costing ``line``) is shown,
         with ``gaps`` markers then, from the entry's running sums."""
-        return (self.header(s.hit) + self.summary(s.summary) + s.message_cost + line + len(s.seqs) + 1
-                + gaps * (self.gap + 1) + self.separator)
+        return (
+            self.header(s.hit)
+            + self.summary(s.summary)
+            + s.message_cost
+            + line
+            + len(s.seqs)
+            + 1
+            + gaps * (self.gap + 1)
+            + self.separator
+        )
 
 
 @dataclass
@@ -177,7 +194,11 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             first_headers.append((-p.header_weight * hit.final, hit.rank, -1, hit, None))
         else:
             last_headers.append((1.0, hit.rank, -1, hit, None))
-            best = hit.messages if cap >= len(hit.messages) else sorted(hit.messages, key=lambda m: (-m.relevance, m.seq))[:cap]
+            best = (
+                hit.messages
+                if cap >= len(hit.messages)
+                else sorted(hit.messages, key=lambda m: (-m.relevance, m.seq))[:cap]
+            )
             rank = hit.rank
             message_items.extend([(-m.relevance, rank, m.seq, hit, m) for m in best])
     # no budget holds more than max_tokens / (tokens of the shortest line) messages: past a
@@ -251,15 +272,23 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     return Selection(chosen, text, tokens)
 
 
-def _render(chosen: Sequence[Selected], p: SelectionParams, now: datetime, count: Counter, query: str) -> tuple[str, int]:
+def _render(
+    chosen: Sequence[Selected], p: SelectionParams, now: datetime, count: Counter, query: str
+) -> tuple[str, int]:
     """The markdown of ``chosen`` and its exact token count (``count_chunks``: line by line)."""
     if not chosen:
         text = markdown([], query)
         return text, count(text)
     chunks: list[str] = []
     for s in chosen:
-        lines = episode_lines(s.hit, s.shown, now=now, summary=s.summary, key_moment_surprise=p.key_moment_surprise,
-                              title_words=p.title_words)
+        lines = episode_lines(
+            s.hit,
+            s.shown,
+            now=now,
+            summary=s.summary,
+            key_moment_surprise=p.key_moment_surprise,
+            title_words=p.title_words,
+        )
         chunks.extend(line + "\n" for line in lines)
         chunks[-1] += "\n"
     chunks[-1] = chunks[-1][:-2]

@@ -71,11 +71,15 @@ class RetrievalResult:
             "limit": r.limit,
             "max_tokens": r.max_tokens,
             "now": r.now.isoformat(),
-            "time_range": None if r.time_range is None else {
+            "time_range": None
+            if r.time_range is None
+            else {
                 "start": r.time_range.start.isoformat() if r.time_range.start else None,
                 "end": r.time_range.end.isoformat() if r.time_range.end else None,
             },
-            "named_time": None if self.named_time is None else {
+            "named_time": None
+            if self.named_time is None
+            else {
                 "phrase": self.named_time.phrase,
                 "start": self.named_time.window.start.isoformat() if self.named_time.window.start else None,
                 "end": self.named_time.window.end.isoformat() if self.named_time.window.end else None,
@@ -101,15 +105,18 @@ def _connection(conn: psycopg.Connection | None, settings: Settings) -> Iterator
         yield own
 
 
-def rerank(hits: list[EpisodeHit], fused: dict[str, float], settings: Settings, now: datetime,
-           named: NamedTime | None) -> list[EpisodeHit]:
+def rerank(
+    hits: list[EpisodeHit], fused: dict[str, float], settings: Settings, now: datetime, named: NamedTime | None
+) -> list[EpisodeHit]:
     """Score the found episodes (in place) and order them best first:
     final = rrf x retrievability^weight x time boost."""
     for hit in hits:
         hit.rrf = fused[hit.id]
         hit.retrievability = with_floor(
             retrievability(hit.stability, hit.last_review, now, desired_retention=settings.desired_retention),
-            hit.surprise, flashbulb_surprise=settings.flashbulb_surprise, floor=settings.flashbulb_floor,
+            hit.surprise,
+            flashbulb_surprise=settings.flashbulb_surprise,
+            floor=settings.flashbulb_floor,
         )
         if named is not None and named.window.overlaps(hit.start_at, hit.end_at):
             hit.time_boost = settings.time_boost
@@ -122,19 +129,27 @@ def rerank(hits: list[EpisodeHit], fused: dict[str, float], settings: Settings, 
 
 def multiplier(hit: EpisodeHit, settings: Settings) -> float:
     """What an episode's FSRS retrievability and a time the query names do to its scores."""
-    return (hit.retrievability ** settings.retrievability_weight) * hit.time_boost
+    return (hit.retrievability**settings.retrievability_weight) * hit.time_boost
 
 
 def relevance_params(settings: Settings) -> RelevanceParams:
     return RelevanceParams(
-        k=settings.rrf_k, neighbour_bonus=settings.neighbour_bonus, speaker_weight=settings.speaker_match_weight,
-        density_weight=settings.episode_density_weight, density_top=settings.episode_density_top,
+        k=settings.rrf_k,
+        neighbour_bonus=settings.neighbour_bonus,
+        speaker_weight=settings.speaker_match_weight,
+        density_weight=settings.episode_density_weight,
+        density_top=settings.episode_density_top,
         episode_weight=settings.message_episode_weight,
     )
 
 
-def attach_messages(shown: dict[str, list[tuple]], hits: list[EpisodeHit], message_ranks: dict[str, dict[int, dict[str, int]]],
-                    named: frozenset[str], settings: Settings) -> None:
+def attach_messages(
+    shown: dict[str, list[tuple]],
+    hits: list[EpisodeHit],
+    message_ranks: dict[str, dict[int, dict[str, int]]],
+    named: frozenset[str],
+    settings: Settings,
+) -> None:
     """Give each hit the messages that may be shown (``shown``: episode id -> (seq, role,
     speaker, content, ts) in seq order), each with the priority it competes for the
     budget with (``relevance.py``). ``message_ranks``: episode id -> seq -> the
@@ -146,7 +161,9 @@ def attach_messages(shown: dict[str, list[tuple]], hits: list[EpisodeHit], messa
             h.messages = []
             continue
         r = episode_relevance([row[0] for row in rows], message_ranks.get(h.id, {}), p, [row[2] for row in rows], named)
-        scores = priorities(r.scores, r.density, h.rrf, h.retrievability ** settings.retrievability_weight, h.time_boost, p)
+        scores = priorities(
+            r.scores, r.density, h.rrf, h.retrievability**settings.retrievability_weight, h.time_boost, p
+        )
         h.messages = [
             MessageView(seq, role, speaker, content, ts, score, ranks, match)
             for (seq, role, speaker, content, ts), score, ranks, match in zip(rows, scores, r.ranks, r.speaker_match)
@@ -180,8 +197,14 @@ def participants(conn: psycopg.Connection, request: RetrievalRequest, settings: 
     return names
 
 
-def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, embed: Callable[[str], np.ndarray] | None = None,
-             conn: psycopg.Connection | None = None, record: bool = True) -> RetrievalResult:
+def retrieve(
+    request: RetrievalRequest,
+    *,
+    settings: Settings | None = None,
+    embed: Callable[[str], np.ndarray] | None = None,
+    conn: psycopg.Connection | None = None,
+    record: bool = True,
+) -> RetrievalResult:
     """Run a validated request (see ``build_request``). ``embed`` turns the searched text
     (the query without the participants it names) into a vector; default: the
     configured embedding model."""
@@ -203,23 +226,41 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         vector = np.asarray(embed(terms.search_text), dtype=np.float32)
         t2 = time.perf_counter()
         timings["embed"] = (t2 - t1) * 1000
-        found = legs.run_legs(c, request, vector, settings.legs, settings.retrieval_candidates, settings.hnsw_ef_search,
-                              query_text=terms.search_text, full=True, reach=message_reach(request.max_tokens, settings),
-                              facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None,
-                              plan_cache_mode=settings.retrieval_plan_cache_mode)
+        found = legs.run_legs(
+            c,
+            request,
+            vector,
+            settings.legs,
+            settings.retrieval_candidates,
+            settings.hnsw_ef_search,
+            query_text=terms.search_text,
+            full=True,
+            reach=message_reach(request.max_tokens, settings),
+            facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None,
+            plan_cache_mode=settings.retrieval_plan_cache_mode,
+        )
         t3 = time.perf_counter()
         timings["sql"] = (t3 - t2) * 1000
         fused = rrf(found.episodes, settings.rrf_k)[: max(settings.retrieval_candidates, request.limit)]
         for f in fused:
             if f.id in found.hits:
                 found.hits[f.id].ranks = f.ranks
-        hits = rerank([found.hits[f.id] for f in fused if f.id in found.hits], {f.id: f.score for f in fused},
-                      settings, request.now, named)[: request.limit]
+        hits = rerank(
+            [found.hits[f.id] for f in fused if f.id in found.hits],
+            {f.id: f.score for f in fused},
+            settings,
+            request.now,
+            named,
+        )[: request.limit]
         params = SelectionParams(
-            detail=request.detail, max_tokens=request.max_tokens, low_messages=settings.low_detail_messages,
-            auto_rank=settings.auto_detail_rank, key_moment_surprise=settings.key_moment_surprise,
+            detail=request.detail,
+            max_tokens=request.max_tokens,
+            low_messages=settings.low_detail_messages,
+            auto_rank=settings.auto_detail_rank,
+            key_moment_surprise=settings.key_moment_surprise,
             summary_tokens_with_messages=settings.summary_tokens_with_messages,
-            header_weight=settings.message_episode_weight, title_words=settings.display_title_words,
+            header_weight=settings.message_episode_weight,
+            title_words=settings.display_title_words,
         )
         if request.detail != "none" and hits:
             shown = found.shown
@@ -232,7 +273,9 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         facts_text, fact_records = _facts(c, request, found.facts, settings)
         if facts_text:  # the facts come first; the episodes fill what is left (2 tokens spare for the joint)
             params = replace(params, max_tokens=max(0, request.max_tokens - count_tokens(facts_text + "\n\n") - 2))
-        selection = select(hits, params, request.now, count_tokens_cached, request.query) if params.max_tokens >= 20 else None
+        selection = (
+            select(hits, params, request.now, count_tokens_cached, request.query) if params.max_tokens >= 20 else None
+        )
         chosen = selection.chosen if selection else []
         text, tokens = (selection.text, selection.tokens) if selection else ("", 0)
         if facts_text:
@@ -245,24 +288,41 @@ def retrieve(request: RetrievalRequest, *, settings: Settings | None = None, emb
         returned = [s.hit for s in chosen]
         recorded = 0
         if record and chosen:  # written by this process's review-notes writer, off the request path
-            review_notes(settings).add(ReviewNote(
-                request.tenant, request.query, request.now,
-                tuple(Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen), request.asked_in,
-            ))
+            review_notes(settings).add(
+                ReviewNote(
+                    request.tenant,
+                    request.query,
+                    request.now,
+                    tuple(Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen),
+                    request.asked_in,
+                )
+            )
             recorded = len(chosen)
         timings["record"] = (time.perf_counter() - t4) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
-    log.debug("retrieved", tenant=request.tenant, memories=len(chosen), tokens=tokens, detail=request.detail,
-              named_time=named.phrase if named else None, participants=sorted(terms.named), ms=round(timings["total"], 1))
-    return RetrievalResult(request, text, tokens, returned, chosen, named, timings, recorded, sorted(terms.named),
-                           fact_records)
+    log.debug(
+        "retrieved",
+        tenant=request.tenant,
+        memories=len(chosen),
+        tokens=tokens,
+        detail=request.detail,
+        named_time=named.phrase if named else None,
+        participants=sorted(terms.named),
+        ms=round(timings["total"], 1),
+    )
+    return RetrievalResult(
+        request, text, tokens, returned, chosen, named, timings, recorded, sorted(terms.named), fact_records
+    )
 
 
-def _facts(conn: psycopg.Connection, request: RetrievalRequest, legs_rows: list[tuple[str, str, int]],
-           settings: Settings) -> tuple[str, list[dict[str, Any]]]:
+def _facts(
+    conn: psycopg.Connection, request: RetrievalRequest, legs_rows: list[tuple[str, str, int]], settings: Settings
+) -> tuple[str, list[dict[str, Any]]]:
     """The facts section (semantic memory) within a third of the budget, and its records:
     the fact legs' rows (run in the retrieval's statement) fused, the best facts read."""
-    found = facts_by_id(conn, fuse_fact_legs([legs_rows], settings.rrf_k, settings.retrieval_facts)) if legs_rows else []
+    found = (
+        facts_by_id(conn, fuse_fact_legs([legs_rows], settings.rrf_k, settings.retrieval_facts)) if legs_rows else []
+    )
     if not found:
         return "", []
     block, kept = facts_block([f for f, _, _ in found], request.max_tokens // 3, count_tokens_cached)
@@ -293,8 +353,17 @@ def retrieve_memory(
     one is); what is returned is reviewed when that conversation's next segment ends."""
     settings = settings or get_settings()
     request = build_request(
-        settings, tenant=tenant, query=query, conversation_id=conversation_id, conversation_ids=conversation_ids,
-        limit=limit, detail=detail, max_tokens=max_tokens, time_range=time_range, now=now, asked_in=asked_in,
+        settings,
+        tenant=tenant,
+        query=query,
+        conversation_id=conversation_id,
+        conversation_ids=conversation_ids,
+        limit=limit,
+        detail=detail,
+        max_tokens=max_tokens,
+        time_range=time_range,
+        now=now,
+        asked_in=asked_in,
     )
     return retrieve(request, settings=settings, embed=embed, conn=conn, record=record)
 
@@ -321,11 +390,23 @@ def recent_memory(
     title, when and summary, within ``max_tokens``."""
     settings = settings or get_settings()
     # the same validation as a retrieval (tenant, conversation, limit, budget, now)
-    request = build_request(settings, tenant=tenant, query="recent", conversation_id=conversation_id, limit=limit,
-                            max_tokens=max_tokens, now=now)
+    request = build_request(
+        settings,
+        tenant=tenant,
+        query="recent",
+        conversation_id=conversation_id,
+        limit=limit,
+        max_tokens=max_tokens,
+        now=now,
+    )
     if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days <= 36_500:
         raise ValidationError("must be a number of days above 0", field="days")
-    tenant, conversation_id, limit, max_tokens = request.tenant, request.conversation_ids[0], request.limit, request.max_tokens
+    tenant, conversation_id, limit, max_tokens = (
+        request.tenant,
+        request.conversation_ids[0],
+        request.limit,
+        request.max_tokens,
+    )
     since = request.now - timedelta(days=days)
     with _connection(conn, settings) as c:
         rows = legs.recent_candidates(c, tenant, conversation_id, since, limit)
@@ -337,7 +418,9 @@ def recent_memory(
         h.rank = i
         fits = None
         for summary in (h.summary, None):  # without its summary when the whole one does not fit
-            block = episode_block(h, [], now=request.now, summary=summary, key_moment_surprise=settings.key_moment_surprise)
+            block = episode_block(
+                h, [], now=request.now, summary=summary, key_moment_surprise=settings.key_moment_surprise
+            )
             if count_tokens(markdown(blocks + [block], "")) <= max_tokens:
                 fits = (block, summary is not None)
                 break

@@ -22,8 +22,25 @@ MONTHS.update({name.lower(): i for i, name in enumerate(calendar.month_abbr) if 
 MONTHS["sept"] = 9
 WEEKDAYS = {name.lower(): i for i, name in enumerate(calendar.day_name)}
 SEASONS = {"spring": (3, 6), "summer": (6, 9), "autumn": (9, 12), "fall": (9, 12), "winter": (12, 15)}
-NUMBERS = {"a": 1, "an": 1, "one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7, "eight": 8,
-           "nine": 9, "ten": 10, "eleven": 11, "twelve": 12, "couple of": 2, "few": 3, "several": 3}
+NUMBERS = {
+    "a": 1,
+    "an": 1,
+    "one": 1,
+    "two": 2,
+    "three": 3,
+    "four": 4,
+    "five": 5,
+    "six": 6,
+    "seven": 7,
+    "eight": 8,
+    "nine": 9,
+    "ten": 10,
+    "eleven": 11,
+    "twelve": 12,
+    "couple of": 2,
+    "few": 3,
+    "several": 3,
+}
 _MONTH = "(" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
 _NUM = r"(\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + ")"
 
@@ -31,9 +48,35 @@ _NUM = r"(\d+|" + "|".join(sorted(NUMBERS, key=len, reverse=True)) + ")"
 # Every phrase below holds a digit or one of these words: a query without any names no
 # time, and is answered without running the phrases (most queries).
 _TRIGGERS = re.compile(
-    r"\d|\b(?:" + "|".join(sorted({*MONTHS, *SEASONS, *WEEKDAYS, "today", "tonight", "yesterday", "morning", "afternoon",
-                                   "evening", "night", "day", "days", "week", "weeks", "weekend", "month", "months", "year",
-                                   "years"}, key=len, reverse=True)) + r")\b"
+    r"\d|\b(?:"
+    + "|".join(
+        sorted(
+            {
+                *MONTHS,
+                *SEASONS,
+                *WEEKDAYS,
+                "today",
+                "tonight",
+                "yesterday",
+                "morning",
+                "afternoon",
+                "evening",
+                "night",
+                "day",
+                "days",
+                "week",
+                "weeks",
+                "weekend",
+                "month",
+                "months",
+                "year",
+                "years",
+            },
+            key=len,
+            reverse=True,
+        )
+    )
+    + r")\b"
 )
 
 
@@ -71,19 +114,34 @@ def _relative(now: datetime):
     today = _day(now)
     week = today - timedelta(days=today.weekday())
     return [
-        (r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b", lambda m: TimeRange(today, today + timedelta(days=1))),
+        (
+            r"\btoday\b|\bthis (?:morning|afternoon|evening)\b|\btonight\b",
+            lambda m: TimeRange(today, today + timedelta(days=1)),
+        ),
         (r"\byesterday\b|\blast night\b", lambda m: TimeRange(today - timedelta(days=1), today)),
         (r"\bday before yesterday\b", lambda m: TimeRange(today - timedelta(days=2), today - timedelta(days=1))),
         (r"\bthis week\b", lambda m: TimeRange(week, week + timedelta(days=7))),
         (r"\blast week\b|\bprevious week\b", lambda m: TimeRange(week - timedelta(days=7), week)),
         (r"\blast weekend\b", lambda m: TimeRange(week - timedelta(days=2), week)),
         (r"\bthis month\b", lambda m: _month(today.year, today.month)),
-        (r"\blast month\b|\bprevious month\b", lambda m: _month(today.year, today.month - 1) if today.month > 1 else _month(today.year - 1, 12)),
+        (
+            r"\blast month\b|\bprevious month\b",
+            lambda m: _month(today.year, today.month - 1) if today.month > 1 else _month(today.year - 1, 12),
+        ),
         (r"\bthis year\b", lambda m: _year(today.year)),
         (r"\blast year\b|\bprevious year\b", lambda m: _year(today.year - 1)),
-        (rf"\b(?:the )?(?:last|past) {_NUM} days?\b", lambda m: TimeRange(today - timedelta(days=_number(m.group(1))), today + timedelta(days=1))),
-        (rf"\b(?:the )?(?:last|past) {_NUM} weeks?\b", lambda m: TimeRange(today - timedelta(weeks=_number(m.group(1))), today + timedelta(days=1))),
-        (rf"\b(?:the )?(?:last|past) {_NUM} months?\b", lambda m: TimeRange(_shift_months(today, -_number(m.group(1))), today + timedelta(days=1))),
+        (
+            rf"\b(?:the )?(?:last|past) {_NUM} days?\b",
+            lambda m: TimeRange(today - timedelta(days=_number(m.group(1))), today + timedelta(days=1)),
+        ),
+        (
+            rf"\b(?:the )?(?:last|past) {_NUM} weeks?\b",
+            lambda m: TimeRange(today - timedelta(weeks=_number(m.group(1))), today + timedelta(days=1)),
+        ),
+        (
+            rf"\b(?:the )?(?:last|past) {_NUM} months?\b",
+            lambda m: TimeRange(_shift_months(today, -_number(m.group(1))), today + timedelta(days=1)),
+        ),
         (rf"\b{_NUM} days? ago\b", lambda m: _around(today - timedelta(days=_number(m.group(1))), 1)),
         (rf"\b{_NUM} weeks? ago\b", lambda m: _around(today - timedelta(weeks=_number(m.group(1))), 4)),
         (rf"\b{_NUM} months? ago\b", lambda m: _around(_shift_months(today, -_number(m.group(1))), 16)),

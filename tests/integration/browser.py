@@ -51,7 +51,13 @@ def chromium(authorization: str | None = None, width: int = 1440, height: int = 
 
     options = webdriver.ChromeOptions()
     options.binary_location = shutil.which("chromium")
-    for arg in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-dev-shm-usage", f"--window-size={width},{height}"):
+    for arg in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-dev-shm-usage",
+        f"--window-size={width},{height}",
+    ):
         options.add_argument(arg)
     driver = webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")), options=options)
     try:
@@ -80,12 +86,17 @@ def wait_for(driver, condition, timeout: float, what: str, poll: float = 0.5, de
 
     try:
         return WebDriverWait(
-            driver, timeout, poll_frequency=poll, ignored_exceptions=(NoSuchElementException, StaleElementReferenceException)
+            driver,
+            timeout,
+            poll_frequency=poll,
+            ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
         ).until(condition)
     except TimeoutException:
         path = screenshot(driver, "failed-" + "-".join(what.split())[:60])
         text = driver.find_element(By.TAG_NAME, "body").text
-        raise AssertionError(f"{what}: not within {timeout:.0f} s (screenshot {path})\npage text:\n{text[:3000]}\n{details()}") from None
+        raise AssertionError(
+            f"{what}: not within {timeout:.0f} s (screenshot {path})\npage text:\n{text[:3000]}\n{details()}"
+        ) from None
 
 
 def free_port() -> int:
@@ -119,7 +130,9 @@ class Flower:
         self.log_path = log_path
         self._log = open(log_path, "ab")  # noqa: SIM115 - Flower owns it for its lifetime
         argv = celery_argv("flower", f"--port={self.port}", "--address=127.0.0.1", f"--basic_auth={user}:{password}")
-        self.process = subprocess.Popen(argv, cwd=ROOT, env={**os.environ, **env}, stdout=self._log, stderr=subprocess.STDOUT)
+        self.process = subprocess.Popen(
+            argv, cwd=ROOT, env={**os.environ, **env}, stdout=self._log, stderr=subprocess.STDOUT
+        )
 
     def log_tail(self, chars: int = 3000) -> str:
         self._log.flush()

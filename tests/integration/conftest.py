@@ -138,7 +138,9 @@ def scripted_llm(settings):
 
     from shared.settings import get_settings
 
-    assert settings is get_settings(), "a test replaced the process settings; the in-process worker would not see changes"
+    assert settings is get_settings(), (
+        "a test replaced the process settings; the in-process worker would not see changes"
+    )
     saved = (settings.llm_model, settings.llm_api_base, settings.llm_api_key)
     with ScriptedLLM() as llm:
         settings.llm_model = "openai/scripted"

@@ -7,7 +7,9 @@ from shared.db.episodes import message_seqs
 from shared.mailbox.keys import conversation_keys
 
 
-def assert_every_message_in_exactly_one_episode(db, client, settings, tenant: str, conversation_id: str, accepted: int) -> None:
+def assert_every_message_in_exactly_one_episode(
+    db, client, settings, tenant: str, conversation_id: str, accepted: int
+) -> None:
     seqs = message_seqs(db, tenant, conversation_id)
     assert seqs == list(range(1, accepted + 1)), (
         f"episodes hold seqs {seqs[:10]}... ({len(seqs)} in all), expected 1..{accepted} each once, in order"
@@ -21,12 +23,17 @@ def assert_every_message_in_exactly_one_episode(db, client, settings, tenant: st
 def traces(db, redis, tenant: str, conversation_id: str) -> list[str]:
     """Every place PostgreSQL or Redis still mentions the conversation."""
     found = []
-    tables = [r[0] for r in db.execute(
-        "SELECT table_name FROM information_schema.columns WHERE column_name = 'conversation_id' "
-        "AND table_schema = 'public'")]
+    tables = [
+        r[0]
+        for r in db.execute(
+            "SELECT table_name FROM information_schema.columns WHERE column_name = 'conversation_id' "
+            "AND table_schema = 'public'"
+        )
+    ]
     for table in tables:
-        n = db.execute(f"SELECT count(*) FROM {table} WHERE tenant_id = %s AND conversation_id = %s",
-                       (tenant, conversation_id)).fetchone()[0]
+        n = db.execute(
+            f"SELECT count(*) FROM {table} WHERE tenant_id = %s AND conversation_id = %s", (tenant, conversation_id)
+        ).fetchone()[0]
         if n:
             found.append(f"{table}: {n} rows")
     needle = f"{tenant}/{conversation_id}"

@@ -43,4 +43,3 @@ def stop_process(p: subprocess.Popen, timeout: float = 30.0) -> str:
         p.kill()
         _, err = p.communicate()
     return err or ""
-

@@ -183,10 +183,15 @@ class Fleet:
             log = self.tmp / f"worker{i}.log"
             self.logs.append(log)
             with open(log, "ab") as out:
-                self.workers.append(subprocess.Popen(
-                    worker_argv(concurrency=1, hostname=f"rw{i}@%h", pool="prefork", loglevel="INFO"),
-                    env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True,
-                ))
+                self.workers.append(
+                    subprocess.Popen(
+                        worker_argv(concurrency=1, hostname=f"rw{i}@%h", pool="prefork", loglevel="INFO"),
+                        env=self.env,
+                        stdout=out,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                    )
+                )
 
     def producer(self):
         from producer.client import Producer
@@ -206,8 +211,9 @@ class Fleet:
             direct = redis.Redis.from_url(self.redis.url.rsplit("/", 1)[0] + "/1", socket_timeout=120)
             direct.execute_command("DEBUG", "POPULATE", ballast, "ballast", 64)
             direct.bgrewriteaof()
-            while direct.info("persistence").get("aof_rewrite_in_progress") or \
-                    direct.info("persistence").get("aof_rewrite_scheduled"):
+            while direct.info("persistence").get("aof_rewrite_in_progress") or direct.info("persistence").get(
+                "aof_rewrite_scheduled"
+            ):
                 time.sleep(0.1)
         _restart(self.redis)
 
@@ -266,9 +272,14 @@ def test_workers_resume_within_seconds_after_every_kind_of_restart(tmp_path, ser
 
         def send(round_name: str, conversations: int = 6, per: int = 8) -> None:
             for c in range(conversations):
-                batch = [{"role": "user" if i % 2 == 0 else "assistant",
-                          "content": f"{round_name} conversation {c} message {i}: planning the spring garden beds",
-                          "message_id": f"{round_name}-{c}-{i}"} for i in range(per)]
+                batch = [
+                    {
+                        "role": "user" if i % 2 == 0 else "assistant",
+                        "content": f"{round_name} conversation {c} message {i}: planning the spring garden beds",
+                        "message_id": f"{round_name}-{c}-{i}",
+                    }
+                    for i in range(per)
+                ]
                 for attempt in range(50):  # the producer may meet Redis mid-restart: send again, same ids
                     try:
                         producer.add_messages(batch, conversation_id=f"{round_name}-{c}")

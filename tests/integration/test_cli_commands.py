@@ -54,7 +54,12 @@ def test_replay_reports_the_bad_line_and_keeps_earlier_batches(cli_env, tmp_path
 
 def test_replay_of_a_good_file(cli_env, tmp_path, producer):
     path = tmp_path / "ok.jsonl"
-    path.write_text("\n".join(json.dumps({"conversation_id": "ok-conv", "role": "user", "content": f"line {i}", "message_id": f"x{i}"}) for i in range(7)))
+    path.write_text(
+        "\n".join(
+            json.dumps({"conversation_id": "ok-conv", "role": "user", "content": f"line {i}", "message_id": f"x{i}"})
+            for i in range(7)
+        )
+    )
     out = cli_env.invoke(main, ["replay", str(path), "--batch-size", "3"])
     assert out.exit_code == 0 and "accepted=7" in out.output and "conversations=1" in out.output
     out = cli_env.invoke(main, ["replay", str(path)])

@@ -18,12 +18,27 @@ from shared.tokens import count_tokens
 pytestmark = pytest.mark.integration
 
 EPISODES = {
-    "paris": ("home", "Weekend in Paris", "They walked along the Seine and climbed the Eiffel Tower.",
-              ["We climbed the Eiffel Tower at sunset.", "Then dinner by the Seine, it was lovely."], 2),
-    "taxes": ("home", "Filing the tax return", "Collecting receipts and payslips for the annual tax return.",
-              ["Where are last year's payslips?", "In the blue folder with the receipts."], 30),
-    "bike": ("work", "Fixing a flat bicycle tyre", "Patching the inner tube of the bike's rear wheel.",
-             ["The rear tyre is flat again.", "Use a patch kit on the inner tube."], 5),
+    "paris": (
+        "home",
+        "Weekend in Paris",
+        "They walked along the Seine and climbed the Eiffel Tower.",
+        ["We climbed the Eiffel Tower at sunset.", "Then dinner by the Seine, it was lovely."],
+        2,
+    ),
+    "taxes": (
+        "home",
+        "Filing the tax return",
+        "Collecting receipts and payslips for the annual tax return.",
+        ["Where are last year's payslips?", "In the blue folder with the receipts."],
+        30,
+    ),
+    "bike": (
+        "work",
+        "Fixing a flat bicycle tyre",
+        "Patching the inner tube of the bike's rear wheel.",
+        ["The rear tyre is flat again.", "Use a patch kit on the inner tube."],
+        5,
+    ),
 }
 
 
@@ -43,9 +58,17 @@ def stored(db, settings, tenant, embedded) -> dict[str, str]:
     ids = {}
     for key, (conv, title, summary, lines, hours_ago) in EPISODES.items():
         vectors = embedded[key]
-        ids[key] = write_episode(db, settings, tenant, conv, title=title, summary=summary, vector=vectors[0],
-                                 start=now - timedelta(hours=hours_ago, minutes=2),
-                                 messages=[("user", lines[0], vectors[1]), ("assistant", lines[1], vectors[2])])
+        ids[key] = write_episode(
+            db,
+            settings,
+            tenant,
+            conv,
+            title=title,
+            summary=summary,
+            vector=vectors[0],
+            start=now - timedelta(hours=hours_ago, minutes=2),
+            messages=[("user", lines[0], vectors[1]), ("assistant", lines[1], vectors[2])],
+        )
     return ids
 
 
@@ -72,8 +95,16 @@ def test_retrieve_json_has_every_score_and_keeps_the_budget(stored, tenant):
     data = json.loads(out.stdout)
     assert data["tenant"] == tenant and data["conversation_ids"] == ["home"] and data["max_tokens"] == 120
     assert data["memories"][0]["id"] == stored["paris"]
-    assert {"vector_rank", "lexical_rank", "message_vector_rank", "message_lexical_rank", "rrf", "retrievability",
-            "time_boost", "final"} <= set(data["memories"][0]["scores"])
+    assert {
+        "vector_rank",
+        "lexical_rank",
+        "message_vector_rank",
+        "message_lexical_rank",
+        "rrf",
+        "retrievability",
+        "time_boost",
+        "final",
+    } <= set(data["memories"][0]["scores"])
     assert data["tokens"] == count_tokens(data["text"]) <= 120
     assert {m["id"] for m in data["memories"]} <= {stored["paris"], stored["taxes"]}
 
@@ -109,7 +140,10 @@ def test_detail_limit_and_time_window(stored, tenant):
     [
         (["retrieve", "home", ""], "query: is empty"),
         (["retrieve", "home", "   "], "query: is empty"),
-        (["retrieve", "home", "Paris", "--since", "yesterday"], "time_range.start: 'yesterday' is not an ISO-8601 time"),
+        (
+            ["retrieve", "home", "Paris", "--since", "yesterday"],
+            "time_range.start: 'yesterday' is not an ISO-8601 time",
+        ),
         (["retrieve", "home", "Paris", "--since", "2025-01-01T00:00:00"], "timezone"),
         (["retrieve", "home", "Paris", "--max-tokens", "10"], "max_tokens: must be a whole number from 50"),
         (["retrieve", "home", "Paris", "--limit", "0"], "limit: must be a whole number from 1"),
@@ -156,18 +190,24 @@ def test_reindex_fills_missing_message_vectors_and_retrieval_finds_them_again(db
     from shared.messages import indexed_text
 
     db.execute("UPDATE episode_message SET embedding = NULL WHERE tenant_id = %s", (tenant,))
-    missing = db.execute("SELECT count(*) FROM episode_message WHERE tenant_id = %s AND embedding IS NULL",
-                         (tenant,)).fetchone()[0]
+    missing = db.execute(
+        "SELECT count(*) FROM episode_message WHERE tenant_id = %s AND embedding IS NULL", (tenant,)
+    ).fetchone()[0]
     assert missing == 6
     out = run(tenant, "reindex")
     assert out.exit_code == 0, out.output
     assert "re-embedded 6 messages" in out.stdout
-    assert db.execute("SELECT count(*) FROM episode_message WHERE tenant_id = %s AND embedding IS NULL",
-                      (tenant,)).fetchone()[0] == 0
+    assert (
+        db.execute(
+            "SELECT count(*) FROM episode_message WHERE tenant_id = %s AND embedding IS NULL", (tenant,)
+        ).fetchone()[0]
+        == 0
+    )
     from shared.embeddings import get_embedder
 
-    row = db.execute("SELECT content, embedding FROM episode_message WHERE tenant_id = %s ORDER BY seq LIMIT 1",
-                     (tenant,)).fetchone()
+    row = db.execute(
+        "SELECT content, embedding FROM episode_message WHERE tenant_id = %s ORDER BY seq LIMIT 1", (tenant,)
+    ).fetchone()
     expected = get_embedder(settings).embed([indexed_text({"role": "user", "content": row[0]})])[0]
     assert np.allclose(np.asarray(row[1].to_numpy()), expected, atol=1e-5)
     again = run(tenant, "reindex")

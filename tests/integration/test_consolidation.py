@@ -32,19 +32,42 @@ def embedder(settings):
     return get_embedder(settings)
 
 
-def seed_fact(db, embedder, tenant, content: str, category: str, valid: datetime | None = None, conv: str = CONV) -> str:
+def seed_fact(
+    db, embedder, tenant, content: str, category: str, valid: datetime | None = None, conv: str = CONV
+) -> str:
     run = str(uuid.uuid4())
-    return add_fact(db, tenant=tenant, conversation_id=conv, category=category, content=content,
-                    embedding=embedder.embed([content])[0], valid_at=valid, episode_ids=[], at=T0 - timedelta(days=60),
-                    run_id=run, model="seed")
+    return add_fact(
+        db,
+        tenant=tenant,
+        conversation_id=conv,
+        category=category,
+        content=content,
+        embedding=embedder.embed([content])[0],
+        valid_at=valid,
+        episode_ids=[],
+        at=T0 - timedelta(days=60),
+        run_id=run,
+        model="seed",
+    )
 
 
 def episodes(db, settings, tenant, texts: list[tuple[str, str]], conv: str = CONV) -> list[str]:
     ids = []
     for i, (title, said) in enumerate(texts):
         v = axis(200 + i)
-        ids.append(write_episode(db, settings, tenant, conv, title=title, summary=said, vector=v,
-                                 start=T0 + timedelta(days=7 * i), messages=[("user", said, v, "Ana")]))
+        ids.append(
+            write_episode(
+                db,
+                settings,
+                tenant,
+                conv,
+                title=title,
+                summary=said,
+                vector=v,
+                start=T0 + timedelta(days=7 * i),
+                messages=[("user", said, v, "Ana")],
+            )
+        )
     return ids
 
 
@@ -55,8 +78,11 @@ def numbers(request: dict) -> dict[str, int]:
 
 
 def pending(db, tenant, conv=CONV) -> int:
-    return db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s "
-                      "AND consolidated_at IS NULL", (tenant, conv)).fetchone()[0]
+    return db.execute(
+        "SELECT count(*) FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s "
+        "AND consolidated_at IS NULL",
+        (tenant, conv),
+    ).fetchone()[0]
 
 
 @pytest.fixture
@@ -64,29 +90,49 @@ def life(db, settings, tenant, embedder):
     facts = {
         "lisbon": seed_fact(db, embedder, tenant, "Ana lives in Lisbon.", "identity", datetime(2024, 5, 1, tzinfo=UTC)),
         "cello": seed_fact(db, embedder, tenant, "Ana plays the cello in an amateur orchestra.", "interest"),
-        "vegetarian": seed_fact(db, embedder, tenant, "Ana is vegetarian.", "preference", datetime(2020, 1, 1, tzinfo=UTC)),
+        "vegetarian": seed_fact(
+            db, embedder, tenant, "Ana is vegetarian.", "preference", datetime(2020, 1, 1, tzinfo=UTC)
+        ),
     }
-    eps = episodes(db, settings, tenant, [
-        ("Ana moved from Lisbon to Porto", "Ana moved from Lisbon to Porto last week and adopted a dog named Pico."),
-        ("Orchestra rehearsal with the cello", "Ana rehearsed the cello part with her amateur orchestra."),
-        ("Ana eats fish again", "Ana said she is no longer vegetarian: she eats fish again."),
-    ])
+    eps = episodes(
+        db,
+        settings,
+        tenant,
+        [
+            (
+                "Ana moved from Lisbon to Porto",
+                "Ana moved from Lisbon to Porto last week and adopted a dog named Pico.",
+            ),
+            ("Orchestra rehearsal with the cello", "Ana rehearsed the cello part with her amateur orchestra."),
+            ("Ana eats fish again", "Ana said she is no longer vegetarian: she eats fish again."),
+        ],
+    )
     return facts, eps
 
 
-def test_new_reinforce_update_invalidate_with_both_timelines_and_history(db, settings, tenant, embedder, scripted_llm, life):
+def test_new_reinforce_update_invalidate_with_both_timelines_and_history(
+    db, settings, tenant, embedder, scripted_llm, life
+):
     facts, eps = life
 
     def answer(request):
         assert request["response_format"]["json_schema"]["name"] == "Consolidation"
         n = numbers(request)
-        return {"actions": [
-            {"action": "new", "episode": 1, "fact": "Ana has a dog named Pico.", "category": "relationship"},
-            {"action": "update", "episode": 1, "target": n["Ana lives in Lisbon."], "fact": "Ana lives in Porto.",
-             "category": "identity", "valid_from": "2026-02-22"},
-            {"action": "reinforce", "episode": 2, "target": n["Ana plays the cello in an amateur orchestra."]},
-            {"action": "invalidate", "episode": 3, "target": n["Ana is vegetarian."]},
-        ]}
+        return {
+            "actions": [
+                {"action": "new", "episode": 1, "fact": "Ana has a dog named Pico.", "category": "relationship"},
+                {
+                    "action": "update",
+                    "episode": 1,
+                    "target": n["Ana lives in Lisbon."],
+                    "fact": "Ana lives in Porto.",
+                    "category": "identity",
+                    "valid_from": "2026-02-22",
+                },
+                {"action": "reinforce", "episode": 2, "target": n["Ana plays the cello in an amateur orchestra."]},
+                {"action": "invalidate", "episode": 3, "target": n["Ana is vegetarian."]},
+            ]
+        }
 
     scripted_llm.push(answer)
     before = datetime.now(UTC)
@@ -103,7 +149,9 @@ def test_new_reinforce_update_invalidate_with_both_timelines_and_history(db, set
     assert lisbon.invalid_at == datetime(2026, 2, 22, tzinfo=UTC) and lisbon.expired_at >= before  # two timelines
     assert lisbon.valid_at == datetime(2024, 5, 1, tzinfo=UTC)
     vegetarian = everything["Ana is vegetarian."]
-    assert not vegetarian.active and vegetarian.invalid_at == T0 + timedelta(days=14) and vegetarian.superseded_by is None
+    assert (
+        not vegetarian.active and vegetarian.invalid_at == T0 + timedelta(days=14) and vegetarian.superseded_by is None
+    )
     cello = everything["Ana plays the cello in an amateur orchestra."]
     assert cello.active and cello.reinforcements == 1 and eps[1] in cello.source_episode_ids
     dog = everything["Ana has a dog named Pico."]
@@ -116,15 +164,34 @@ def test_new_reinforce_update_invalidate_with_both_timelines_and_history(db, set
     assert len(list_facts(db, tenant, CONV, include_retired=True)) == 5 and scripted_llm.request_count == 1
 
 
-@pytest.mark.parametrize("bad", [
-    Reply(body="{not json at all"),
-    {"actions": [{"action": "reinforce", "episode": 1, "target": 42}]},  # a number that was not shown
-    {"actions": [{"action": "new", "episode": 9, "fact": "x", "category": "goal"}]},
-    {"actions": [{"action": "reinforce", "episode": 1, "target": 1}, {"action": "invalidate", "episode": 2, "target": 1}]},
-    {"actions": [{"action": "update", "episode": 1, "target": 1, "fact": "Ana lives in Faro.", "category": "identity",
-                  "valid_from": "1999-01-01"}]},  # would end the fact before it began
-    {"actions": [{"action": "new", "episode": 1, "fact": "Ana has a dog.", "category": "pets"}]},
-], ids=["malformed", "unknown-fact", "unknown-episode", "contradictory", "ends-before-it-began", "bad-category"])
+@pytest.mark.parametrize(
+    "bad",
+    [
+        Reply(body="{not json at all"),
+        {"actions": [{"action": "reinforce", "episode": 1, "target": 42}]},  # a number that was not shown
+        {"actions": [{"action": "new", "episode": 9, "fact": "x", "category": "goal"}]},
+        {
+            "actions": [
+                {"action": "reinforce", "episode": 1, "target": 1},
+                {"action": "invalidate", "episode": 2, "target": 1},
+            ]
+        },
+        {
+            "actions": [
+                {
+                    "action": "update",
+                    "episode": 1,
+                    "target": 1,
+                    "fact": "Ana lives in Faro.",
+                    "category": "identity",
+                    "valid_from": "1999-01-01",
+                }
+            ]
+        },  # would end the fact before it began
+        {"actions": [{"action": "new", "episode": 1, "fact": "Ana has a dog.", "category": "pets"}]},
+    ],
+    ids=["malformed", "unknown-fact", "unknown-episode", "contradictory", "ends-before-it-began", "bad-category"],
+)
 def test_a_bad_answer_is_refused_whole_and_nothing_is_applied(db, settings, tenant, embedder, scripted_llm, life, bad):
     scripted_llm.push(bad, bad)  # MEMQ_LLM_MAX_RETRIES=1 in tests: two attempts
     before = [f.to_json() for f in list_facts(db, tenant, CONV, include_retired=True)]
@@ -144,8 +211,18 @@ def test_a_timeout_is_retried(db, settings, tenant, embedder, scripted_llm, life
 
 def test_a_new_fact_that_is_already_known_reinforces_it(db, settings, tenant, embedder, scripted_llm, life):
     facts, eps = life
-    scripted_llm.push({"actions": [{"action": "new", "episode": 2, "fact": "Ana plays the cello in an amateur orchestra.",
-                                    "category": "interest"}]})
+    scripted_llm.push(
+        {
+            "actions": [
+                {
+                    "action": "new",
+                    "episode": 2,
+                    "fact": "Ana plays the cello in an amateur orchestra.",
+                    "category": "interest",
+                }
+            ]
+        }
+    )
     outcome = consolidate(db, settings, embedder, tenant, CONV)
     assert outcome.counts == {"reinforced": 1}
     cello = [f for f in list_facts(db, tenant, CONV) if "cello" in f.content]
@@ -155,18 +232,27 @@ def test_a_new_fact_that_is_already_known_reinforces_it(db, settings, tenant, em
 
 def test_only_the_related_facts_shown_can_be_touched(db, settings, tenant, embedder, scripted_llm, life):
     facts, eps = life
-    unrelated = [seed_fact(db, embedder, tenant, text, "interest") for text in
-                 ("Ana collects vintage fountain pens.", "Ana's favourite colour is green.",
-                  "Ana reads science fiction novels.")]
+    unrelated = [
+        seed_fact(db, embedder, tenant, text, "interest")
+        for text in (
+            "Ana collects vintage fountain pens.",
+            "Ana's favourite colour is green.",
+            "Ana reads science fiction novels.",
+        )
+    ]
     elsewhere = seed_fact(db, embedder, tenant, "Ana lives in Lisbon.", "identity", conv="other-conversation")
     narrow = settings.model_copy(update={"consolidation_candidates": 3})
-    scripted_llm.push(lambda request: {"actions": [{"action": "invalidate", "episode": 1, "target": len(numbers(request)) + 1}]},
-                      lambda request: {"actions": [{"action": "invalidate", "episode": 1, "target": 4}]})
+    scripted_llm.push(
+        lambda request: {"actions": [{"action": "invalidate", "episode": 1, "target": len(numbers(request)) + 1}]},
+        lambda request: {"actions": [{"action": "invalidate", "episode": 1, "target": 4}]},
+    )
     assert consolidate(db, narrow, embedder, tenant, CONV).status == "failed"
     shown = numbers(scripted_llm.requests[0])
     assert len(shown) == 3 and "Ana lives in Lisbon." in shown
     assert all(f.active for f in list_facts(db, tenant, CONV)) and len(list_facts(db, tenant, CONV)) == 6
-    assert [f.id for f in list_facts(db, tenant, "other-conversation")] == [elsewhere]  # another conversation: never shown
+    assert [f.id for f in list_facts(db, tenant, "other-conversation")] == [
+        elsewhere
+    ]  # another conversation: never shown
     assert set(unrelated) <= {f.id for f in list_facts(db, tenant, CONV)}
 
 
@@ -181,8 +267,9 @@ def test_without_an_llm_episodes_wait_until_memq_consolidate(db, settings, tenan
         assert refused.exit_code == 1 and "needs an LLM" in refused.output
     finally:
         settings.llm_model = saved
-    scripted_llm.push({"actions": [{"action": "new", "episode": 1, "fact": "Ana has a dog named Pico.",
-                                    "category": "relationship"}]})
+    scripted_llm.push(
+        {"actions": [{"action": "new", "episode": 1, "fact": "Ana has a dog named Pico.", "category": "relationship"}]}
+    )
     drained = CliRunner().invoke(main, ["consolidate", CONV, "--tenant", tenant])
     assert drained.exit_code == 0, drained.output
     assert "consolidated 3 of 3 episodes: 1 new" in drained.output
@@ -195,15 +282,43 @@ def test_a_consolidation_is_due_at_the_threshold_or_for_a_flashbulb(db, settings
     from worker.tasks.memory import _due
 
     v = axis(240)
-    write_episode(db, settings, tenant, "quiet", title="Small talk", summary="Weather.", vector=v, start=T0,
-                  messages=[("user", "Nice weather today.", v)])
+    write_episode(
+        db,
+        settings,
+        tenant,
+        "quiet",
+        title="Small talk",
+        summary="Weather.",
+        vector=v,
+        start=T0,
+        messages=[("user", "Nice weather today.", v)],
+    )
     assert not _due(db, settings, tenant, "quiet")  # one ordinary episode waits for more
-    write_episode(db, settings, tenant, "quiet", title="The accident", summary="Ana was in a car accident.", vector=v,
-                  start=T0 + timedelta(days=1), surprise=0.9, messages=[("user", "I was in a car accident!", v)])
+    write_episode(
+        db,
+        settings,
+        tenant,
+        "quiet",
+        title="The accident",
+        summary="Ana was in a car accident.",
+        vector=v,
+        start=T0 + timedelta(days=1),
+        surprise=0.9,
+        messages=[("user", "I was in a car accident!", v)],
+    )
     assert _due(db, settings, tenant, "quiet")  # a flashbulb does not wait
     for i in range(3):
-        write_episode(db, settings, tenant, "busy", title=f"Chat {i}", summary="Talk.", vector=v,
-                      start=T0 + timedelta(days=i), messages=[("user", f"message {i}", v)])
+        write_episode(
+            db,
+            settings,
+            tenant,
+            "busy",
+            title=f"Chat {i}",
+            summary="Talk.",
+            vector=v,
+            start=T0 + timedelta(days=i),
+            messages=[("user", f"message {i}", v)],
+        )
         assert _due(db, settings, tenant, "busy") is (i + 1 >= settings.consolidation_threshold)
 
 
@@ -212,16 +327,31 @@ def test_retrieval_shows_the_relevant_facts_first_and_keeps_the_budget(db, setti
     from shared.tokens import count_tokens
 
     for budget in (50, 80, 150, 400, 1500):
-        r = retrieve_memory("Does Ana play an instrument?", tenant=tenant, conversation_id=CONV, max_tokens=budget,
-                            settings=settings, conn=db, record=False)
+        r = retrieve_memory(
+            "Does Ana play an instrument?",
+            tenant=tenant,
+            conversation_id=CONV,
+            max_tokens=budget,
+            settings=settings,
+            conn=db,
+            record=False,
+        )
         assert r.tokens == count_tokens(r.text) <= budget, budget
         if budget >= 150:
             assert r.text.startswith("## Known facts\n- Ana plays the cello in an amateur orchestra. (interest)")
             assert r.to_json()["facts"][0]["content"] == "Ana plays the cello in an amateur orchestra."
-    other = retrieve_memory("Does Ana play an instrument?", tenant=tenant, conversation_id="someone-else", settings=settings,
-                            conn=db, record=False)
+    other = retrieve_memory(
+        "Does Ana play an instrument?",
+        tenant=tenant,
+        conversation_id="someone-else",
+        settings=settings,
+        conn=db,
+        record=False,
+    )
     assert other.facts == [] and "Known facts" not in other.text  # facts of another conversation are not shown
     whole = retrieve_memory("Does Ana play an instrument?", tenant=tenant, settings=settings, conn=db, record=False)
     assert whole.facts[0]["content"] == "Ana plays the cello in an amateur orchestra."  # the whole tenant's facts
-    stranger = retrieve_memory("Does Ana play an instrument?", tenant=f"{tenant}-x", settings=settings, conn=db, record=False)
+    stranger = retrieve_memory(
+        "Does Ana play an instrument?", tenant=f"{tenant}-x", settings=settings, conn=db, record=False
+    )
     assert stranger.facts == []  # never another tenant's

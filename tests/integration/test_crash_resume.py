@@ -22,7 +22,9 @@ def _store(producer, settings, tenant, conv, **overrides):
 
 def _queue(producer, conv, n):
     producer._publish_drain = lambda tenant, c: None  # no worker involvement in these checks
-    producer.add_messages([{"role": "user", "content": f"message {i} of the crash test"} for i in range(n)], conversation_id=conv)
+    producer.add_messages(
+        [{"role": "user", "content": f"message {i} of the crash test"} for i in range(n)], conversation_id=conv
+    )
 
 
 def _connect(settings):

@@ -51,8 +51,12 @@ def published(monkeypatch, service_env):
     from worker.tasks import publish
 
     sent: list[tuple] = []
-    monkeypatch.setattr(publish, "drain", lambda tenant, conv, countdown=0.0, attempt=0: sent.append(("drain", conv, countdown)))
-    monkeypatch.setattr(publish, "episode", lambda tenant, conv, eid, countdown=0.0, attempt=0: sent.append(("episode", conv)))
+    monkeypatch.setattr(
+        publish, "drain", lambda tenant, conv, countdown=0.0, attempt=0: sent.append(("drain", conv, countdown))
+    )
+    monkeypatch.setattr(
+        publish, "episode", lambda tenant, conv, eid, countdown=0.0, attempt=0: sent.append(("episode", conv))
+    )
     return sent
 
 
@@ -62,7 +66,8 @@ def run_with(monkeypatch, producer):
 
     def run(conv: str, fault, trigger: str = "FAULT"):
         producer.add_messages(
-            [{"role": "user", "content": f"message {i} {'FAULT' if i == 2 else ''}"} for i in range(4)], conversation_id=conv
+            [{"role": "user", "content": f"message {i} {'FAULT' if i == 2 else ''}"} for i in range(4)],
+            conversation_id=conv,
         )
         monkeypatch.setattr(resources, "detector", lambda: FaultyDetector(trigger, fault))
         from worker.tasks.segmentation import event_segmentation
@@ -76,7 +81,9 @@ def assert_findable(producer, conv):
     keys = producer.keys(conv)
     status = producer.status(conv)
     assert status.inbox > 0 and status.drain_queued, status
-    assert producer.redis.zscore(keys.shard.drains, keys.member) is not None, "not in the drains index: the sweeper cannot see it"
+    assert producer.redis.zscore(keys.shard.drains, keys.member) is not None, (
+        "not in the drains index: the sweeper cannot see it"
+    )
 
 
 def test_a_transient_error_requeues_with_backoff(run_with, producer, published):
@@ -147,7 +154,13 @@ def test_a_drain_killed_outright_is_found_by_the_sweeper(producer, settings, ten
     producer._publish_drain = lambda t, c: None
     conv = "exit-killed"
     producer.add_messages([{"role": "user", "content": f"message {i}"} for i in range(5)], conversation_id=conv)
-    store = ConversationStore(producer.redis, Scripts.register(producer.redis), settings.model_copy(update={"drain_max_messages": 2}), tenant, conv)
+    store = ConversationStore(
+        producer.redis,
+        Scripts.register(producer.redis),
+        settings.model_copy(update={"drain_max_messages": 2}),
+        tenant,
+        conv,
+    )
     assert store.acquire()
     from shared.connections import pg_connect
 
@@ -164,7 +177,9 @@ def test_the_time_budget_is_checked_before_every_message(producer, settings, ten
     """A batch of slow detector calls (LLM topic checks) must not overrun the budget."""
     producer._publish_drain = lambda t, c: None
     conv = "exit-budget"
-    producer.add_messages([{"role": "user", "content": f"message number {i} with enough text"} for i in range(20)], conversation_id=conv)
+    producer.add_messages(
+        [{"role": "user", "content": f"message number {i} with enough text"} for i in range(20)], conversation_id=conv
+    )
 
     class Slow(RulesOnlyDetector):
         def check(self, data):

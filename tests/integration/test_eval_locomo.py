@@ -40,17 +40,39 @@ def conversation(sample_id: str) -> dict:
     return {
         "sample_id": sample_id,
         "conversation": {
-            "speaker_a": "Ada", "speaker_b": "Ben",
-            "session_1_date_time": "1:56 pm on 8 May, 2023", "session_1": turns(1, SESSION_1),
-            "session_2_date_time": "10:00 am on 20 June, 2023", "session_2": turns(2, SESSION_2),
+            "speaker_a": "Ada",
+            "speaker_b": "Ben",
+            "session_1_date_time": "1:56 pm on 8 May, 2023",
+            "session_1": turns(1, SESSION_1),
+            "session_2_date_time": "10:00 am on 20 June, 2023",
+            "session_2": turns(2, SESSION_2),
             "session_3_date_time": "9:00 am on 1 July, 2023",  # a date with no session: skipped
         },
         "qa": [
-            {"question": "Which city did Ada visit with her sister?", "answer": "Lisbon", "evidence": ["D1:1"], "category": 4},
-            {"question": "What did Ada make in her first pottery lesson?", "answer": "a blue bowl", "evidence": ["D2:2"],
-             "category": 4},
-            {"question": "What is the name of Ben's dog?", "answer": "Pixel", "evidence": ["D2:3", "D2:5"], "category": 1},
-            {"question": "When did Ada sign up for pottery?", "answer": "May 2023", "evidence": ["D1:5"], "category": 2},
+            {
+                "question": "Which city did Ada visit with her sister?",
+                "answer": "Lisbon",
+                "evidence": ["D1:1"],
+                "category": 4,
+            },
+            {
+                "question": "What did Ada make in her first pottery lesson?",
+                "answer": "a blue bowl",
+                "evidence": ["D2:2"],
+                "category": 4,
+            },
+            {
+                "question": "What is the name of Ben's dog?",
+                "answer": "Pixel",
+                "evidence": ["D2:3", "D2:5"],
+                "category": 1,
+            },
+            {
+                "question": "When did Ada sign up for pottery?",
+                "answer": "May 2023",
+                "evidence": ["D1:5"],
+                "category": 2,
+            },
             {"question": "Is Ben a cat person?", "adversarial_answer": "no", "evidence": [], "category": 5},
         ],
     }
@@ -63,7 +85,9 @@ def test_eval_locomo_runs_the_real_pipeline_and_reports(service_env, tmp_path, d
     (data / "locomo" / "mini.json").write_text(json.dumps([conversation(sample)]))
     out = tmp_path / "out"
     tenant = f"eval{uuid.uuid4().hex[:8]}"
-    result = CliRunner().invoke(main, ["eval-locomo", str(data), "--tenant", tenant, "--workers", "1", "--out", str(out)])
+    result = CliRunner().invoke(
+        main, ["eval-locomo", str(data), "--tenant", tenant, "--workers", "1", "--out", str(out)]
+    )
     assert result.exit_code == 0, result.output
 
     report = json.loads((out / "locomo-report.json").read_text())
@@ -72,8 +96,9 @@ def test_eval_locomo_runs_the_real_pipeline_and_reports(service_env, tmp_path, d
     assert report["questions"] == 4  # categories 1-4 with evidence
     assert report["episodes"]["episodes"] >= 2  # the 6-week gap between sessions is a time boundary
     assert sum(report["episodes"]["per_conversation"].values()) == report["episodes"]["episodes"]
-    stored = db.execute("SELECT count(*) FROM episode_message WHERE tenant_id = %s AND conversation_id = %s",
-                        (tenant, sample)).fetchone()[0]
+    stored = db.execute(
+        "SELECT count(*) FROM episode_message WHERE tenant_id = %s AND conversation_id = %s", (tenant, sample)
+    ).fetchone()[0]
     assert stored == 12
     overall = report["overall"]
     assert {"memq", "turn", "turn · memq query", "window8", "session"} <= set(overall)

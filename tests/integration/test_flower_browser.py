@@ -61,7 +61,9 @@ def _search(driver, table_id: str, query: str) -> None:
     """Type ``query`` into the DataTables search box above ``table_id``."""
     from selenium.webdriver.common.by import By
 
-    box = wait_for(driver, lambda d: d.find_element(By.CSS_SELECTOR, f"#{table_id}_filter input"), 15, f"{table_id} search box")
+    box = wait_for(
+        driver, lambda d: d.find_element(By.CSS_SELECTOR, f"#{table_id}_filter input"), 15, f"{table_id} search box"
+    )
     box.clear()
     box.send_keys(query)
     assert box.get_attribute("value") == query
@@ -97,7 +99,9 @@ def test_flower_dashboard_and_tasks_page_show_the_worker_and_finished_memq_tasks
                 return row if row and row[1] == "Online" else False
 
             row = wait_for(driver, worker_online, 60, f"dashboard lists {name} Online", details=flower.log_tail)
-            wait_for(driver, lambda d: d.find_element(By.ID, "workers-online").text.isdigit(), 15, "dashboard summary cards")
+            wait_for(
+                driver, lambda d: d.find_element(By.ID, "workers-online").text.isdigit(), 15, "dashboard summary cards"
+            )
             assert int(driver.find_element(By.ID, "workers-online").text) >= 1, row
             screenshot(driver, "flower-dashboard")
 
@@ -126,8 +130,14 @@ def test_flower_dashboard_and_tasks_page_show_the_worker_and_finished_memq_tasks
                 d.execute_script("$('#tasks-table').DataTable().ajax.reload(null, false);")
                 return False
 
-            rows = wait_for(driver, tasks_succeeded, 60, f"tasks page shows {', '.join(EXPECTED_TASKS)} SUCCESS", poll=1.0,
-                            details=flower.log_tail)
+            rows = wait_for(
+                driver,
+                tasks_succeeded,
+                60,
+                f"tasks page shows {', '.join(EXPECTED_TASKS)} SUCCESS",
+                poll=1.0,
+                details=flower.log_tail,
+            )
             screenshot(driver, "flower-tasks")
             assert not any("FAILURE" in r for r in rows), rows
     finally:

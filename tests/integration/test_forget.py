@@ -45,12 +45,20 @@ def _cut(producer, settings, tenant, conv) -> tuple[ConversationStore, list[str]
 def _write_late(db, settings, embedder, tenant, conv, segment) -> None:  # noqa: F811
     """What an episode creation that read ``segment`` before the forget does afterwards."""
     row = build_episode({**segment, "episode_id": "00000000-0000-4000-8000-000000000001"}, settings, embedder)
-    store_episode(db, tenant=tenant, conversation_id=conv, fence=segment["fence"], messages=segment["messages"],
-                  expected=check_stored(db, tenant, conv, segment["messages"]), row=row)
+    store_episode(
+        db,
+        tenant=tenant,
+        conversation_id=conv,
+        fence=segment["fence"],
+        messages=segment["messages"],
+        expected=check_stored(db, tenant, conv, segment["messages"]),
+        row=row,
+    )
 
 
-def test_an_episode_creation_in_flight_cannot_bring_a_forgotten_conversation_back(producer, db, settings, tenant,
-                                                                                   embedder):  # noqa: F811
+def test_an_episode_creation_in_flight_cannot_bring_a_forgotten_conversation_back(
+    producer, db, settings, tenant, embedder
+):  # noqa: F811
     conv = "forget-in-flight"
     keys = producer.keys(conv)
     _no_publish(producer)

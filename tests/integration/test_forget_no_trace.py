@@ -40,6 +40,7 @@ def planted() -> str:
 
 # --- waiting on the worker -----------------------------------------------------------------------
 
+
 class Tasks:
     """The tenant's Celery tasks still queued or taken but not yet acknowledged, read from
     the broker (whichever worker takes them: tasks are acknowledged after they ran).
@@ -91,6 +92,7 @@ class Tasks:
 
 # --- what the logs say -----------------------------------------------------------------------------
 
+
 class Lines(logging.Handler):
     """Every record at info and above, as its event dict (structlog) or message, with any traceback."""
 
@@ -109,19 +111,23 @@ class Lines(logging.Handler):
 
 # --- the scans -------------------------------------------------------------------------------------
 
+
 def pg_traces(db, needles: list[str]) -> list[str]:
     """Every (table, column, needle) where a value of a text, varchar, json, jsonb, uuid or
     array column of any table of the public schema contains a needle."""
     columns = db.execute(
         "SELECT table_name, column_name FROM information_schema.columns c JOIN information_schema.tables t "
         "USING (table_schema, table_name) WHERE table_schema = 'public' AND t.table_type = 'BASE TABLE' "
-        "AND c.data_type = ANY(%s) ORDER BY table_name, ordinal_position", (list(SCANNED_TYPES),)).fetchall()
+        "AND c.data_type = ANY(%s) ORDER BY table_name, ordinal_position",
+        (list(SCANNED_TYPES),),
+    ).fetchall()
     assert {"episode_message", "memory_review", "pending_review", "semantic_fact"} <= {t for t, _ in columns}
     found = []
     for table, column in columns:
         rows = db.execute(
             f'SELECT n, count(*) FROM "{table}" x, unnest(%s::text[]) n WHERE strpos(x."{column}"::text, n) > 0 GROUP BY n',
-            (needles,)).fetchall()
+            (needles,),
+        ).fetchall()
         found += [f"{table}.{column}: {count} rows hold {needle!r}" for needle, count in rows]
     return found
 
@@ -182,6 +188,7 @@ def redis_traces(client, needles: list[str]) -> list[str]:
 
 # --- the pipeline ----------------------------------------------------------------------------------
 
+
 @dataclass
 class Run:
     llm: bool
@@ -213,17 +220,25 @@ def _route(token: str):
                 refused.append(1)
                 return {"title": token, "summary": f"{token} is too short a title."}
             if mine:
-                return {"title": f"Kitchen tiles inspired by {token} and Alfama",
-                        "summary": f"Ana {token} wants azulejo tiles like the Alfama apartment's in her kitchen."}
-            return {"title": "Booking the Alfama apartment in Lisbon for June",
-                    "summary": "Marta booked the Alfama apartment with blue azulejo tiles for June."}
+                return {
+                    "title": f"Kitchen tiles inspired by {token} and Alfama",
+                    "summary": f"Ana {token} wants azulejo tiles like the Alfama apartment's in her kitchen.",
+                }
+            return {
+                "title": "Booking the Alfama apartment in Lisbon for June",
+                "summary": "Marta booked the Alfama apartment with blue azulejo tiles for June.",
+            }
         if name == "MemoryRatings":
             shown = re.findall(r"^\[(\d+)\] (.+?) — ", text, flags=re.M)
             said = re.findall(r"^- (.+)$", text, flags=re.M)
-            reason = ("shown with: " + " / ".join(title for _, title in shown) + "; after: " + (said[0] if said else ""))[:280]
+            reason = (
+                "shown with: " + " / ".join(title for _, title in shown) + "; after: " + (said[0] if said else "")
+            )[:280]
             return {"ratings": [{"memory": int(n), "rating": "good", "reason": reason} for n, _ in shown]}
         if name == "Consolidation":
-            fact = f"Ana {token} wants azulejo tiles in her kitchen." if mine else "Marta booked an apartment in Alfama."
+            fact = (
+                f"Ana {token} wants azulejo tiles in her kitchen." if mine else "Marta booked an apartment in Alfama."
+            )
             return {"actions": [{"action": "new", "episode": 1, "fact": fact, "category": "preference"}]}
         raise AssertionError(f"unexpected request {name}")
 
@@ -231,8 +246,15 @@ def _route(token: str):
 
 
 def _batch(start: datetime, lines: list[tuple[str, str, dict | None]]) -> list[dict]:
-    return [{"role": role, "content": content, "timestamp": (start + timedelta(minutes=i)).isoformat(),
-             **({"metadata": meta} if meta else {})} for i, (role, content, meta) in enumerate(lines)]
+    return [
+        {
+            "role": role,
+            "content": content,
+            "timestamp": (start + timedelta(minutes=i)).isoformat(),
+            **({"metadata": meta} if meta else {}),
+        }
+        for i, (role, content, meta) in enumerate(lines)
+    ]
 
 
 def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str) -> Run:
@@ -254,34 +276,59 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
         producer.wait_idle(conv, timeout=120)
 
     def ask(query: str, conversations: list[str], asked_in: str, at: datetime) -> set[str]:
-        found = retrieve_memory(query, tenant=tenant, conversation_ids=conversations, asked_in=asked_in, settings=settings,
-                                conn=db, now=at, detail="none")
+        found = retrieve_memory(
+            query,
+            tenant=tenant,
+            conversation_ids=conversations,
+            asked_in=asked_in,
+            settings=settings,
+            conn=db,
+            now=at,
+            detail="none",
+        )
         assert flush_review_notes()
         return {h.id for h in found.hits}
 
     def episodes(conv: str) -> list[str]:
-        return [r[0] for r in db.execute("SELECT id::text FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s "
-                                         "ORDER BY start_at", (tenant, conv))]
+        return [
+            r[0]
+            for r in db.execute(
+                "SELECT id::text FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s ORDER BY start_at",
+                (tenant, conv),
+            )
+        ]
 
     def reviews() -> list[tuple]:
-        return db.execute("SELECT conversation_id, memory_id::text, review_day, rating, detail, card_before, card_after, "
-                          "segment_id::text FROM memory_review WHERE tenant_id = %s ORDER BY memory_id, review_day",
-                          (tenant,)).fetchall()
+        return db.execute(
+            "SELECT conversation_id, memory_id::text, review_day, rating, detail, card_before, card_after, "
+            "segment_id::text FROM memory_review WHERE tenant_id = %s ORDER BY memory_id, review_day",
+            (tenant,),
+        ).fetchall()
 
     def settled() -> bool:
-        open_ = db.execute("SELECT count(*) FROM pending_review WHERE tenant_id = %s AND consumed_at IS NULL",
-                           (tenant,)).fetchone()[0]
-        waiting = db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s AND consolidated_at IS NULL",
-                             (tenant,)).fetchone()[0]
+        open_ = db.execute(
+            "SELECT count(*) FROM pending_review WHERE tenant_id = %s AND consumed_at IS NULL", (tenant,)
+        ).fetchone()[0]
+        waiting = db.execute(
+            "SELECT count(*) FROM episodic_memory WHERE tenant_id = %s AND consolidated_at IS NULL", (tenant,)
+        ).fetchone()[0]
         return open_ == 0 and len(reviews()) == 3 and (waiting == 0 or not llm)
 
     with pg_connect(settings, autocommit=True) as db:
         # 1. the other conversation's memory
-        segment(kept, day0, [
-            ("user", "Book the Alfama apartment with the blue azulejo tiles for our Lisbon trip in June.", {"name": "Marta"}),
-            ("assistant", "Booked the Alfama apartment from June 3 to 10.", None),
-            ("user", "Great, the azulejo tiles will be lovely.", {"name": "Marta"}),
-        ])
+        segment(
+            kept,
+            day0,
+            [
+                (
+                    "user",
+                    "Book the Alfama apartment with the blue azulejo tiles for our Lisbon trip in June.",
+                    {"name": "Marta"},
+                ),
+                ("assistant", "Booked the Alfama apartment from June 3 to 10.", None),
+                ("user", "Great, the azulejo tiles will be lovely.", {"name": "Marta"}),
+            ],
+        )
         tasks.settle(lambda: len(episodes(kept)) == 1, what="the kept conversation's first episode")
         (kept_memory,) = episodes(kept)
 
@@ -290,13 +337,24 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
         assert kept_memory in ask(f"{token} Lisbon apartment booking", [kept], gone, day1 - timedelta(hours=1))
 
         # 3. the conversation to forget: the token in content, metadata, speaker and tool names
-        segment(gone, day1, [
-            ("user", f"My {token} kitchen was inspired by the azulejo tiles of the Alfama apartment.",
-             {"name": f"Ana {token}", "note": f"ref-{token}"}),
-            ("assistant", "Let me look up tile shops.", {"tool_calls": [{"name": f"shops_{token}", "arguments": "{}"}]}),
-            ("tool", f"Three shops sell azulejo tiles near {token} street.", {"tool_name": f"shops_{token}"}),
-            ("assistant", f"The blue azulejo tiles from Alfama would suit your kitchen, Ana {token}.", None),
-        ])
+        segment(
+            gone,
+            day1,
+            [
+                (
+                    "user",
+                    f"My {token} kitchen was inspired by the azulejo tiles of the Alfama apartment.",
+                    {"name": f"Ana {token}", "note": f"ref-{token}"},
+                ),
+                (
+                    "assistant",
+                    "Let me look up tile shops.",
+                    {"tool_calls": [{"name": f"shops_{token}", "arguments": "{}"}]},
+                ),
+                ("tool", f"Three shops sell azulejo tiles near {token} street.", {"tool_name": f"shops_{token}"}),
+                ("assistant", f"The blue azulejo tiles from Alfama would suit your kitchen, Ana {token}.", None),
+            ],
+        )
         tasks.settle(lambda: len(episodes(gone)) == 1, what="the forgotten conversation's episode")
         (gone_memory,) = episodes(gone)
         title = db.execute("SELECT title FROM episodic_memory WHERE id = %s", (gone_memory,)).fetchone()[0]
@@ -304,11 +362,17 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
 
         # 4. the other conversation asks about both (a reviewer LLM is shown the forgotten memory) and goes on
         day2 = day1 + timedelta(days=1)
-        assert {gone_memory, kept_memory} <= ask("azulejo tiles Alfama kitchen", [gone, kept], kept, day2 - timedelta(hours=1))
-        segment(kept, day2, [
-            ("user", "Marta asked again about the azulejo tiles in Alfama.", {"name": "Marta"}),
-            ("assistant", "Yes, the Lisbon apartment had blue azulejo tiles.", None),
-        ])
+        assert {gone_memory, kept_memory} <= ask(
+            "azulejo tiles Alfama kitchen", [gone, kept], kept, day2 - timedelta(hours=1)
+        )
+        segment(
+            kept,
+            day2,
+            [
+                ("user", "Marta asked again about the azulejo tiles in Alfama.", {"name": "Marta"}),
+                ("assistant", "Yes, the Lisbon apartment had blue azulejo tiles.", None),
+            ],
+        )
         tasks.settle(settled, what="reviews and consolidation")
 
         reviews_before = reviews()
@@ -316,11 +380,18 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
         assert [(r[0], r[1]) for r in asked_in_gone] == [(kept, kept_memory)]  # the path under test is taken
         assert token in json.dumps(asked_in_gone[0][4]) and asked_in_gone[0][7] == gone_memory
         if llm:
-            sources = db.execute("SELECT summary_source, summary_error FROM episodic_memory WHERE tenant_id = %s",
-                                 (tenant,)).fetchall()
+            sources = db.execute(
+                "SELECT summary_source, summary_error FROM episodic_memory WHERE tenant_id = %s", (tenant,)
+            ).fetchall()
             assert all(source == "llm" for source, _ in sources), sources
-            assert db.execute("SELECT count(*) FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s "
-                              "AND strpos(content, %s) > 0", (tenant, gone, token)).fetchone()[0] == 1
+            assert (
+                db.execute(
+                    "SELECT count(*) FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s "
+                    "AND strpos(content, %s) > 0",
+                    (tenant, gone, token),
+                ).fetchone()[0]
+                == 1
+            )
             later = [r for r in reviews_before if r[0] == kept and r[4].get("asked_in") == kept]
             assert len(later) == 1 and token in later[0][4]["reason"]  # the reviewer quoted the forgotten memory
         else:
@@ -335,12 +406,20 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
 
         clients = [producer.redis, tasks.broker]
         run = Run(
-            llm=llm, token=token, kept=kept, kept_memory=kept_memory, before=before, after=pg_traces(db, needles),
+            llm=llm,
+            token=token,
+            kept=kept,
+            kept_memory=kept_memory,
+            before=before,
+            after=pg_traces(db, needles),
             redis_after=[t for c in clients for t in redis_traces(c, [token, gone])],
-            conversation_traces=traces(db, producer.redis, tenant, gone), reviews_before=reviews_before,
+            conversation_traces=traces(db, producer.redis, tenant, gone),
+            reviews_before=reviews_before,
             reviews_after=reviews(),
-            cards_after={r[0]: r[1] for r in db.execute(
-                "SELECT id::text, fsrs_card FROM episodic_memory WHERE tenant_id = %s", (tenant,))},
+            cards_after={
+                r[0]: r[1]
+                for r in db.execute("SELECT id::text, fsrs_card FROM episodic_memory WHERE tenant_id = %s", (tenant,))
+            },
         )
         forget_conversation(producer.redis, db, producer.keys(kept), wait_seconds=30)  # tidy up
         return run
@@ -354,8 +433,14 @@ def run(request, settings, service_env, worker) -> Run:
     assert settings is get_settings(), "the in-process worker reads the process settings"
     llm = request.param == "scripted-llm"
     token, tenant = planted(), f"t{uuid.uuid4().hex[:12]}"
-    saved = (settings.llm_model, settings.llm_api_base, settings.llm_api_key, settings.detector,
-             settings.consolidation_threshold, settings.llm_timeout_seconds)
+    saved = (
+        settings.llm_model,
+        settings.llm_api_base,
+        settings.llm_api_key,
+        settings.detector,
+        settings.consolidation_threshold,
+        settings.llm_timeout_seconds,
+    )
     lines = Lines()
     root = logging.getLogger()
     level = root.level
@@ -365,7 +450,11 @@ def run(request, settings, service_env, worker) -> Run:
         if server is not None:
             server.start()
             server.default = _route(token)
-            settings.llm_model, settings.llm_api_base, settings.llm_api_key = "openai/scripted", server.base_url, "test-key"
+            settings.llm_model, settings.llm_api_base, settings.llm_api_key = (
+                "openai/scripted",
+                server.base_url,
+                "test-key",
+            )
             settings.consolidation_threshold = 1
             settings.llm_timeout_seconds = 20  # the tests' 2 s is for the timeout tests; a busy machine needs more
         else:
@@ -380,8 +469,14 @@ def run(request, settings, service_env, worker) -> Run:
     finally:
         root.removeHandler(lines)
         root.setLevel(level)
-        (settings.llm_model, settings.llm_api_base, settings.llm_api_key, settings.detector,
-         settings.consolidation_threshold, settings.llm_timeout_seconds) = saved
+        (
+            settings.llm_model,
+            settings.llm_api_base,
+            settings.llm_api_key,
+            settings.detector,
+            settings.consolidation_threshold,
+            settings.llm_timeout_seconds,
+        ) = saved
         if server is not None:
             server.stop()
 

@@ -55,7 +55,9 @@ def test_a_soft_time_limit_wrapped_by_litellm_still_propagates(settings, scripte
         try:
             raise SoftTimeLimitExceeded()
         except SoftTimeLimitExceeded as exc:
-            raise litellm.APIConnectionError(message=f"OpenAIException - {exc!r}", llm_provider="openai", model="scripted") from exc
+            raise litellm.APIConnectionError(
+                message=f"OpenAIException - {exc!r}", llm_provider="openai", model="scripted"
+            ) from exc
 
     monkeypatch.setattr(litellm, "completion", wrapped)
     with pytest.raises(SoftTimeLimitExceeded):

@@ -17,7 +17,10 @@ MESSAGES = [
     {"role": "user", "content": "OK, and should I change the hydration of the dough?"},
     {"role": "assistant", "content": "Drop from 80% to 70% hydration until the starter doubles reliably."},
 ]
-GOOD = {"title": "Fixing a flat sourdough with a young starter", "summary": "The user asked why their sourdough was flat. The assistant advised feeding the starter longer and lowering hydration to 70%."}
+GOOD = {
+    "title": "Fixing a flat sourdough with a young starter",
+    "summary": "The user asked why their sourdough was flat. The assistant advised feeding the starter longer and lowering hydration to 70%.",
+}
 
 
 @pytest.fixture(autouse=True)

@@ -13,7 +13,9 @@ from invariants import assert_every_message_in_exactly_one_episode
 from shared import tasks
 
 
-def test_two_more_workers_on_one_conversation_keep_order(worker, producer, db, settings, tenant, service_env, celery_app):
+def test_two_more_workers_on_one_conversation_keep_order(
+    worker, producer, db, settings, tenant, service_env, celery_app
+):
     # Small drain budgets make drains hand over to each other constantly.
     extra = {"MEMQ_DRAIN_MAX_MESSAGES": "7", "MEMQ_EMBED_PREFETCH": "3"}
     procs = [spawn_worker(service_env, name, extra) for name in ("wa", "wb")]
@@ -30,7 +32,13 @@ def test_two_more_workers_on_one_conversation_keep_order(worker, producer, db, s
             for _ in range(min(size, total - n)):
                 # a 20-minute gap every 60 messages forces time boundaries as well
                 ts = t0 + timedelta(seconds=20 * n + 1200 * (n // 60))
-                batch.append({"role": "user" if n % 2 == 0 else "assistant", "content": f"message {n + 1}: ordering check text", "timestamp": ts})
+                batch.append(
+                    {
+                        "role": "user" if n % 2 == 0 else "assistant",
+                        "content": f"message {n + 1}: ordering check text",
+                        "timestamp": ts,
+                    }
+                )
                 n += 1
             producer.add_messages(batch, conversation_id=conv)
             time.sleep(rng.random() * 0.01)

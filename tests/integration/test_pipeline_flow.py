@@ -63,7 +63,10 @@ def test_episode_row_holds_messages_embedding_and_fsrs_card(worker, producer, db
         "Then the Alpspitze via the Nordwand-Steig could suit you; it needs a via ferrata set.",
     ]
     producer.add_messages(
-        [{"role": "user" if i % 2 == 0 else "assistant", "content": t, "timestamp": t0 + timedelta(minutes=i)} for i, t in enumerate(texts)],
+        [
+            {"role": "user" if i % 2 == 0 else "assistant", "content": t, "timestamp": t0 + timedelta(minutes=i)}
+            for i, t in enumerate(texts)
+        ],
         conversation_id=conv,
     )
     producer.flush(conv)
@@ -91,7 +94,9 @@ def test_episode_creation_is_idempotent_on_redelivery(worker, producer, db, sett
     from shared.mailbox.scripts import Scripts
 
     conv = "idem"
-    producer.add_messages([{"role": "user", "content": f"message number {i} about idempotency"} for i in range(5)], conversation_id=conv)
+    producer.add_messages(
+        [{"role": "user", "content": f"message number {i} about idempotency"} for i in range(5)], conversation_id=conv
+    )
     producer.flush(conv)
     producer.wait_idle(conv, timeout=60)
     (episode_id,) = [r[0] for r in db.execute("SELECT id::text FROM episodic_memory WHERE tenant_id = %s", (tenant,))]
@@ -99,11 +104,26 @@ def test_episode_creation_is_idempotent_on_redelivery(worker, producer, db, sett
     # Put the segment back as if the first run had died after inserting, then redeliver.
     store = ConversationStore(producer.redis, Scripts.register(producer.redis), settings, tenant, conv)
     messages = db.execute("SELECT messages FROM episodic_memory WHERE id = %s", (episode_id,)).fetchone()[0]
-    producer.redis.hset(store.keys.segments, episode_id, "0 " + json.dumps({
-        "episode_id": episode_id, "tenant": tenant, "conversation_id": conv, "messages": messages,
-        "overlap": [], "reason": "flush", "surprise": 0.0, "detector": "rules", "source": "flush",
-        "token_count": 0, "cut_at": 0,
-    }))
+    producer.redis.hset(
+        store.keys.segments,
+        episode_id,
+        "0 "
+        + json.dumps(
+            {
+                "episode_id": episode_id,
+                "tenant": tenant,
+                "conversation_id": conv,
+                "messages": messages,
+                "overlap": [],
+                "reason": "flush",
+                "surprise": 0.0,
+                "detector": "rules",
+                "source": "flush",
+                "token_count": 0,
+                "cut_at": 0,
+            }
+        ),
+    )
     for _ in range(2):
         celery_app.send_task(tasks.EPISODE_CREATION, args=[tenant, conv, episode_id]).id
     producer.wait_idle(conv, timeout=60)

@@ -42,18 +42,30 @@ def extractive(settings):
     deadline=None,
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(raw=gen.accepted_raw_messages(100_000), detector=st.sampled_from(["rules", "default"]),
-       gap=st.sampled_from([30.0, -30.0, 3600.0]))
+@given(
+    raw=gen.accepted_raw_messages(100_000),
+    detector=st.sampled_from(["rules", "default"]),
+    gap=st.sampled_from([30.0, -30.0, 3600.0]),
+)
 @example(  # the edges of jsonb and text, always tried
     raw={
         "conversation_id": "c-edges",
         "role": "tool",
         "content": "\x01\x7f\x85\u2028\u200b\u202e\ufeff\ufffe\uffff\U0010ffff \U0001f469\u200d\U0001f469\u200d\U0001f467 "
-                   "\\u0000 <|endoftext|> a\u0301 \u6f22\u5b57 " + "x" * 99_900,
+        "\\u0000 <|endoftext|> a\u0301 \u6f22\u5b57 " + "x" * 99_900,
         "timestamp": "1900-01-01T00:00:00.000001Z",
-        "metadata": {"n": 10**4299, "neg": -(10**300), "f": 1e23, "z": -0.0, "tiny": 5e-324, "max": 1.7976931348623157e308,
-                     "s": "\ufffe\uffff\U0010ffff\x01", "": {"": [None, True, 0, "", []]}, "tool_name": " web\nsearch ",
-                     "tool_calls": [{"id": "1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}]},
+        "metadata": {
+            "n": 10**4299,
+            "neg": -(10**300),
+            "f": 1e23,
+            "z": -0.0,
+            "tiny": 5e-324,
+            "max": 1.7976931348623157e308,
+            "s": "\ufffe\uffff\U0010ffff\x01",
+            "": {"": [None, True, 0, "", []]},
+            "tool_name": " web\nsearch ",
+            "tool_calls": [{"id": "1", "type": "function", "function": {"name": "weather", "arguments": "{}"}}],
+        },
     },
     detector="rules",
     gap=-30.0,
@@ -68,13 +80,27 @@ def test_accepted_messages_are_stored_and_read_back_exactly(db, tenant, extracti
     conversation = f"prop-{uuid.uuid4().hex}"
     with db.transaction():
         plan = raise_fence(db, tenant, conversation, 0)
-    run = gen.run_worker(valid, extractive, detector_name=detector, gap_seconds=gap, tenant=tenant,
-                         conversation_id=conversation, fence=plan.fence)
+    run = gen.run_worker(
+        valid,
+        extractive,
+        detector_name=detector,
+        gap_seconds=gap,
+        tenant=tenant,
+        conversation_id=conversation,
+        fence=plan.fence,
+    )
 
     for segment, row in zip(run.segments, run.episodes, strict=True):
         expected = check_stored(db, tenant, conversation, segment["messages"])
-        outcome = store_episode(db, tenant=tenant, conversation_id=conversation, fence=plan.fence,
-                                messages=segment["messages"], expected=expected, row=row)
+        outcome = store_episode(
+            db,
+            tenant=tenant,
+            conversation_id=conversation,
+            fence=plan.fence,
+            messages=segment["messages"],
+            expected=expected,
+            row=row,
+        )
         assert outcome.inserted and outcome.duplicates == 0
 
     message = run.message

@@ -69,7 +69,9 @@ def test_a_stalled_publish_is_confirmed_and_changes_nothing_when_nothing_was_los
 
     checked: list[int] = []
     real = producer.redis.zmscore
-    monkeypatch.setattr(producer.redis, "zmscore", lambda key, members: checked.append(len(members)) or real(key, members))
+    monkeypatch.setattr(
+        producer.redis, "zmscore", lambda key, members: checked.append(len(members)) or real(key, members)
+    )
 
     def slow(tenant, conversation):
         time.sleep(2 * settings.producer_confirm_after_ms / 1000)
@@ -129,6 +131,9 @@ def test_reject_policy_in_a_batch_over_conversations_says_which_were_refused(pro
     ]
     with pytest.raises(BatchRejected) as err:
         producer.add_messages(batch)
-    assert [(r.conversation_id, r.status) for r in err.value.results] == [("strict-b", "accepted"), ("strict-a", "rejected")]
+    assert [(r.conversation_id, r.status) for r in err.value.results] == [
+        ("strict-b", "accepted"),
+        ("strict-a", "rejected"),
+    ]
     assert err.value.index == 1 and err.value.field == "timestamp"
     assert producer.status("strict-a").accepted == 1 and producer.status("strict-b").accepted == 1

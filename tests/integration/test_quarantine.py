@@ -50,11 +50,15 @@ def _wait(predicate, timeout=60.0):
         time.sleep(0.2)
 
 
-def test_a_poison_message_is_quarantined_and_the_conversation_carries_on(worker, producer, db, settings, tenant, monkeypatch, fast_retries):
+def test_a_poison_message_is_quarantined_and_the_conversation_carries_on(
+    worker, producer, db, settings, tenant, monkeypatch, fast_retries
+):
     monkeypatch.setattr(resources, "detector", lambda: Allergic())
     conv = "poisoned"
     texts = ["hello there, a first message", "a second one", "POISON pill here", "a fourth message", "and the fifth"]
-    producer.add_messages([{"role": "user", "content": t, "message_id": f"p{i}"} for i, t in enumerate(texts)], conversation_id=conv)
+    producer.add_messages(
+        [{"role": "user", "content": t, "message_id": f"p{i}"} for i, t in enumerate(texts)], conversation_id=conv
+    )
     producer.flush(conv)
     producer.wait_idle(conv, timeout=60)
 
@@ -79,7 +83,9 @@ def test_a_poison_message_is_quarantined_and_the_conversation_carries_on(worker,
     assert _cli(tenant, "quarantine", "list").output.strip() == "quarantine is empty"
 
 
-def test_a_segment_that_cannot_become_an_episode_is_quarantined(worker, producer, db, settings, tenant, monkeypatch, fast_retries):
+def test_a_segment_that_cannot_become_an_episode_is_quarantined(
+    worker, producer, db, settings, tenant, monkeypatch, fast_retries
+):
     import worker.episode_store as episode_store
 
     real = episode_store.build_episode
@@ -91,7 +97,9 @@ def test_a_segment_that_cannot_become_an_episode_is_quarantined(worker, producer
 
     monkeypatch.setattr(episode_store, "build_episode", fragile)
     conv = "bad-segment"
-    producer.add_messages([{"role": "user", "content": f"BAD-EPISODE part {i}"} for i in range(3)], conversation_id=conv)
+    producer.add_messages(
+        [{"role": "user", "content": f"BAD-EPISODE part {i}"} for i in range(3)], conversation_id=conv
+    )
     producer.flush(conv)
     _wait(lambda: producer.status(conv).quarantined)
     (entry,) = producer.status(conv).quarantined
@@ -101,7 +109,9 @@ def test_a_segment_that_cannot_become_an_episode_is_quarantined(worker, producer
     assert audit(producer.redis, db, settings, [(tenant, conv)], expect_flushed=True).ok
 
     # Later messages of the conversation are not blocked.
-    producer.add_messages([{"role": "user", "content": f"a healthy message {i}"} for i in range(2)], conversation_id=conv)
+    producer.add_messages(
+        [{"role": "user", "content": f"a healthy message {i}"} for i in range(2)], conversation_id=conv
+    )
     producer.flush(conv)
     producer.wait_idle(conv, timeout=60)
     assert len(stored_message_ids(db, tenant, conv)) == 2
@@ -116,7 +126,9 @@ def test_a_segment_that_cannot_become_an_episode_is_quarantined(worker, producer
 
 def test_audit_command_passes_a_healthy_conversation_and_fails_a_damaged_one(worker, producer, db, tenant):
     conv = "audited"
-    producer.add_messages([{"role": "user", "content": f"message {i} to audit"} for i in range(6)], conversation_id=conv)
+    producer.add_messages(
+        [{"role": "user", "content": f"message {i} to audit"} for i in range(6)], conversation_id=conv
+    )
     producer.flush(conv)
     producer.wait_idle(conv, timeout=60)
     ok = _cli(tenant, "audit", "--flushed")

@@ -27,11 +27,15 @@ def test_the_dedup_window_is_measured_per_id(producer):
     assert producer.redis.exists(keys.ids) == 0  # nothing new: the whole set is gone
 
 
-def test_state_at_rest_expires_and_numbering_resumes_from_postgresql(worker, producer, settings, db, tenant, monkeypatch):
+def test_state_at_rest_expires_and_numbering_resumes_from_postgresql(
+    worker, producer, settings, db, tenant, monkeypatch
+):
     monkeypatch.setattr(settings, "idle_state_ttl_days", 2 / 86400)  # 2 s (the in-process worker's settings)
     conv = "at-rest"
     keys = producer.keys(conv)
-    producer.add_messages([{"role": "user", "content": f"first visit, message {i}"} for i in range(4)], conversation_id=conv)
+    producer.add_messages(
+        [{"role": "user", "content": f"first visit, message {i}"} for i in range(4)], conversation_id=conv
+    )
     producer.flush(conv)
     producer.wait_idle(conv, timeout=60)
     deadline = time.monotonic() + 10
@@ -44,7 +48,9 @@ def test_state_at_rest_expires_and_numbering_resumes_from_postgresql(worker, pro
     # Nothing of it is left in Redis but the message ids, each kept for its dedup window.
     assert [k for k in keys.all() if producer.redis.exists(k)] == [keys.ids]
 
-    producer.add_messages([{"role": "user", "content": f"second visit, message {i}"} for i in range(3)], conversation_id=conv)
+    producer.add_messages(
+        [{"role": "user", "content": f"second visit, message {i}"} for i in range(3)], conversation_id=conv
+    )
     assert producer.redis.pttl(keys.state) == -1  # active again: no expiry
     producer.flush(conv)
     producer.wait_idle(conv, timeout=60)

@@ -91,14 +91,23 @@ def _sweep_now(producer, celery_app, keys) -> None:
 
 
 def _messages(prefix: str, n: int) -> list[dict]:
-    return [{"role": "user" if i % 2 else "assistant", "content": f"{prefix} message {i} about the rewind", "message_id": f"{prefix}{i}"} for i in range(1, n + 1)]
+    return [
+        {
+            "role": "user" if i % 2 else "assistant",
+            "content": f"{prefix} message {i} about the rewind",
+            "message_id": f"{prefix}{i}",
+        }
+        for i in range(1, n + 1)
+    ]
 
 
 def _no_publish(producer):
     producer._publish_drain = lambda tenant, conv: None
 
 
-def test_messages_after_a_rewind_are_neither_lost_nor_collide_with_stored_ones(worker, producer, db, settings, tenant, celery_app):
+def test_messages_after_a_rewind_are_neither_lost_nor_collide_with_stored_ones(
+    worker, producer, db, settings, tenant, celery_app
+):
     """The issue's scenario: episodes reached PostgreSQL, Redis rewound to before they
     were cut, new messages arrive. Before the fix they reused sequence numbers, got the
     same deterministic episode id and vanished under ON CONFLICT DO NOTHING."""
@@ -133,7 +142,13 @@ def test_a_rewind_mid_stream_resumes_after_what_postgresql_holds(worker, produce
     publish = producer._publish_drain
     _no_publish(producer)
     producer.add_messages(_messages("a", 30), conversation_id=conv)
-    store = ConversationStore(producer.redis, Scripts.register(producer.redis), settings.model_copy(update={"drain_max_messages": 10}), tenant, conv)
+    store = ConversationStore(
+        producer.redis,
+        Scripts.register(producer.redis),
+        settings.model_copy(update={"drain_max_messages": 10}),
+        tenant,
+        conv,
+    )
     assert store.acquire()
     snap = sync_with_database(store, store.snapshot(), _connect(settings))
     drain(store, store.settings, RulesOnlyDetector(), None, lambda _: None, snap)
@@ -196,15 +211,25 @@ def test_a_segment_cut_before_the_rewind_can_no_longer_be_written(producer, db, 
 
     with pytest.raises(StaleSegment):  # the in-flight copy, written late
         store_episode(
-            db, tenant=tenant, conversation_id=conv, fence=in_flight["fence"], messages=in_flight["messages"],
-            expected=check_stored(db, tenant, conv, in_flight["messages"]), row=None,
+            db,
+            tenant=tenant,
+            conversation_id=conv,
+            fence=in_flight["fence"],
+            messages=in_flight["messages"],
+            expected=check_stored(db, tenant, conv, in_flight["messages"]),
+            row=None,
         )
     assert create_episode(store, db, recut[0], settings, embedder).status == "created"
     assert stored_message_ids(db, tenant, conv) == ["c1", "c2", "c3", "d1", "d2"]
     with pytest.raises(StaleSegment):  # and after the new episode too
         store_episode(
-            db, tenant=tenant, conversation_id=conv, fence=in_flight["fence"], messages=in_flight["messages"],
-            expected=check_stored(db, tenant, conv, in_flight["messages"]), row=None,
+            db,
+            tenant=tenant,
+            conversation_id=conv,
+            fence=in_flight["fence"],
+            messages=in_flight["messages"],
+            expected=check_stored(db, tenant, conv, in_flight["messages"]),
+            row=None,
         )
     assert_every_message_in_exactly_one_episode(db, producer.redis, settings, tenant, conv, 5)
 
@@ -231,7 +256,10 @@ def test_gaps_are_found_below_what_postgresql_holds(producer, db, tenant):
             "VALUES (%s, %s, %s, %s, %s, 'user', 'x', now())",
             (tenant, conv, seq, f"m{seq}", eid),
         )
-    db.execute("INSERT INTO seq_gap (tenant_id, conversation_id, first_seq, last_seq, reason) VALUES (%s, %s, 8, 9, 'duplicate')", (tenant, conv))
+    db.execute(
+        "INSERT INTO seq_gap (tenant_id, conversation_id, first_seq, last_seq, reason) VALUES (%s, %s, 8, 9, 'duplicate')",
+        (tenant, conv),
+    )
     db.execute("UPDATE conversation SET last_seq = 12 WHERE tenant_id = %s AND conversation_id = %s", (tenant, conv))
     with db.transaction():
         plan = raise_fence(db, tenant, conv, 0)  # Redis lost everything (or it expired)

@@ -59,36 +59,83 @@ def fixed(vector: np.ndarray) -> Callable[[str], np.ndarray]:
     return lambda _query: vector
 
 
-def write_episode(db, settings, tenant: str, conversation: str, *, title: str, summary: str, vector: np.ndarray,
-                  messages: Sequence[Said], start: datetime, step: timedelta = timedelta(minutes=2),
-                  surprise: float = 0.1) -> str:
+def write_episode(
+    db,
+    settings,
+    tenant: str,
+    conversation: str,
+    *,
+    title: str,
+    summary: str,
+    vector: np.ndarray,
+    messages: Sequence[Said],
+    start: datetime,
+    step: timedelta = timedelta(minutes=2),
+    surprise: float = 0.1,
+) -> str:
     """Store one episode and its messages through ``store_episode``, as the worker does;
     its FSRS card forms when it ends and is never reviewed. Returns its id."""
-    first = db.execute("SELECT coalesce(max(seq), 0) + 1 FROM episode_message WHERE tenant_id = %s AND conversation_id = %s",
-                       (tenant, conversation)).fetchone()[0]
+    first = db.execute(
+        "SELECT coalesce(max(seq), 0) + 1 FROM episode_message WHERE tenant_id = %s AND conversation_id = %s",
+        (tenant, conversation),
+    ).fetchone()[0]
     stored = []
     for i, said in enumerate(messages):
-        m = {"seq": first + i, "id": f"msg-{uuid.uuid4().hex}", "role": said[0], "content": said[1],
-             "timestamp": (start + i * step).isoformat()}
+        m = {
+            "seq": first + i,
+            "id": f"msg-{uuid.uuid4().hex}",
+            "role": said[0],
+            "content": said[1],
+            "timestamp": (start + i * step).isoformat(),
+        }
         if len(said) > 3:
             m["metadata"] = {"name": said[3]}
         stored.append(m)
     end = start + (len(messages) - 1) * step
     episode_id = str(uuid.uuid4())
-    memory = initial_memory(uuid.UUID(episode_id).int >> 65, end, surprise, boost=settings.surprise_stability_boost,
-                            desired_retention=settings.desired_retention)
+    memory = initial_memory(
+        uuid.UUID(episode_id).int >> 65,
+        end,
+        surprise,
+        boost=settings.surprise_stability_boost,
+        desired_retention=settings.desired_retention,
+    )
     row = EpisodeRow(
-        id=episode_id, tenant_id=tenant, conversation_id=conversation, messages=stored, first_seq=first,
-        last_seq=first + len(stored) - 1, title=title, summary=summary, embedding=vector, stability=memory.stability,
-        difficulty=memory.difficulty, fsrs_card=memory.card, surprise=surprise, boundary_reason="time_gap",
-        boundary_source="rules", detector="rules", summary_source="extractive", summary_model=None, summary_error=None,
-        embedding_model="test/unit-vectors", start_at=start, end_at=end,
+        id=episode_id,
+        tenant_id=tenant,
+        conversation_id=conversation,
+        messages=stored,
+        first_seq=first,
+        last_seq=first + len(stored) - 1,
+        title=title,
+        summary=summary,
+        embedding=vector,
+        stability=memory.stability,
+        difficulty=memory.difficulty,
+        fsrs_card=memory.card,
+        surprise=surprise,
+        boundary_reason="time_gap",
+        boundary_source="rules",
+        detector="rules",
+        summary_source="extractive",
+        summary_model=None,
+        summary_error=None,
+        embedding_model="test/unit-vectors",
+        start_at=start,
+        end_at=end,
         message_embeddings=np.stack([said[2] for said in messages]),
     )
     with db.transaction():
         fence = lock_conversation(db, tenant, conversation).fence
-    outcome = store_episode(db, tenant=tenant, conversation_id=conversation, fence=fence, messages=stored,
-                            expected=check_stored(db, tenant, conversation, stored), row=row)
+    outcome = store_episode(
+        db,
+        tenant=tenant,
+        conversation_id=conversation,
+        fence=fence,
+        messages=stored,
+        expected=check_stored(db, tenant, conversation, stored),
+        row=row,
+    )
     assert outcome.inserted
     return episode_id
 
@@ -103,6 +150,7 @@ def scores(result) -> dict[str, dict]:
 
 # --- the legs ------------------------------------------------------------------------
 
+
 def test_lexical_and_vector_legs_each_find_what_the_other_misses(db, settings, tenant):
     """Three legs find three different episodes: a rare word said in one message only
     (message_lexical), a rare word in one title only (episode_lexical), and an episode with
@@ -110,34 +158,76 @@ def test_lexical_and_vector_legs_each_find_what_the_other_misses(db, settings, t
     cfg = settings.model_copy(update={"retrieval_candidates": 3})  # vector legs keep only the 3 nearest
     garden, away = axis(0), axis(1)
     conv = "legs"
-    said_it = write_episode(db, cfg, tenant, conv, title="Band rehearsal before the Friday gig",
-                            summary="The band went through the setlist and fixed the bridge of the new song.",
-                            vector=blend((away, 1), (axis(3), 1)), start=NOW - timedelta(days=3), messages=[
-                                ("user", "Shall we start with the new song tonight?", blend((away, 1), (axis(3), 1))),
-                                ("assistant", "Yes, then the old ballad to warm up.", blend((away, 1), (axis(4), 1))),
-                                ("user", "The zanzibarite riff in the bridge finally works.", blend((away, 1), (axis(5), 1))),
-                                ("assistant", "Great, keep the tempo slower there.", blend((away, 1), (axis(6), 1))),
-                            ])
-    titled = write_episode(db, cfg, tenant, conv, title="Quokkas at the city zoo",
-                           summary="A family outing to the zoo with a picnic afterwards.",
-                           vector=blend((away, 1), (axis(7), 1)), start=NOW - timedelta(days=4), messages=[
-                               ("user", "The kids loved the small marsupials.", blend((away, 1), (axis(7), 1))),
-                               ("assistant", "Did you bring sandwiches for the picnic?", blend((away, 1), (axis(8), 1))),
-                           ])
-    meant = write_episode(db, cfg, tenant, conv, title="Raised beds for the vegetable patch",
-                          summary="Planning where the raised beds go and what to plant in them this spring.",
-                          vector=garden, start=NOW - timedelta(days=5), messages=[
-                              ("user", "Where should the raised beds go?", garden),
-                              ("assistant", "Along the south fence, where the sun is longest.", blend((garden, 1), (axis(9), 0.2))),
-                          ])
+    said_it = write_episode(
+        db,
+        cfg,
+        tenant,
+        conv,
+        title="Band rehearsal before the Friday gig",
+        summary="The band went through the setlist and fixed the bridge of the new song.",
+        vector=blend((away, 1), (axis(3), 1)),
+        start=NOW - timedelta(days=3),
+        messages=[
+            ("user", "Shall we start with the new song tonight?", blend((away, 1), (axis(3), 1))),
+            ("assistant", "Yes, then the old ballad to warm up.", blend((away, 1), (axis(4), 1))),
+            ("user", "The zanzibarite riff in the bridge finally works.", blend((away, 1), (axis(5), 1))),
+            ("assistant", "Great, keep the tempo slower there.", blend((away, 1), (axis(6), 1))),
+        ],
+    )
+    titled = write_episode(
+        db,
+        cfg,
+        tenant,
+        conv,
+        title="Quokkas at the city zoo",
+        summary="A family outing to the zoo with a picnic afterwards.",
+        vector=blend((away, 1), (axis(7), 1)),
+        start=NOW - timedelta(days=4),
+        messages=[
+            ("user", "The kids loved the small marsupials.", blend((away, 1), (axis(7), 1))),
+            ("assistant", "Did you bring sandwiches for the picnic?", blend((away, 1), (axis(8), 1))),
+        ],
+    )
+    meant = write_episode(
+        db,
+        cfg,
+        tenant,
+        conv,
+        title="Raised beds for the vegetable patch",
+        summary="Planning where the raised beds go and what to plant in them this spring.",
+        vector=garden,
+        start=NOW - timedelta(days=5),
+        messages=[
+            ("user", "Where should the raised beds go?", garden),
+            ("assistant", "Along the south fence, where the sun is longest.", blend((garden, 1), (axis(9), 0.2))),
+        ],
+    )
     for i in range(4):  # nearer the query than the lexical hits, farther than the vector hit
-        write_episode(db, cfg, tenant, conv, title=f"Weekly grocery list number {i}", summary="Milk, bread, eggs and apples.",
-                      vector=blend((garden, 0.5), (axis(20 + i), 1)), start=NOW - timedelta(days=10 + i), messages=[
-                          ("user", "Add apples to the list please.", blend((garden, 0.5), (axis(30 + i), 1))),
-                      ])
+        write_episode(
+            db,
+            cfg,
+            tenant,
+            conv,
+            title=f"Weekly grocery list number {i}",
+            summary="Milk, bread, eggs and apples.",
+            vector=blend((garden, 0.5), (axis(20 + i), 1)),
+            start=NOW - timedelta(days=10 + i),
+            messages=[
+                ("user", "Add apples to the list please.", blend((garden, 0.5), (axis(30 + i), 1))),
+            ],
+        )
 
-    result = retrieve_memory("zanzibarite quokkas", tenant=tenant, conversation_id=conv, embed=fixed(garden), settings=cfg,
-                             conn=db, now=NOW, detail="high", record=False)
+    result = retrieve_memory(
+        "zanzibarite quokkas",
+        tenant=tenant,
+        conversation_id=conv,
+        embed=fixed(garden),
+        settings=cfg,
+        conn=db,
+        now=NOW,
+        detail="high",
+        record=False,
+    )
     s = scores(result)
 
     def ranks(episode_id: str) -> tuple:
@@ -165,21 +255,45 @@ def test_default_embedder_finds_a_memory_by_meaning(db, settings, tenant):
 
     embedder = get_embedder(settings)
     texts = {
-        "paris": ("Weekend in Paris", "They walked along the Seine and climbed the Eiffel Tower.",
-                  ["We climbed the Eiffel Tower at sunset.", "Then dinner by the Seine, lovely."]),
-        "taxes": ("Filing the tax return", "Collecting receipts and payslips for the annual tax return.",
-                  ["Where are last year's payslips?", "In the blue folder with the receipts."]),
-        "bike": ("Fixing a flat bicycle tyre", "Patching the inner tube of the bike's rear wheel.",
-                 ["The rear tyre is flat again.", "Use a patch kit on the inner tube."]),
+        "paris": (
+            "Weekend in Paris",
+            "They walked along the Seine and climbed the Eiffel Tower.",
+            ["We climbed the Eiffel Tower at sunset.", "Then dinner by the Seine, lovely."],
+        ),
+        "taxes": (
+            "Filing the tax return",
+            "Collecting receipts and payslips for the annual tax return.",
+            ["Where are last year's payslips?", "In the blue folder with the receipts."],
+        ),
+        "bike": (
+            "Fixing a flat bicycle tyre",
+            "Patching the inner tube of the bike's rear wheel.",
+            ["The rear tyre is flat again.", "Use a patch kit on the inner tube."],
+        ),
     }
     ids = {}
     for i, (key, (title, summary, lines)) in enumerate(texts.items()):
         vectors = embedder.embed([summary, *lines])
-        ids[key] = write_episode(db, settings, tenant, "meaning", title=title, summary=summary, vector=vectors[0],
-                                 start=NOW - timedelta(days=2 + i), messages=[
-                                     ("user", lines[0], vectors[1]), ("assistant", lines[1], vectors[2])])
-    result = retrieve_memory("holiday sightseeing in France", tenant=tenant, conversation_id="meaning", settings=settings,
-                             conn=db, now=NOW, record=False)
+        ids[key] = write_episode(
+            db,
+            settings,
+            tenant,
+            "meaning",
+            title=title,
+            summary=summary,
+            vector=vectors[0],
+            start=NOW - timedelta(days=2 + i),
+            messages=[("user", lines[0], vectors[1]), ("assistant", lines[1], vectors[2])],
+        )
+    result = retrieve_memory(
+        "holiday sightseeing in France",
+        tenant=tenant,
+        conversation_id="meaning",
+        settings=settings,
+        conn=db,
+        now=NOW,
+        record=False,
+    )
     top = result.records[0]
     assert top["id"] == ids["paris"]
     assert top["scores"]["vector_rank"] == 1 and top["scores"]["lexical_rank"] is None
@@ -188,22 +302,47 @@ def test_default_embedder_finds_a_memory_by_meaning(db, settings, tenant):
 
 # --- re-ranking by retrievability ----------------------------------------------------
 
+
 def test_an_old_never_reviewed_memory_drops_below_a_fresh_equal_one(db, settings, tenant):
     starter = axis(40)
-    old = write_episode(db, settings, tenant, "bread", title="Keeping a sourdough starter alive",
-                        summary="Feeding the sourdough starter: sourdough starter needs flour and water daily.",
-                        vector=starter, start=NOW - timedelta(days=730), messages=[
-                            ("user", "How often do I feed a sourdough starter?", starter),
-                            ("assistant", "Feed the sourdough starter every day.", starter),
-                        ])
-    fresh = write_episode(db, settings, tenant, "bread", title="Keeping a sourdough starter alive",
-                          summary="Feeding the sourdough starter with flour and water every single day.",
-                          vector=blend((starter, 1), (axis(41), 0.3)), start=NOW - timedelta(hours=2), messages=[
-                              ("user", "How often do I feed a starter?", blend((starter, 1), (axis(42), 0.3))),
-                              ("assistant", "Every day, with flour and water.", blend((starter, 1), (axis(43), 0.3))),
-                          ])
-    result = retrieve_memory("sourdough starter", tenant=tenant, conversation_id="bread", embed=fixed(starter),
-                             settings=settings, conn=db, now=NOW, record=False)
+    old = write_episode(
+        db,
+        settings,
+        tenant,
+        "bread",
+        title="Keeping a sourdough starter alive",
+        summary="Feeding the sourdough starter: sourdough starter needs flour and water daily.",
+        vector=starter,
+        start=NOW - timedelta(days=730),
+        messages=[
+            ("user", "How often do I feed a sourdough starter?", starter),
+            ("assistant", "Feed the sourdough starter every day.", starter),
+        ],
+    )
+    fresh = write_episode(
+        db,
+        settings,
+        tenant,
+        "bread",
+        title="Keeping a sourdough starter alive",
+        summary="Feeding the sourdough starter with flour and water every single day.",
+        vector=blend((starter, 1), (axis(41), 0.3)),
+        start=NOW - timedelta(hours=2),
+        messages=[
+            ("user", "How often do I feed a starter?", blend((starter, 1), (axis(42), 0.3))),
+            ("assistant", "Every day, with flour and water.", blend((starter, 1), (axis(43), 0.3))),
+        ],
+    )
+    result = retrieve_memory(
+        "sourdough starter",
+        tenant=tenant,
+        conversation_id="bread",
+        embed=fixed(starter),
+        settings=settings,
+        conn=db,
+        now=NOW,
+        record=False,
+    )
     hits = {h.id: h for h in result.hits}
     assert hits[old].rrf > hits[fresh].rrf  # fusion alone prefers the old one: it is nearer and says the words more
     assert all(rank == 1 for rank in hits[old].ranks.values()) and set(hits[old].ranks) == set(settings.legs)
@@ -217,8 +356,16 @@ def test_an_old_never_reviewed_memory_drops_below_a_fresh_equal_one(db, settings
     assert scores(result)[old]["retrievability"] == round(hits[old].retrievability, 4)
 
     off = settings.model_copy(update={"retrievability_weight": 0.0})  # FSRS switched off
-    again = retrieve_memory("sourdough starter", tenant=tenant, conversation_id="bread", embed=fixed(starter), settings=off,
-                            conn=db, now=NOW, record=False)
+    again = retrieve_memory(
+        "sourdough starter",
+        tenant=tenant,
+        conversation_id="bread",
+        embed=fixed(starter),
+        settings=off,
+        conn=db,
+        now=NOW,
+        record=False,
+    )
     assert [h.id for h in again.hits] == [old, fresh]
 
 
@@ -229,12 +376,30 @@ def test_ties_at_a_legs_limit_are_broken_the_same_whatever_the_plan(db, settings
     cfg = settings.model_copy(update={"retrieval_candidates": 3})
     v = axis(60)
     for e in (2, 0, 3, 1):  # stored out of time order: a scan by time and one by storage order differ
-        write_episode(db, cfg, tenant, f"echo-{e % 2}", title=f"Round {e}", summary="Chatting.", vector=axis(61 + e),
-                      start=NOW - timedelta(days=10 - e), messages=[("user", "the copper kettle whistles", v)] * 3)
+        write_episode(
+            db,
+            cfg,
+            tenant,
+            f"echo-{e % 2}",
+            title=f"Round {e}",
+            summary="Chatting.",
+            vector=axis(61 + e),
+            start=NOW - timedelta(days=10 - e),
+            messages=[("user", "the copper kettle whistles", v)] * 3,
+        )
 
     def ask():
-        r = retrieve_memory("copper kettle", tenant=tenant, embed=fixed(v), settings=cfg, conn=db,
-                            now=NOW, detail="high", max_tokens=400, record=False)
+        r = retrieve_memory(
+            "copper kettle",
+            tenant=tenant,
+            embed=fixed(v),
+            settings=cfg,
+            conn=db,
+            now=NOW,
+            detail="high",
+            max_tokens=400,
+            record=False,
+        )
         return r.text, [(m["id"], m["scores"], [x["seq"] for x in m["messages"]]) for m in r.records]
 
     first = ask()
@@ -251,9 +416,18 @@ def test_ties_at_a_legs_limit_are_broken_the_same_whatever_the_plan(db, settings
 
 def test_a_flashbulb_memory_keeps_its_floor(db, settings, tenant):
     v = axis(44)
-    flash = write_episode(db, settings, tenant, "c", title="The night of the flood", summary="Water came into the house.",
-                          vector=v, start=NOW - timedelta(days=1500), surprise=0.95,
-                          messages=[("user", "The basement is flooding!", v)])
+    flash = write_episode(
+        db,
+        settings,
+        tenant,
+        "c",
+        title="The night of the flood",
+        summary="Water came into the house.",
+        vector=v,
+        start=NOW - timedelta(days=1500),
+        surprise=0.95,
+        messages=[("user", "The basement is flooding!", v)],
+    )
     result = retrieve_memory("flood", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW, record=False)
     assert result.hits[0].id == flash and result.hits[0].retrievability == settings.flashbulb_floor
     assert "key moment" in result.text.splitlines()[0]
@@ -264,22 +438,44 @@ def test_a_participant_named_in_the_query_is_searched_for_by_speaker(db, setting
     embedded and searched without the name, and that participant's messages gain."""
     v = axis(45)
     conv = "friends"
-    write_episode(db, settings, tenant, conv, title="Catching up", summary="Two friends catch up.", vector=v,
-                  start=NOW - timedelta(days=2), messages=[
-                      ("user", "I have been researching adoption agencies.", v, "Caroline"),
-                      ("assistant", "I have been researching adoption agencies too!", v, "Melanie"),
-                      ("user", "Which ones did you look at?", axis(46), "Caroline"),
-                  ])
-    assert {r[0] for r in db.execute("SELECT name FROM conversation_participant WHERE tenant_id = %s AND conversation_id = %s",
-                                     (tenant, conv))} == {"Caroline", "Melanie"}
+    write_episode(
+        db,
+        settings,
+        tenant,
+        conv,
+        title="Catching up",
+        summary="Two friends catch up.",
+        vector=v,
+        start=NOW - timedelta(days=2),
+        messages=[
+            ("user", "I have been researching adoption agencies.", v, "Caroline"),
+            ("assistant", "I have been researching adoption agencies too!", v, "Melanie"),
+            ("user", "Which ones did you look at?", axis(46), "Caroline"),
+        ],
+    )
+    assert {
+        r[0]
+        for r in db.execute(
+            "SELECT name FROM conversation_participant WHERE tenant_id = %s AND conversation_id = %s", (tenant, conv)
+        )
+    } == {"Caroline", "Melanie"}
     asked: list[str] = []
 
     def embed(text: str) -> np.ndarray:
         asked.append(text)
         return v
 
-    result = retrieve_memory("What did Caroline research?", tenant=tenant, conversation_id=conv, embed=embed,
-                             settings=settings, conn=db, now=NOW, detail="high", record=False)
+    result = retrieve_memory(
+        "What did Caroline research?",
+        tenant=tenant,
+        conversation_id=conv,
+        embed=embed,
+        settings=settings,
+        conn=db,
+        now=NOW,
+        detail="high",
+        record=False,
+    )
     assert asked == ["What did research?"]
     assert result.to_json()["participants_named"] == ["Caroline"]
     shown = result.records[0]["messages"]
@@ -288,9 +484,20 @@ def test_a_participant_named_in_the_query_is_searched_for_by_speaker(db, setting
     assert by_speaker["Caroline"]["relevance"] > by_speaker["Melanie"]["relevance"]  # same vector, same words
 
     off = settings.model_copy(update={"speaker_match_weight": 0.0})
-    plain = retrieve_memory("What did Caroline research?", tenant=tenant, conversation_id=conv, embed=embed,
-                            settings=off, conn=db, now=NOW, detail="high", record=False)
-    plain_rel = {m["speaker"]: m["relevance"] for m in plain.records[0]["messages"] if m["content"].startswith("I have been")}
+    plain = retrieve_memory(
+        "What did Caroline research?",
+        tenant=tenant,
+        conversation_id=conv,
+        embed=embed,
+        settings=off,
+        conn=db,
+        now=NOW,
+        detail="high",
+        record=False,
+    )
+    plain_rel = {
+        m["speaker"]: m["relevance"] for m in plain.records[0]["messages"] if m["content"].startswith("I have been")
+    }
     assert by_speaker["Caroline"]["relevance"] > plain_rel["Caroline"]
 
 
@@ -303,10 +510,33 @@ _EPISODE_COPY = (
     "embedding, stability, difficulty, fsrs_card, surprise, boundary_reason, boundary_source, detector, summary_source, "
     "embedding_model, start_at, end_at) FROM STDIN WITH (FORMAT BINARY)"
 )
-_EPISODE_TYPES = ["uuid", "text", "text", "jsonb", "int4", "int8", "int8", "text", "text", "vector", "float8", "float8",
-                  "jsonb", "float8", "text", "text", "text", "text", "text", "timestamptz", "timestamptz"]
-_MESSAGE_COPY = ("COPY episode_message (tenant_id, conversation_id, seq, message_id, episode_id, role, content, ts, embedding) "
-                 "FROM STDIN WITH (FORMAT BINARY)")
+_EPISODE_TYPES = [
+    "uuid",
+    "text",
+    "text",
+    "jsonb",
+    "int4",
+    "int8",
+    "int8",
+    "text",
+    "text",
+    "vector",
+    "float8",
+    "float8",
+    "jsonb",
+    "float8",
+    "text",
+    "text",
+    "text",
+    "text",
+    "text",
+    "timestamptz",
+    "timestamptz",
+]
+_MESSAGE_COPY = (
+    "COPY episode_message (tenant_id, conversation_id, seq, message_id, episode_id, role, content, ts, embedding) "
+    "FROM STDIN WITH (FORMAT BINARY)"
+)
 _MESSAGE_TYPES = ["text", "text", "int8", "text", "uuid", "text", "text", "timestamptz", "vector"]
 SHORT_REPLIES = ["ok", "sure", "thanks!", "sounds good", "yes", "no", "maybe later", "got it"]
 
@@ -323,19 +553,62 @@ def _grow_bulk(db, settings, rng: np.random.Generator, *, episodes_only: int = 0
     n, per = episodes_only or BULK_STEP_EPISODES, BULK_MESSAGES_PER_EPISODE
     vectors = rng.standard_normal((n * (per + 1), DIM)).astype(np.float32)
     vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
-    card = initial_memory(1, NOW, 0.1, boost=settings.surprise_stability_boost, desired_retention=settings.desired_retention)
+    card = initial_memory(
+        1, NOW, 0.1, boost=settings.surprise_stability_boost, desired_retention=settings.desired_retention
+    )
     episodes, messages = [], []
     for e in range(n):
         episode_id, start = uuid.uuid4(), NOW - timedelta(days=30, minutes=e * per)
         said = []
         for i in range(per):
             seq, ts = e * per + i + 1, start + timedelta(minutes=i)
-            said.append({"seq": seq, "id": f"{conv}-{seq}", "role": "user", "content": SHORT_REPLIES[i], "timestamp": ts.isoformat()})
-            messages.append((BULK_TENANT, conv, seq, f"{conv}-{seq}", episode_id, "user", SHORT_REPLIES[i], ts,
-                             vectors[n + e * per + i]))
-        episodes.append((episode_id, BULK_TENANT, conv, Jsonb(said), per, said[0]["seq"], said[-1]["seq"], "Quick replies",
-                         "Short replies.", vectors[e], card.stability, card.difficulty, Jsonb(card.card), 0.1, "time_gap",
-                         "rules", "rules", "extractive", "test/random-vectors", start, start + timedelta(minutes=per - 1)))
+            said.append(
+                {
+                    "seq": seq,
+                    "id": f"{conv}-{seq}",
+                    "role": "user",
+                    "content": SHORT_REPLIES[i],
+                    "timestamp": ts.isoformat(),
+                }
+            )
+            messages.append(
+                (
+                    BULK_TENANT,
+                    conv,
+                    seq,
+                    f"{conv}-{seq}",
+                    episode_id,
+                    "user",
+                    SHORT_REPLIES[i],
+                    ts,
+                    vectors[n + e * per + i],
+                )
+            )
+        episodes.append(
+            (
+                episode_id,
+                BULK_TENANT,
+                conv,
+                Jsonb(said),
+                per,
+                said[0]["seq"],
+                said[-1]["seq"],
+                "Quick replies",
+                "Short replies.",
+                vectors[e],
+                card.stability,
+                card.difficulty,
+                Jsonb(card.card),
+                0.1,
+                "time_gap",
+                "rules",
+                "rules",
+                "extractive",
+                "test/random-vectors",
+                start,
+                start + timedelta(minutes=per - 1),
+            )
+        )
     with db.transaction(), db.cursor() as cur:
         with cur.copy(_EPISODE_COPY) as copy:
             copy.set_types(_EPISODE_TYPES)
@@ -352,8 +625,10 @@ def _plan(db, settings, request, vector) -> str:
     """EXPLAIN of the statement ``run_legs`` executes, with the options it sets."""
     with db.transaction():
         legs.set_search_options(db, settings.hnsw_ef_search)
-        rows = db.execute("EXPLAIN " + legs.legs_sql(request, settings.legs),
-                          legs.params(request, vector, settings.retrieval_candidates)).fetchall()
+        rows = db.execute(
+            "EXPLAIN " + legs.legs_sql(request, settings.legs),
+            legs.params(request, vector, settings.retrieval_candidates),
+        ).fetchall()
     return "\n".join(r[0] for r in rows)
 
 
@@ -384,11 +659,28 @@ def test_the_vector_leg_uses_the_hnsw_index(db, settings):
     # stored text holds the query's word, so only the vector legs rank anything).
     probe = rng.standard_normal(DIM).astype(np.float32)
     probe /= np.linalg.norm(probe)
-    probe_id = write_episode(db, settings, BULK_TENANT, f"probe-{uuid.uuid4().hex[:8]}", title="Probe",
-                             summary="A probe episode.", vector=probe, start=NOW - timedelta(days=1),
-                             messages=[("user", "probe message", probe)])
-    result = retrieve_memory("nearest", tenant=BULK_TENANT, embed=fixed(probe), settings=settings, conn=db, now=NOW,
-                             detail="none", limit=5, record=False)
+    probe_id = write_episode(
+        db,
+        settings,
+        BULK_TENANT,
+        f"probe-{uuid.uuid4().hex[:8]}",
+        title="Probe",
+        summary="A probe episode.",
+        vector=probe,
+        start=NOW - timedelta(days=1),
+        messages=[("user", "probe message", probe)],
+    )
+    result = retrieve_memory(
+        "nearest",
+        tenant=BULK_TENANT,
+        embed=fixed(probe),
+        settings=settings,
+        conn=db,
+        now=NOW,
+        detail="none",
+        limit=5,
+        record=False,
+    )
     assert result.records[0]["id"] == probe_id
     assert (result.records[0]["scores"]["message_vector_rank"], result.records[0]["scores"]["vector_rank"]) == (1, 1)
 
@@ -417,36 +709,67 @@ def test_what_retrieval_reads_of_a_row_stays_in_the_row(db, settings, tenant):
     episode's copy of 40 messages here) leaves it."""
     if db.execute("SELECT current_setting('server_version_num')::int").fetchone()[0] < 170000:
         pytest.skip("pg_column_toast_chunk_id needs PostgreSQL 17")
-    said = [("user" if i % 2 == 0 else "assistant", f"Message {i} about the garden, the roses and the spring frost.",
-             blend((axis(i % 7), 1.0), (axis(9), 0.3)), "Ana" if i % 2 == 0 else "Ben") for i in range(40)]
-    episode = write_episode(db, settings, tenant, "c1", title="Garden plans for the spring",
-                            summary="Ana and Ben plan the garden: roses along the fence, tomatoes by the shed, and "
-                                    "covers against a late frost. " * 3,
-                            vector=axis(1), start=NOW - timedelta(days=2), messages=said)
+    said = [
+        (
+            "user" if i % 2 == 0 else "assistant",
+            f"Message {i} about the garden, the roses and the spring frost.",
+            blend((axis(i % 7), 1.0), (axis(9), 0.3)),
+            "Ana" if i % 2 == 0 else "Ben",
+        )
+        for i in range(40)
+    ]
+    episode = write_episode(
+        db,
+        settings,
+        tenant,
+        "c1",
+        title="Garden plans for the spring",
+        summary="Ana and Ben plan the garden: roses along the fence, tomatoes by the shed, and "
+        "covers against a late frost. " * 3,
+        vector=axis(1),
+        start=NOW - timedelta(days=2),
+        messages=said,
+    )
     row = db.execute(
         "SELECT pg_column_toast_chunk_id(summary), pg_column_toast_chunk_id(fsrs_card), pg_column_toast_chunk_id(search), "
         "pg_column_toast_chunk_id(title), pg_column_toast_chunk_id(messages), pg_column_size(e.*) "
-        "FROM episodic_memory e WHERE id = %s", (episode,)).fetchone()
+        "FROM episodic_memory e WHERE id = %s",
+        (episode,),
+    ).fetchone()
     assert row[:4] == (None, None, None, None), row
     assert row[4] is not None and row[5] > 2000  # the copy of the messages went; the row is still over the old 2 kB
     toasted = db.execute(
         "SELECT count(pg_column_toast_chunk_id(content)) + count(pg_column_toast_chunk_id(metadata)) "
-        "FROM episode_message WHERE episode_id = %s", (episode,)).fetchone()[0]
+        "FROM episode_message WHERE episode_id = %s",
+        (episode,),
+    ).fetchone()[0]
     assert toasted == 0
 
 
 # --- explicit time ranges and named times -------------------------------------------------
+
 
 def test_explicit_time_ranges_filter_and_named_times_boost(db, settings, tenant):
     v = axis(50)
 
     def at(when: datetime, minutes: int = 20) -> str:
         n = 3
-        return write_episode(db, settings, tenant, "money", title=f"Budget spreadsheet review {when:%d %B}",
-                             summary="Going through the budget spreadsheet line by line.", vector=v, start=when,
-                             step=timedelta(minutes=minutes / (n - 1)),
-                             messages=[("user", "Open the budget spreadsheet.", v), ("assistant", "Opened.", v),
-                                       ("user", "Rent went up again.", v)])
+        return write_episode(
+            db,
+            settings,
+            tenant,
+            "money",
+            title=f"Budget spreadsheet review {when:%d %B}",
+            summary="Going through the budget spreadsheet line by line.",
+            vector=v,
+            start=when,
+            step=timedelta(minutes=minutes / (n - 1)),
+            messages=[
+                ("user", "Open the budget spreadsheet.", v),
+                ("assistant", "Opened.", v),
+                ("user", "Rent went up again.", v),
+            ],
+        )
 
     jan = at(datetime(2025, 1, 10, 9, tzinfo=UTC))
     straddle = at(datetime(2025, 2, 28, 23, 50, tzinfo=UTC))  # ends on 1 March
@@ -454,8 +777,9 @@ def test_explicit_time_ranges_filter_and_named_times_boost(db, settings, tenant)
     may = at(datetime(2025, 5, 20, 9, tzinfo=UTC))
 
     def ids(**kw) -> set[str]:
-        r = retrieve_memory("budget spreadsheet", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW,
-                            record=False, **kw)
+        r = retrieve_memory(
+            "budget spreadsheet", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW, record=False, **kw
+        )
         return {h.id for h in r.hits}
 
     assert ids() == {jan, straddle, mar, may}
@@ -465,16 +789,39 @@ def test_explicit_time_ranges_filter_and_named_times_boost(db, settings, tenant)
     assert ids(time_range=(None, "2025-02-01T00:00:00Z")) == {jan}
     assert ids(time_range=(datetime(2024, 1, 1, tzinfo=UTC), datetime(2024, 12, 31, tzinfo=UTC))) == set()
 
-    result = retrieve_memory("budget spreadsheet", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW,
-                             record=False, time_range=("2025-03-01T00:00:00Z", "2025-04-01T00:00:00Z"))
+    result = retrieve_memory(
+        "budget spreadsheet",
+        tenant=tenant,
+        embed=fixed(v),
+        settings=settings,
+        conn=db,
+        now=NOW,
+        record=False,
+        time_range=("2025-03-01T00:00:00Z", "2025-04-01T00:00:00Z"),
+    )
     assert result.to_json()["time_range"] == {"start": "2025-03-01T00:00:00+00:00", "end": "2025-04-01T00:00:00+00:00"}
     assert result.named_time is None
-    empty = retrieve_memory("budget spreadsheet", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW,
-                            record=False, time_range=("2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z"))
+    empty = retrieve_memory(
+        "budget spreadsheet",
+        tenant=tenant,
+        embed=fixed(v),
+        settings=settings,
+        conn=db,
+        now=NOW,
+        record=False,
+        time_range=("2024-01-01T00:00:00Z", "2024-02-01T00:00:00Z"),
+    )
     assert empty.hits == [] and empty.text == "No memories match “budget spreadsheet”."
 
-    named = retrieve_memory("the budget spreadsheet in March 2025", tenant=tenant, embed=fixed(v), settings=settings,
-                            conn=db, now=NOW, record=False)
+    named = retrieve_memory(
+        "the budget spreadsheet in March 2025",
+        tenant=tenant,
+        embed=fixed(v),
+        settings=settings,
+        conn=db,
+        now=NOW,
+        record=False,
+    )
     assert named.named_time is not None and named.named_time.phrase == "in march 2025"
     assert {h.id for h in named.hits} == {jan, straddle, mar, may}  # a named time boosts, it does not filter
     boosts = {h.id: h.time_boost for h in named.hits}
@@ -484,23 +831,41 @@ def test_explicit_time_ranges_filter_and_named_times_boost(db, settings, tenant)
 
 # --- detail levels and budgets ---------------------------------------------------------------
 
+
 def _long_conversation(db, settings, tenant: str) -> tuple[np.ndarray, list[str]]:
     rng = np.random.default_rng(7)
     query = axis(60)
-    words = ("harbour ferry timetable ticket island weather wind sail captain dock rope gull tide morning evening "
-             "crossing delay cafe luggage bicycle").split()
+    words = (
+        "harbour ferry timetable ticket island weather wind sail captain dock rope gull tide morning evening "
+        "crossing delay cafe luggage bicycle"
+    ).split()
     ids = []
     for e in range(8):
         said = []
         for i in range(12):
             text = " ".join(rng.choice(words, size=int(rng.integers(15, 45))))
             noise = rng.standard_normal(DIM).astype(np.float32)
-            said.append(("user" if i % 2 == 0 else "assistant", f"{text}.", blend((query, float(rng.random())), (noise / np.linalg.norm(noise), 1))))
-        ids.append(write_episode(
-            db, settings, tenant, "ferry", title=f"Ferry crossing number {e + 1} to the island",
-            summary=" ".join(rng.choice(words, size=60)) + ".", vector=blend((query, 1), (axis(61 + e), 0.5 + e / 4)),
-            start=NOW - timedelta(days=3 + e), surprise=0.8 if e == 5 else 0.1, messages=said,
-        ))
+            said.append(
+                (
+                    "user" if i % 2 == 0 else "assistant",
+                    f"{text}.",
+                    blend((query, float(rng.random())), (noise / np.linalg.norm(noise), 1)),
+                )
+            )
+        ids.append(
+            write_episode(
+                db,
+                settings,
+                tenant,
+                "ferry",
+                title=f"Ferry crossing number {e + 1} to the island",
+                summary=" ".join(rng.choice(words, size=60)) + ".",
+                vector=blend((query, 1), (axis(61 + e), 0.5 + e / 4)),
+                start=NOW - timedelta(days=3 + e),
+                surprise=0.8 if e == 5 else 0.1,
+                messages=said,
+            )
+        )
     return query, ids
 
 
@@ -508,8 +873,18 @@ def test_detail_levels_and_budgets(db, settings, tenant):
     query, ids = _long_conversation(db, settings, tenant)
 
     def run(detail: str, max_tokens: int):
-        return retrieve_memory("harbour ferry timetable", tenant=tenant, conversation_id="ferry", embed=fixed(query),
-                               settings=settings, conn=db, now=NOW, detail=detail, max_tokens=max_tokens, record=False)
+        return retrieve_memory(
+            "harbour ferry timetable",
+            tenant=tenant,
+            conversation_id="ferry",
+            embed=fixed(query),
+            settings=settings,
+            conn=db,
+            now=NOW,
+            detail=detail,
+            max_tokens=max_tokens,
+            record=False,
+        )
 
     for detail in ("none", "low", "high", "auto"):
         for budget in (50, 64, 100, 200, 400, 800, 1500, 2500, 4000):
@@ -560,6 +935,7 @@ def test_detail_levels_and_budgets(db, settings, tenant):
 
 # --- scoping by tenant and conversation ------------------------------------------------------
 
+
 def test_nothing_from_another_tenant_or_conversation_is_returned(db, settings, tenant):
     v = axis(80)
     stranger = other_tenant()
@@ -567,18 +943,39 @@ def test_nothing_from_another_tenant_or_conversation_is_returned(db, settings, t
     for who in (tenant, stranger):
         for conv in ("alpha", "beta", "gamma"):
             written[(who, conv)] = write_episode(
-                db, settings, who, conv, title="The lighthouse keeper's logbook", summary="Reading the lighthouse logbook.",
-                vector=v, start=NOW - timedelta(days=2), messages=[("user", "What did the lighthouse keeper write?", v),
-                                                                  ("assistant", f"Storm warnings, in {conv}.", v)])
+                db,
+                settings,
+                who,
+                conv,
+                title="The lighthouse keeper's logbook",
+                summary="Reading the lighthouse logbook.",
+                vector=v,
+                start=NOW - timedelta(days=2),
+                messages=[
+                    ("user", "What did the lighthouse keeper write?", v),
+                    ("assistant", f"Storm warnings, in {conv}.", v),
+                ],
+            )
 
     def returned(who: str, **kw) -> set[str]:
-        r = retrieve_memory("lighthouse keeper", tenant=who, embed=fixed(v), settings=settings, conn=db, now=NOW,
-                            detail="high", record=False, **kw)
+        r = retrieve_memory(
+            "lighthouse keeper",
+            tenant=who,
+            embed=fixed(v),
+            settings=settings,
+            conn=db,
+            now=NOW,
+            detail="high",
+            record=False,
+            **kw,
+        )
         for rec in r.records:  # every shown message is one of that episode's, in that tenant
             for m in rec["messages"]:
-                row = db.execute("SELECT tenant_id, conversation_id, episode_id::text FROM episode_message "
-                                 "WHERE tenant_id = %s AND conversation_id = %s AND seq = %s",
-                                 (who, rec["conversation_id"], m["seq"])).fetchone()
+                row = db.execute(
+                    "SELECT tenant_id, conversation_id, episode_id::text FROM episode_message "
+                    "WHERE tenant_id = %s AND conversation_id = %s AND seq = %s",
+                    (who, rec["conversation_id"], m["seq"]),
+                ).fetchone()
                 assert row == (who, rec["conversation_id"], rec["id"])
         return {h.id for h in r.hits}
 
@@ -594,6 +991,7 @@ def test_nothing_from_another_tenant_or_conversation_is_returned(db, settings, t
 
 # --- input refused -----------------------------------------------------------------------------
 
+
 @pytest.mark.parametrize("query, says", [("", "is empty"), ("   \n ", "is empty"), (None, "must be a string")])
 def test_an_empty_query_is_refused_and_nothing_is_recorded(db, settings, tenant, query, says):
     with pytest.raises(ValidationError, match=says):
@@ -603,7 +1001,9 @@ def test_an_empty_query_is_refused_and_nothing_is_recorded(db, settings, tenant,
 
 def test_an_oversized_query_is_refused(db, settings, tenant):
     with pytest.raises(ValidationError, match=f"at most {settings.query_max_chars}") as info:
-        retrieve_memory("tide " * settings.query_max_chars, tenant=tenant, settings=settings, conn=db, embed=fixed(axis(0)))
+        retrieve_memory(
+            "tide " * settings.query_max_chars, tenant=tenant, settings=settings, conn=db, embed=fixed(axis(0))
+        )
     assert info.value.field == "query"
     with pytest.raises(ValidationError, match="not both"):
         retrieve_memory("tide", tenant=tenant, conversation_id="a", conversation_ids=["b"], settings=settings, conn=db)
@@ -612,11 +1012,21 @@ def test_an_oversized_query_is_refused(db, settings, tenant):
 
 # --- reviews -------------------------------------------------------------------------------------
 
+
 def test_what_is_returned_is_recorded_for_review_unless_asked_not_to(db, settings, tenant):
     v = axis(90)
     for i in range(3):
-        write_episode(db, settings, tenant, "kite", title=f"Kite flying on the beach {i}", summary="Flying a kite.", vector=v,
-                      start=NOW - timedelta(days=1 + i), messages=[("user", "The kite string snapped!", v)])
+        write_episode(
+            db,
+            settings,
+            tenant,
+            "kite",
+            title=f"Kite flying on the beach {i}",
+            summary="Flying a kite.",
+            vector=v,
+            start=NOW - timedelta(days=1 + i),
+            messages=[("user", "The kite string snapped!", v)],
+        )
     result = retrieve_memory("kite string", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW)
     assert result.reviews_recorded == len(result.hits) == 3
     assert flush_review_notes()
@@ -625,11 +1035,20 @@ def test_what_is_returned_is_recorded_for_review_unless_asked_not_to(db, setting
     assert [r[3] for r in rows] == pytest.approx([h.final for h in result.hits])
     assert len(open_reviews(db, tenant, "kite")) == 3 and open_reviews(db, tenant, "other") == []
 
-    quiet = retrieve_memory("kite string", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW, record=False)
+    quiet = retrieve_memory(
+        "kite string", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW, record=False
+    )
     assert flush_review_notes()
     assert quiet.hits and quiet.reviews_recorded == 0 and len(open_reviews(db, tenant)) == 3
-    none_found = retrieve_memory("kite", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW,
-                                 time_range=("2020-01-01T00:00:00Z", "2020-02-01T00:00:00Z"))
+    none_found = retrieve_memory(
+        "kite",
+        tenant=tenant,
+        embed=fixed(v),
+        settings=settings,
+        conn=db,
+        now=NOW,
+        time_range=("2020-01-01T00:00:00Z", "2020-02-01T00:00:00Z"),
+    )
     assert flush_review_notes()
     assert none_found.reviews_recorded == 0 and len(open_reviews(db, tenant)) == 3
     retrieve_memory("kite", tenant=tenant, embed=fixed(v), settings=settings, conn=db, now=NOW, limit=1)
@@ -639,25 +1058,58 @@ def test_what_is_returned_is_recorded_for_review_unless_asked_not_to(db, setting
 
 # --- recent memory ---------------------------------------------------------------------------------
 
+
 def test_recent_memory_is_newest_first_within_the_window(db, settings, tenant):
     v = axis(100)
-    ended = {"an hour ago": timedelta(hours=1), "two days ago": timedelta(days=2), "five days ago": timedelta(days=5),
-             "ten days ago": timedelta(days=10)}
-    for label, ago in [("five days ago", ended["five days ago"]), ("an hour ago", ended["an hour ago"]),
-                       ("ten days ago", ended["ten days ago"]), ("two days ago", ended["two days ago"])]:
-        write_episode(db, settings, tenant, "diary", title=f"Diary entry from {label}", summary=f"What happened {label}.",
-                      vector=v, start=NOW - ago - timedelta(minutes=2), messages=[("user", "Dear diary", v), ("user", "...", v)])
-    write_episode(db, settings, tenant, "elsewhere", title="Another conversation", summary="Not the diary.", vector=v,
-                  start=NOW - timedelta(minutes=30), messages=[("user", "hi", v)])
+    ended = {
+        "an hour ago": timedelta(hours=1),
+        "two days ago": timedelta(days=2),
+        "five days ago": timedelta(days=5),
+        "ten days ago": timedelta(days=10),
+    }
+    for label, ago in [
+        ("five days ago", ended["five days ago"]),
+        ("an hour ago", ended["an hour ago"]),
+        ("ten days ago", ended["ten days ago"]),
+        ("two days ago", ended["two days ago"]),
+    ]:
+        write_episode(
+            db,
+            settings,
+            tenant,
+            "diary",
+            title=f"Diary entry from {label}",
+            summary=f"What happened {label}.",
+            vector=v,
+            start=NOW - ago - timedelta(minutes=2),
+            messages=[("user", "Dear diary", v), ("user", "...", v)],
+        )
+    write_episode(
+        db,
+        settings,
+        tenant,
+        "elsewhere",
+        title="Another conversation",
+        summary="Not the diary.",
+        vector=v,
+        start=NOW - timedelta(minutes=30),
+        messages=[("user", "hi", v)],
+    )
 
     recent = recent_memory("diary", tenant=tenant, now=NOW, settings=settings, conn=db)
     titles = [r["title"] for r in recent.records]
     assert titles == ["Diary entry from an hour ago", "Diary entry from two days ago", "Diary entry from five days ago"]
     positions = [recent.text.index(t) for t in titles]
-    assert positions == sorted(positions) and "ten days ago" not in recent.text and "Another conversation" not in recent.text
+    assert (
+        positions == sorted(positions)
+        and "ten days ago" not in recent.text
+        and "Another conversation" not in recent.text
+    )
     assert recent.tokens == count_tokens(recent.text) and "What happened two days ago." in recent.text
 
-    assert [r["title"] for r in recent_memory("diary", tenant=tenant, now=NOW, limit=2, settings=settings, conn=db).records] == titles[:2]
+    assert [
+        r["title"] for r in recent_memory("diary", tenant=tenant, now=NOW, limit=2, settings=settings, conn=db).records
+    ] == titles[:2]
     assert len(recent_memory("diary", tenant=tenant, now=NOW, days=1, settings=settings, conn=db).records) == 1
     assert len(recent_memory("diary", tenant=tenant, now=NOW, days=30, settings=settings, conn=db).records) == 4
     small = recent_memory("diary", tenant=tenant, now=NOW, max_tokens=50, settings=settings, conn=db)
@@ -671,8 +1123,17 @@ def test_recent_memory_is_newest_first_within_the_window(db, settings, tenant):
 def test_recent_memory_keeps_its_budget_without_hiding_what_exists(db, settings, tenant):
     v = axis(101)
     long_summary = " ".join(["They discussed where the raised beds go and which tomatoes to plant."] * 4)
-    write_episode(db, settings, tenant, "garden", title="Planning the garden", summary=long_summary, vector=v,
-                  start=NOW - timedelta(hours=3), messages=[("user", "Where do the beds go?", v)])
+    write_episode(
+        db,
+        settings,
+        tenant,
+        "garden",
+        title="Planning the garden",
+        summary=long_summary,
+        vector=v,
+        start=NOW - timedelta(hours=3),
+        messages=[("user", "Where do the beds go?", v)],
+    )
     tight = recent_memory("garden", tenant=tenant, now=NOW, max_tokens=60, settings=settings, conn=db)
     assert count_tokens(tight.text) <= 60
     assert [r["title"] for r in tight.records] == ["Planning the garden"]  # shown without its summary
@@ -683,4 +1144,3 @@ def test_recent_memory_keeps_its_budget_without_hiding_what_exists(db, settings,
     long_id = ("a.1:" * 40)[: settings.conversation_id_max_length]  # valid, and many tokens
     nothing = recent_memory(long_id, tenant=tenant, now=NOW, max_tokens=50, settings=settings, conn=db)
     assert nothing.records == [] and count_tokens(nothing.text) <= 50 and nothing.text.startswith("No memories")
-

@@ -22,14 +22,26 @@ NOW = datetime(2026, 3, 2, 10, 0, tzinfo=UTC)
 @pytest.fixture
 def episodes(db, settings, tenant) -> list[str]:
     v = axis(120)
-    return [write_episode(db, settings, tenant, "notes", title=f"Sourdough attempt {i}", summary="Baking bread.", vector=v,
-                          start=NOW - timedelta(days=1 + i), messages=[("user", "The starter finally bubbled.", v)])
-            for i in range(3)]
+    return [
+        write_episode(
+            db,
+            settings,
+            tenant,
+            "notes",
+            title=f"Sourdough attempt {i}",
+            summary="Baking bread.",
+            vector=v,
+            start=NOW - timedelta(days=1 + i),
+            messages=[("user", "The starter finally bubbled.", v)],
+        )
+        for i in range(3)
+    ]
 
 
 def note(tenant: str, memory_ids: list[str], query: str = "sourdough", asked_in: str | None = None) -> ReviewNote:
-    return ReviewNote(tenant, query, NOW, tuple(Retrieved("notes", m, i + 1, 0.5) for i, m in enumerate(memory_ids)),
-                      asked_in)
+    return ReviewNote(
+        tenant, query, NOW, tuple(Retrieved("notes", m, i + 1, 0.5) for i, m in enumerate(memory_ids)), asked_in
+    )
 
 
 def test_a_burst_of_notes_is_written_together(db, settings, tenant, episodes):
@@ -74,8 +86,9 @@ def test_notes_wait_while_postgresql_is_away_and_are_written_when_it_is_back(db,
 
 
 def test_past_the_queue_limit_notes_are_dropped_and_counted(db, settings, tenant, episodes):
-    away = settings.model_copy(update={"database_url": "postgresql://memq@127.0.0.1:9/memq",
-                                       "review_notes_queue_max": 2})
+    away = settings.model_copy(
+        update={"database_url": "postgresql://memq@127.0.0.1:9/memq", "review_notes_queue_max": 2}
+    )
     writer = ReviewNotes(away)
     try:
         for _ in range(5):
@@ -91,8 +104,9 @@ def test_past_the_queue_limit_notes_are_dropped_and_counted(db, settings, tenant
 def test_retrieval_hands_its_note_to_the_writer_and_returns(db, settings, tenant, episodes):
     from shared.retrieval.review_notes import flush_review_notes
 
-    result = retrieve_memory("sourdough starter", tenant=tenant, embed=fixed(axis(120)), settings=settings, conn=db, now=NOW,
-                             asked_in="chat")
+    result = retrieve_memory(
+        "sourdough starter", tenant=tenant, embed=fixed(axis(120)), settings=settings, conn=db, now=NOW, asked_in="chat"
+    )
     assert result.reviews_recorded == 3
     assert flush_review_notes()
     assert sorted(r[0] for r in open_reviews(db, tenant, "chat")) == sorted(episodes)

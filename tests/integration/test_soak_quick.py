@@ -17,14 +17,19 @@ from memq.soak.faults import ALL
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(900)]
 
 
-@pytest.mark.skipif(os.environ.get("MEMQ_TEST_REDIS_CLUSTER") == "1", reason="the soak runs its own services; once is enough")
+@pytest.mark.skipif(
+    os.environ.get("MEMQ_TEST_REDIS_CLUSTER") == "1", reason="the soak runs its own services; once is enough"
+)
 def test_quick_soak_loses_and_duplicates_nothing(tmp_path, service_env):
     report_path = tmp_path / "soak.json"
     env = {k: v for k, v in os.environ.items() if not k.startswith(("MEMQ_", "REDIS_URL", "DATABASE_URL"))}
     env["MEMQ_DATA_DIR"] = service_env["MEMQ_DATA_DIR"]
     run = subprocess.run(
         [sys.executable, "-m", "memq", "soak", "--quick", "--json", str(report_path)],
-        env=env, capture_output=True, text=True, timeout=880,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=880,
     )
     assert report_path.exists(), run.stdout[-3000:] + run.stderr[-3000:]
     report = json.loads(report_path.read_text())

@@ -13,8 +13,18 @@ from shared.llm import LLMError
 from shared.mailbox.codec import QueuedMessage
 from worker.segmentation.detectors.topic_shift_llm import llm_topic_shift
 
-SHIFT = {"is_boundary": True, "confidence": 0.92, "signals": {"topic_shift": 0.9, "intent_shift": 0.6, "temporal_marker": 1.0}, "updated_event_model": "The user asks about repairing a car."}
-NO_SHIFT = {"is_boundary": False, "confidence": 0.8, "signals": {"topic_shift": 0.2, "intent_shift": 0.1, "temporal_marker": 0.0}, "updated_event_model": "The user plans a sourdough bake, now about flour."}
+SHIFT = {
+    "is_boundary": True,
+    "confidence": 0.92,
+    "signals": {"topic_shift": 0.9, "intent_shift": 0.6, "temporal_marker": 1.0},
+    "updated_event_model": "The user asks about repairing a car.",
+}
+NO_SHIFT = {
+    "is_boundary": False,
+    "confidence": 0.8,
+    "signals": {"topic_shift": 0.2, "intent_shift": 0.1, "temporal_marker": 0.0},
+    "updated_event_model": "The user plans a sourdough bake, now about flour.",
+}
 LOW = {**SHIFT, "confidence": 0.55}
 
 
@@ -25,10 +35,14 @@ def _msg(seq, text):
     return QueuedMessage(seq, f"m{seq}", "user", text, now, now, now)
 
 
-@pytest.mark.parametrize("reply, boundary, confidence", [(SHIFT, True, 0.92), (NO_SHIFT, False, 0.8), (LOW, True, 0.55)])
+@pytest.mark.parametrize(
+    "reply, boundary, confidence", [(SHIFT, True, 0.92), (NO_SHIFT, False, 0.8), (LOW, True, 0.55)]
+)
 def test_answers_are_parsed(settings, scripted_llm, reply, boundary, confidence):
     scripted_llm.push(reply)
-    out = llm_topic_shift(settings, "The user bakes sourdough.", [_msg(1, "my loaf is flat")], _msg(2, "By the way, my car rattles"))
+    out = llm_topic_shift(
+        settings, "The user bakes sourdough.", [_msg(1, "my loaf is flat")], _msg(2, "By the way, my car rattles")
+    )
     assert (out.is_boundary, out.confidence) == (boundary, confidence)
     req = scripted_llm.requests[0]
     assert req["response_format"]["json_schema"]["name"] == "TopicShift"
@@ -75,7 +89,10 @@ def _router(topic_reply):
         name = request["response_format"]["json_schema"]["name"]
         if name == "TopicShift":
             return topic_reply
-        return {"title": "A conversation segment summarised by the scripted model", "summary": "The user and the assistant talked."}
+        return {
+            "title": "A conversation segment summarised by the scripted model",
+            "summary": "The user and the assistant talked.",
+        }
 
     return route
 
@@ -102,11 +119,17 @@ def test_pipeline_llm_confirms_a_topic_shift(worker, producer, db, tenant, scrip
     assert all(e.summary_source == "llm" for e in episodes)
     assert sum(e.message_count for e in episodes) == len(CONVERSATION)
     # The next episode's summariser sees the previous segment's tail as context only (seed 003).
-    summaries = [r["messages"][1]["content"] for r in scripted_llm.requests if r["response_format"]["json_schema"]["name"] != "TopicShift"]
+    summaries = [
+        r["messages"][1]["content"]
+        for r in scripted_llm.requests
+        if r["response_format"]["json_schema"]["name"] != "TopicShift"
+    ]
     assert any("CONTEXT [" in s and "sourdough" in s.split("\n")[0] for s in summaries)
 
 
-def test_pipeline_llm_says_same_event_and_updates_the_event_model(worker, producer, db, tenant, scripted_llm, dual_channel, settings):
+def test_pipeline_llm_says_same_event_and_updates_the_event_model(
+    worker, producer, db, tenant, scripted_llm, dual_channel, settings
+):
     scripted_llm.default = _router(NO_SHIFT)
     producer.add_messages([{"role": r, "content": c} for r, c in CONVERSATION], conversation_id="same")
     import time

@@ -26,7 +26,9 @@ from pydantic import BaseModel, Field, model_validator
 
 from shared.db.facts import CATEGORIES
 
-Category = Literal["identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline"]
+Category = Literal[
+    "identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline"
+]
 assert set(Category.__args__) == set(CATEGORIES)
 
 
@@ -35,8 +37,12 @@ class Action(BaseModel):
     episode: int = Field(description="the number of the episode (E1, E2, ...) this comes from")
     fact: str | None = Field(default=None, description="new and update: the fact, one self-contained sentence")
     category: Category | None = Field(default=None, description="new and update")
-    target: int | None = Field(default=None, description="reinforce, update, invalidate: the known fact's number (F1, F2, ...)")
-    valid_from: str | None = Field(default=None, description="new and update: ISO date it became true, if the episode says")
+    target: int | None = Field(
+        default=None, description="reinforce, update, invalidate: the known fact's number (F1, F2, ...)"
+    )
+    valid_from: str | None = Field(
+        default=None, description="new and update: ISO date it became true, if the episode says"
+    )
 
 
 @dataclass(frozen=True)
@@ -83,18 +89,24 @@ def answer_model(shown: Shown) -> type[BaseModel]:
                         raise ValueError(f"{where}: a new fact has no target")
                     continue
                 if a.target is None or not 1 <= a.target <= m:
-                    raise ValueError(f"{where}: target F{a.target} was not shown (F1..F{m})" if m else
-                                     f"{where}: no known facts were shown; only new facts are possible")
+                    raise ValueError(
+                        f"{where}: target F{a.target} was not shown (F1..F{m})"
+                        if m
+                        else f"{where}: no known facts were shown; only new facts are possible"
+                    )
                 targets.append(a.target)
                 if a.action in ("update", "invalidate"):
                     ends = _start(a, shown)
                     began = shown.facts[a.target - 1][1]
                     if began is not None and ends < began:
-                        raise ValueError(f"{where}: F{a.target} would end ({ends:%Y-%m-%d}) before it began "
-                                         f"({began:%Y-%m-%d})")
+                        raise ValueError(
+                            f"{where}: F{a.target} would end ({ends:%Y-%m-%d}) before it began ({began:%Y-%m-%d})"
+                        )
             twice = sorted({t for t in targets if targets.count(t) > 1})
             if twice:
-                raise ValueError(f"contradictory: known fact(s) {', '.join(f'F{t}' for t in twice)} acted on more than once")
+                raise ValueError(
+                    f"contradictory: known fact(s) {', '.join(f'F{t}' for t in twice)} acted on more than once"
+                )
             return self
 
     Consolidation.__name__ = "Consolidation"

@@ -44,7 +44,7 @@ SYSTEM = (
     "- update: known fact Fn changed; give the new fact that replaces it;\n"
     "- invalidate: known fact Fn is no longer true and nothing replaces it.\n"
     "Act on each known fact at most once. Skip small talk and passing details. Categories: identity, preference, "
-    "interest, personality, relationship, experience, goal, guideline. Answer {\"actions\": []} when nothing lasts."
+    'interest, personality, relationship, experience, goal, guideline. Answer {"actions": []} when nothing lasts.'
 )
 
 
@@ -69,7 +69,8 @@ def _messages(conn, episode_ids: list[str], per_episode: int = 60) -> dict[str, 
     out: dict[str, list[str]] = {}
     for eid, who, content in conn.execute(
         "SELECT episode_id::text, coalesce(speaker, role), content FROM episode_message WHERE episode_id = ANY(%s::uuid[]) "
-        "ORDER BY seq", (episode_ids,),
+        "ORDER BY seq",
+        (episode_ids,),
     ):
         lines = out.setdefault(eid, [])
         if len(lines) < per_episode:
@@ -90,8 +91,9 @@ def render(episodes: list[tuple], messages: dict[str, list[str]], facts: list) -
     return "\n".join(parts)
 
 
-def consolidate(conn: psycopg.Connection, settings: Settings, embedder: Embedder, tenant: str,
-                conversation_id: str) -> ConsolidationOutcome:
+def consolidate(
+    conn: psycopg.Connection, settings: Settings, embedder: Embedder, tenant: str, conversation_id: str
+) -> ConsolidationOutcome:
     """``conn``: autocommit. One run over the oldest pending episodes."""
     if not settings.llm_enabled:
         return ConsolidationOutcome("waiting")
@@ -105,14 +107,21 @@ def consolidate(conn: psycopg.Connection, settings: Settings, embedder: Embedder
     try:
         result = complete_json(
             settings,
-            [{"role": "system", "content": SYSTEM}, {"role": "user", "content": render(episodes, _messages(conn, ids), known)}],
+            [
+                {"role": "system", "content": SYSTEM},
+                {"role": "user", "content": render(episodes, _messages(conn, ids), known)},
+            ],
             answer_model(shown),
             purpose="semantic_consolidation",
         )
     except LLMError as exc:
-        log.warning("consolidation_failed", conversation_id=conversation_id, episodes=len(ids),
-                    error=":".join(str(exc).split(":")[:2]),  # purpose and kind: the rest can quote the answer
-                    hint="the episodes stay pending; a later run (or `memq consolidate`) tries again")
+        log.warning(
+            "consolidation_failed",
+            conversation_id=conversation_id,
+            episodes=len(ids),
+            error=":".join(str(exc).split(":")[:2]),  # purpose and kind: the rest can quote the answer
+            hint="the episodes stay pending; a later run (or `memq consolidate`) tries again",
+        )
         return ConsolidationOutcome("failed", len(ids), error=str(exc)[:300])
     steps = plan(result.value, shown).steps
     texts = [s.fact for s in steps if s.fact]
@@ -122,12 +131,20 @@ def consolidate(conn: psycopg.Connection, settings: Settings, embedder: Embedder
     now = datetime.now(UTC)
     counts: dict[str, int] = {}
     with conn.transaction():
-        locked = {r[0] for r in conn.execute(
-            "SELECT id::text FROM episodic_memory WHERE id = ANY(%s::uuid[]) AND consolidated_at IS NULL ORDER BY id "
-            "FOR UPDATE", (ids,))}
+        locked = {
+            r[0]
+            for r in conn.execute(
+                "SELECT id::text FROM episodic_memory WHERE id = ANY(%s::uuid[]) AND consolidated_at IS NULL ORDER BY id "
+                "FOR UPDATE",
+                (ids,),
+            )
+        }
         targets = lock_facts(conn, [s.target_id for s in steps if s.target_id])
-        if locked != set(ids) or any(not f.active for f in targets.values()) or len(targets) != len(
-                {s.target_id for s in steps if s.target_id}):
+        if (
+            locked != set(ids)
+            or any(not f.active for f in targets.values())
+            or len(targets) != len({s.target_id for s in steps if s.target_id})
+        ):
             log.info("consolidation_raced", conversation_id=conversation_id, hint="another run did this work")
             return ConsolidationOutcome("raced", len(ids))
         common: dict[str, Any] = {"tenant": tenant, "conversation_id": conversation_id, "at": now, "run_id": run_id}
@@ -135,7 +152,9 @@ def consolidate(conn: psycopg.Connection, settings: Settings, embedder: Embedder
             kind = _apply(conn, step, vectors, common, settings, result.model)
             counts[kind] = counts.get(kind, 0) + 1
         conn.execute("UPDATE episodic_memory SET consolidated_at = %s WHERE id = ANY(%s::uuid[])", (now, ids))
-    log.info("consolidated", conversation_id=conversation_id, episodes=len(ids), known=len(known), run_id=run_id, **counts)
+    log.info(
+        "consolidated", conversation_id=conversation_id, episodes=len(ids), known=len(known), run_id=run_id, **counts
+    )
     return ConsolidationOutcome("done", len(ids), counts, run_id=run_id)
 
 
@@ -143,25 +162,72 @@ def _apply(conn, step, vectors, common: dict[str, Any], settings: Settings, mode
     episodes = [step.episode_id]
     tenant, conversation_id = common["tenant"], common["conversation_id"]
     if step.kind == "reinforce":
-        reinforce_fact(conn, step.target_id, episode_ids=episodes, tenant=tenant, conversation_id=conversation_id,
-                       at=common["at"], run_id=common["run_id"])
+        reinforce_fact(
+            conn,
+            step.target_id,
+            episode_ids=episodes,
+            tenant=tenant,
+            conversation_id=conversation_id,
+            at=common["at"],
+            run_id=common["run_id"],
+        )
         return "reinforced"
     if step.kind == "invalidate":
-        retire_fact(conn, step.target_id, invalid_at=step.at, episode_ids=episodes, tenant=tenant,
-                    conversation_id=conversation_id, at=common["at"], run_id=common["run_id"])
+        retire_fact(
+            conn,
+            step.target_id,
+            invalid_at=step.at,
+            episode_ids=episodes,
+            tenant=tenant,
+            conversation_id=conversation_id,
+            at=common["at"],
+            run_id=common["run_id"],
+        )
         return "invalidated"
     vector = vectors[step.fact]
     near = nearest_active(conn, tenant, conversation_id, vector)
-    if near is not None and near[1] >= settings.fact_duplicate_similarity and (step.kind == "new" or near[0] == step.target_id):
+    if (
+        near is not None
+        and near[1] >= settings.fact_duplicate_similarity
+        and (step.kind == "new" or near[0] == step.target_id)
+    ):
         # the same fact again (or an "update" that changes nothing): reinforce, do not duplicate
-        reinforce_fact(conn, near[0], episode_ids=episodes, tenant=tenant, conversation_id=conversation_id, at=common["at"],
-                       run_id=common["run_id"], detail={"as": step.kind, "similarity": round(near[1], 4), "said": step.fact})
+        reinforce_fact(
+            conn,
+            near[0],
+            episode_ids=episodes,
+            tenant=tenant,
+            conversation_id=conversation_id,
+            at=common["at"],
+            run_id=common["run_id"],
+            detail={"as": step.kind, "similarity": round(near[1], 4), "said": step.fact},
+        )
         return "reinforced"
-    new_id = add_fact(conn, tenant=tenant, conversation_id=conversation_id, category=step.category, content=step.fact,
-                      embedding=vector, valid_at=step.at, episode_ids=episodes, at=common["at"], run_id=common["run_id"],
-                      model=model, detail={"as": step.kind})
+    new_id = add_fact(
+        conn,
+        tenant=tenant,
+        conversation_id=conversation_id,
+        category=step.category,
+        content=step.fact,
+        embedding=vector,
+        valid_at=step.at,
+        episode_ids=episodes,
+        at=common["at"],
+        run_id=common["run_id"],
+        model=model,
+        detail={"as": step.kind},
+    )
     if step.kind == "update":
-        retire_fact(conn, step.target_id, invalid_at=step.at, superseded_by=new_id, episode_ids=episodes, tenant=tenant,
-                    conversation_id=conversation_id, at=common["at"], run_id=common["run_id"])
+        retire_fact(
+            conn,
+            step.target_id,
+            invalid_at=step.at,
+            superseded_by=new_id,
+            episode_ids=episodes,
+            tenant=tenant,
+            conversation_id=conversation_id,
+            at=common["at"],
+            run_id=common["run_id"],
+        )
         return "updated"
     return "new"

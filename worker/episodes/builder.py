@@ -35,7 +35,9 @@ def build_episode(segment: dict[str, Any], settings: Settings, embedder: Embedde
             source = "llm"
         except LLMError as exc:
             error = str(exc)[:500]
-            log.warning("summary_fallback_extractive", episode_id=segment["episode_id"], error=":".join(error.split(":")[:2]))
+            log.warning(
+                "summary_fallback_extractive", episode_id=segment["episode_id"], error=":".join(error.split(":")[:2])
+            )
     if source == "extractive":
         title = extractive_title(messages, settings.title_min_words, settings.title_max_words)
         summary = extractive_summary(messages, settings.summary_max_sentences, tools)

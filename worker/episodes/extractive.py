@@ -37,7 +37,10 @@ STOPWORDS = frozenset(
     won't would wouldn't yeah yes you you'd you'll you're you've your yours yourself yourselves thanks thank
     please hi hello hey great good right one two also would could want need know see make go going""".split()
 )
-_FILLER = re.compile(r"^(?:(?:ok|okay|so|hm+|um+|well|right|alright|also|and|but|oh|ah|hey|hi|thanks|great|cool)\b[\s,.!:-]*)+", re.IGNORECASE)
+_FILLER = re.compile(
+    r"^(?:(?:ok|okay|so|hm+|um+|well|right|alright|also|and|but|oh|ah|hey|hi|thanks|great|cool)\b[\s,.!:-]*)+",
+    re.IGNORECASE,
+)
 ROLE_NAMES = {"user": "The user", "assistant": "The assistant", "system": "The system", "tool": "A tool"}
 WORD_MAX_CHARS = 50
 QUOTE_MAX_WORDS = 60
@@ -119,7 +122,10 @@ def extractive_title(messages: Sequence[dict[str, Any]], min_words: int = 5, max
     scores = _scores(sentences)
     # Topics are usually introduced early: user sentences are weighted by centrality
     # and, gently, by how early they come.
-    user = [(sc * 0.9 ** rank, s) for rank, (sc, s) in enumerate((sc, s) for sc, s in zip(scores, sentences) if s.role == "user")]
+    user = [
+        (sc * 0.9**rank, s)
+        for rank, (sc, s) in enumerate((sc, s) for sc, s in zip(scores, sentences) if s.role == "user")
+    ]
     pool = user or list(zip(scores, sentences))
     if pool:
         _, best = max(pool, key=lambda p: (p[0], -p[1].position))
@@ -152,7 +158,9 @@ def extractive_summary(messages: Sequence[dict[str, Any]], max_sentences: int = 
         ranked = sorted(range(len(sentences)), key=lambda i: (-scores[i], i))[:max_sentences]
         for i in sorted(ranked):
             s = sentences[i]
-            body.append(f"{ROLE_NAMES.get(s.role, s.role)} said: \u201c{_clip(s.text, QUOTE_MAX_WORDS, QUOTE_MAX_CHARS)}\u201d")
+            body.append(
+                f"{ROLE_NAMES.get(s.role, s.role)} said: \u201c{_clip(s.text, QUOTE_MAX_WORDS, QUOTE_MAX_CHARS)}\u201d"
+            )
     else:
         text = " ".join(" ".join(m["content"].split()) for m in messages)[:300]
         body.append(f"Content: \u201c{text}\u201d")

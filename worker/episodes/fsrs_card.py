@@ -25,7 +25,9 @@ class InitialMemory:
     card: dict[str, Any]
 
 
-def initial_memory(card_id: int, formed_at: datetime, surprise: float, *, boost: float, desired_retention: float) -> InitialMemory:
+def initial_memory(
+    card_id: int, formed_at: datetime, surprise: float, *, boost: float, desired_retention: float
+) -> InitialMemory:
     scheduler = Scheduler(desired_retention=desired_retention, learning_steps=(), enable_fuzzing=False)
     card, _ = scheduler.review_card(Card(card_id=card_id), Rating.Good, review_datetime=formed_at)
     card.stability = float(card.stability) * (1.0 + boost * max(0.0, min(1.0, surprise)))

@@ -42,7 +42,9 @@ def tools_used(messages: Sequence[dict[str, Any]]) -> list[str]:
             if not isinstance(call, dict):
                 continue
             function = call.get("function")
-            name = tool_name(call.get("name")) or (tool_name(function.get("name")) if isinstance(function, dict) else None)
+            name = tool_name(call.get("name")) or (
+                tool_name(function.get("name")) if isinstance(function, dict) else None
+            )
             if name:
                 seen.setdefault(name, None)
     return list(seen)

@@ -33,8 +33,14 @@ class Applied:
     merged: int  # how many ratings the day's review holds
 
 
-def apply_rating(card: dict[str, Any], rating: int, at: datetime, *, desired_retention: float,
-                 same_day: tuple[dict[str, Any], int, int] | None = None) -> Applied:
+def apply_rating(
+    card: dict[str, Any],
+    rating: int,
+    at: datetime,
+    *,
+    desired_retention: float,
+    same_day: tuple[dict[str, Any], int, int] | None = None,
+) -> Applied:
     """``card``: the memory's card now; ``at``: when the memory was used (aware);
     ``same_day``: (card before, rating, merged count) of a review already applied on
     ``at``'s day, if any."""

@@ -46,25 +46,38 @@ class ReviewOutcome:
 
 
 def usage_params(settings: Settings) -> UsageParams:
-    return UsageParams(settings.review_easy_similarity, settings.review_good_similarity, settings.review_hard_similarity,
-                       settings.review_easy_uptake, settings.review_good_uptake, settings.review_hard_uptake)
+    return UsageParams(
+        settings.review_easy_similarity,
+        settings.review_good_similarity,
+        settings.review_hard_similarity,
+        settings.review_easy_uptake,
+        settings.review_good_uptake,
+        settings.review_hard_uptake,
+    )
 
 
 def _segment(conn: psycopg.Connection, episode_id: str) -> SegmentView | None:
     head = conn.execute("SELECT end_at FROM episodic_memory WHERE id = %s", (episode_id,)).fetchone()
     if head is None:
         return None
-    rows = conn.execute("SELECT ts, coalesce(speaker, role), content, embedding FROM episode_message WHERE episode_id = %s "
-                        "ORDER BY seq", (episode_id,)).fetchall()
-    return SegmentView(episode_id, head[0], [(r[0], r[1], r[2], None if r[3] is None else np.asarray(r[3].to_numpy()))
-                                            for r in rows])
+    rows = conn.execute(
+        "SELECT ts, coalesce(speaker, role), content, embedding FROM episode_message WHERE episode_id = %s "
+        "ORDER BY seq",
+        (episode_id,),
+    ).fetchall()
+    return SegmentView(
+        episode_id, head[0], [(r[0], r[1], r[2], None if r[3] is None else np.asarray(r[3].to_numpy())) for r in rows]
+    )
 
 
 def _memories(conn: psycopg.Connection, ids: list[str]) -> dict[str, dict[str, Any]]:
-    rows = conn.execute("SELECT id::text, title, summary, embedding FROM episodic_memory WHERE id = ANY(%s::uuid[])",
-                        (ids,)).fetchall()
-    out = {r[0]: {"title": r[1], "summary": r[2], "vectors": [np.asarray(r[3].to_numpy())], "text": f"{r[1]} {r[2]}"}
-           for r in rows}
+    rows = conn.execute(
+        "SELECT id::text, title, summary, embedding FROM episodic_memory WHERE id = ANY(%s::uuid[])", (ids,)
+    ).fetchall()
+    out = {
+        r[0]: {"title": r[1], "summary": r[2], "vectors": [np.asarray(r[3].to_numpy())], "text": f"{r[1]} {r[2]}"}
+        for r in rows
+    }
     for eid, content, vector in conn.execute(
         "SELECT episode_id::text, content, embedding FROM episode_message WHERE episode_id = ANY(%s::uuid[]) ORDER BY seq",
         (ids,),
@@ -75,8 +88,9 @@ def _memories(conn: psycopg.Connection, ids: list[str]) -> dict[str, dict[str, A
     return out
 
 
-def review_segment(conn: psycopg.Connection, settings: Settings, tenant: str, conversation_id: str,
-                   episode_id: str) -> ReviewOutcome:
+def review_segment(
+    conn: psycopg.Connection, settings: Settings, tenant: str, conversation_id: str, episode_id: str
+) -> ReviewOutcome:
     """``conn``: autocommit. Reviews what was retrieved for ``conversation_id`` before the
     segment that became ``episode_id`` ended."""
     segment = _segment(conn, episode_id)
@@ -102,11 +116,17 @@ def review_segment(conn: psycopg.Connection, settings: Settings, tenant: str, co
     order = sorted(groups)
     if settings.llm_enabled and order:
         first = min(p.retrieved_at for ps in groups.values() for p in ps)
-        shown = [Reviewed(i + 1, memories[m]["title"], memories[m]["summary"],
-                          tuple(dict.fromkeys(p.query for p in groups[m]))) for i, m in enumerate(order)]
+        shown = [
+            Reviewed(
+                i + 1, memories[m]["title"], memories[m]["summary"], tuple(dict.fromkeys(p.query for p in groups[m]))
+            )
+            for i, m in enumerate(order)
+        ]
         try:
             answers, model = llm_ratings(settings, [f"- {who}: {text}" for _, who, text, _ in after(first)], shown)
-            ratings = {m: (answers[i + 1][0], {"reason": answers[i + 1][1], "model": model}) for i, m in enumerate(order)}
+            ratings = {
+                m: (answers[i + 1][0], {"reason": answers[i + 1][1], "model": model}) for i, m in enumerate(order)
+            }
             source = "llm"
         except LLMError as exc:
             llm_error = str(exc)[:300]
@@ -116,8 +136,14 @@ def review_segment(conn: psycopg.Connection, settings: Settings, tenant: str, co
         for m in order:
             later = after(min(p.retrieved_at for p in groups[m]))
             vectors = np.asarray([v for *_, v in later if v is not None])
-            rated = usage_rating(np.asarray(memories[m]["vectors"]), vectors, memories[m]["text"],
-                                 " ".join(text for _, _, text, _ in later), [p.query for p in groups[m]], params)
+            rated = usage_rating(
+                np.asarray(memories[m]["vectors"]),
+                vectors,
+                memories[m]["text"],
+                " ".join(text for _, _, text, _ in later),
+                [p.query for p in groups[m]],
+                params,
+            )
             detail = rated.detail() | ({"llm_error": llm_error} if llm_error else {})
             ratings[m] = (rated.rating, detail)
 
@@ -133,18 +159,38 @@ def review_segment(conn: psycopg.Connection, settings: Settings, tenant: str, co
             memory_conversation, card = cards[m]
             at = segment.end_at
             day = review_of_day(conn, m, at.date())
-            applied = apply_rating(card, rating, at, desired_retention=settings.desired_retention,
-                                   same_day=None if day is None else (day.card_before, day.rating, day.merged))
+            applied = apply_rating(
+                card,
+                rating,
+                at,
+                desired_retention=settings.desired_retention,
+                same_day=None if day is None else (day.card_before, day.rating, day.merged),
+            )
             queries = sorted({p.query for p in groups[m]})
             review_id = save_review(
-                conn, tenant=tenant, conversation_id=memory_conversation, memory_id=m, at=at, rating=applied.rating,
-                source=source, detail={**detail, "queries": queries, "asked_in": conversation_id}, merged=applied.merged,
-                card_before=applied.card_before, card_after=applied.card_after, segment_id=episode_id,
+                conn,
+                tenant=tenant,
+                conversation_id=memory_conversation,
+                memory_id=m,
+                at=at,
+                rating=applied.rating,
+                source=source,
+                detail={**detail, "queries": queries, "asked_in": conversation_id},
+                merged=applied.merged,
+                card_before=applied.card_before,
+                card_after=applied.card_after,
+                segment_id=episode_id,
             )
             consume(conn, ids, review_id)
             outcome.reviewed += 1
             outcome.consumed += len(ids)
             outcome.ratings[m] = NAMES[applied.rating]
-    log.info("memories_reviewed", episode_id=episode_id, reviewed=outcome.reviewed, consumed=outcome.consumed, source=source,
-             ratings=outcome.ratings)
+    log.info(
+        "memories_reviewed",
+        episode_id=episode_id,
+        reviewed=outcome.reviewed,
+        consumed=outcome.consumed,
+        source=source,
+        ratings=outcome.ratings,
+    )
     return outcome

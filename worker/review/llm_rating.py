@@ -64,7 +64,9 @@ def render(segment: Sequence[str], memories: Sequence[Reviewed]) -> str:
     return "\n".join(lines)
 
 
-def llm_ratings(settings: Settings, segment: Sequence[str], memories: Sequence[Reviewed]) -> tuple[dict[int, tuple[int, str]], str]:
+def llm_ratings(
+    settings: Settings, segment: Sequence[str], memories: Sequence[Reviewed]
+) -> tuple[dict[int, tuple[int, str]], str]:
     """number -> (rating 1-4, reason), and the model. Raises ``LLMError``."""
     result = complete_json(
         settings,

@@ -55,8 +55,14 @@ def words(text: str) -> set[str]:
     return {w.lower() for w in _WORD.findall(text)} - COMMON
 
 
-def usage_rating(memory_vectors: np.ndarray, segment_vectors: np.ndarray, memory_text: str, segment_text: str,
-                 queries: list[str], p: UsageParams) -> UsageRating:
+def usage_rating(
+    memory_vectors: np.ndarray,
+    segment_vectors: np.ndarray,
+    memory_text: str,
+    segment_text: str,
+    queries: list[str],
+    p: UsageParams,
+) -> UsageRating:
     closeness = 0.0
     if len(memory_vectors) and len(segment_vectors):
         closeness = float(np.max(np.asarray(memory_vectors) @ np.asarray(segment_vectors).T))

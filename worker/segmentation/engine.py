@@ -106,7 +106,13 @@ def step(
     if action is RuleAction.FORCE_CREATE:
         state = detector.observe(new.message, embedding, state)  # the last message of this event
         segment, state = _close(
-            [*buffer, new], state, reason=action.value, surprise=0.0, detector=detector.name, source="rules", overlap=overlap
+            [*buffer, new],
+            state,
+            reason=action.value,
+            surprise=0.0,
+            detector=detector.name,
+            source="rules",
+            overlap=overlap,
         )
         state = detector.start_event(None, None, state)
         return Step(drop=len(buffer), push=False, segment=segment, state=state, action=action.value)
@@ -123,7 +129,9 @@ def step(
         return Step(drop=0, push=True, segment=None, state=state, action=action.value)
 
     verdict = detector.check(
-        DetectionInput(buffer=[b.message for b in buffer], new=new.message, embedding=embedding, state=state, lookahead=lookahead)
+        DetectionInput(
+            buffer=[b.message for b in buffer], new=new.message, embedding=embedding, state=state, lookahead=lookahead
+        )
     )
     if not verdict.boundary:
         return Step(drop=0, push=True, segment=None, state=verdict.state, action="continue", verdict=verdict)
@@ -146,6 +154,8 @@ def close_open_event(
     """Close whatever is open (explicit flush or inactivity collapse)."""
     if not buffer:
         return None
-    segment, state = _close(buffer, state, reason=reason, surprise=0.0, detector=detector.name, source="flush", overlap=overlap)
+    segment, state = _close(
+        buffer, state, reason=reason, surprise=0.0, detector=detector.name, source="flush", overlap=overlap
+    )
     state = detector.start_event(None, None, state)
     return Step(drop=len(buffer), push=False, segment=segment, state=state, action=reason)

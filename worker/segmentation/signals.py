@@ -9,16 +9,44 @@ from collections.abc import Sequence
 import numpy as np
 
 DISCOURSE_MARKERS = (
-    "by the way", "btw", "anyway", "anyways", "speaking of", "on another note", "on a different note",
-    "on a side note", "unrelated", "totally unrelated", "switching gears", "changing the subject",
-    "change of subject", "different question", "another question", "quick question", "oh also", "oh, also",
-    "also, ", "before i forget", "one more thing", "moving on", "let's talk about", "new topic", "random question",
-    "so anyway", "oh and", "oh, and", "last thing", "separate question", "on another topic",
+    "by the way",
+    "btw",
+    "anyway",
+    "anyways",
+    "speaking of",
+    "on another note",
+    "on a different note",
+    "on a side note",
+    "unrelated",
+    "totally unrelated",
+    "switching gears",
+    "changing the subject",
+    "change of subject",
+    "different question",
+    "another question",
+    "quick question",
+    "oh also",
+    "oh, also",
+    "also, ",
+    "before i forget",
+    "one more thing",
+    "moving on",
+    "let's talk about",
+    "new topic",
+    "random question",
+    "so anyway",
+    "oh and",
+    "oh, and",
+    "last thing",
+    "separate question",
+    "on another topic",
 )
 _MARKER_RE = re.compile(
     r"^\W*(?:" + "|".join(re.escape(m).replace(r"\ ", r"\s+") for m in DISCOURSE_MARKERS) + r")\b", re.IGNORECASE
 )
-_ANYWHERE_RE = re.compile(r"\b(?:by the way|btw|speaking of|unrelated|switching gears|changing the subject|on another note)\b", re.IGNORECASE)
+_ANYWHERE_RE = re.compile(
+    r"\b(?:by the way|btw|speaking of|unrelated|switching gears|changing the subject|on another note)\b", re.IGNORECASE
+)
 
 
 def cosine(a: np.ndarray, b: np.ndarray) -> float:

@@ -54,7 +54,12 @@ def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt
             log.info("segment_adopted", segment_id=episode_id, fence=fence, error=str(exc))
             publish.episode(tenant, conversation_id, episode_id, attempt=attempt + 1)
             return {"status": "adopted"}
-        log.warning("stale_segment", segment_id=episode_id, error=str(exc), hint="waiting for a drain to re-sync the conversation")
+        log.warning(
+            "stale_segment",
+            segment_id=episode_id,
+            error=str(exc),
+            hint="waiting for a drain to re-sync the conversation",
+        )
         if store.mark_drain_queued():
             publish.drain(tenant, conversation_id)
         again(attempt)

@@ -61,8 +61,9 @@ def sweep_stalled(age: float | None = None, once_per_seconds: float = 0.0) -> di
     sweeps every reconnecting worker asks for: the first one does the work)."""
     settings = resources.settings()
     client, scripts = resources.mailbox()
-    if once_per_seconds > 0 and not client.set(RECOVERY_SWEEP_KEY.format(prefix=settings.key_prefix), "1", nx=True,
-                                               px=int(once_per_seconds * 1000)):
+    if once_per_seconds > 0 and not client.set(
+        RECOVERY_SWEEP_KEY.format(prefix=settings.key_prefix), "1", nx=True, px=int(once_per_seconds * 1000)
+    ):
         return {"drains": 0, "episodes": 0, "skipped": True}
     age = settings.stalled_after_seconds if age is None else max(0.0, float(age))
     drains = episodes = 0

@@ -67,7 +67,10 @@ def semantic_consolidation(tenant: str, conversation_id: str, attempt: int = 0) 
     except ValidationError as exc:
         return refused(exc)
     if not settings.llm_enabled:
-        log.info("consolidation_waiting", hint="no LLM configured (MEMQ_LLM_MODEL); `memq consolidate` drains the backlog later")
+        log.info(
+            "consolidation_waiting",
+            hint="no LLM configured (MEMQ_LLM_MODEL); `memq consolidate` drains the backlog later",
+        )
         return {"status": "waiting"}
     try:
         with resources.database() as conn:

@@ -68,8 +68,16 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
             lambda episode_id: publish.episode(tenant, conversation_id, episode_id),
             snapshot,
         )
-        result.update(processed=outcome.processed, episodes=outcome.episodes, more=outcome.more, flushed=outcome.flushed)
-        log.info("drained", processed=outcome.processed, episodes=len(outcome.episodes), more=outcome.more, flushed=outcome.flushed)
+        result.update(
+            processed=outcome.processed, episodes=outcome.episodes, more=outcome.more, flushed=outcome.flushed
+        )
+        log.info(
+            "drained",
+            processed=outcome.processed,
+            episodes=len(outcome.episodes),
+            more=outcome.more,
+            flushed=outcome.flushed,
+        )
     except MessageFailed as failed:
         failures, quarantined = store.record_failure("message", failed.message_id, failed.error, head_raw=failed.raw)
         (log.error if quarantined else log.warning)(
@@ -87,7 +95,9 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
         log.warning("lock_lost", hint="our lease ran out; whoever holds the conversation now continues")
         result = {"status": "lock_lost"}
     except StateChanged:
-        log.warning("state_changed", hint="the conversation's state moved underneath (Redis restarted?); a new drain resumes")
+        log.warning(
+            "state_changed", hint="the conversation's state moved underneath (Redis restarted?); a new drain resumes"
+        )
         result = {"status": "state_changed"}
     except SoftTimeLimitExceeded:
         log.warning("soft_time_limit", hint="drain stopped by Celery's soft time limit; a new drain resumes")
@@ -105,8 +115,11 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
             if release(store, lookahead, settings.release_retry_seconds):
                 publish.drain(tenant, conversation_id, countdown=delay, attempt=next_attempt)
         except Exception as exc:  # Redis or the broker stayed away: the mark stays, a sweep re-publishes
-            log.warning("release_failed", error=describe(exc),
-                        hint="the sweep after the broker reconnects, or the stalled-work sweeper, re-publishes the drain")
+            log.warning(
+                "release_failed",
+                error=describe(exc),
+                hint="the sweep after the broker reconnects, or the stalled-work sweeper, re-publishes the drain",
+            )
     return result
 
 

@@ -31,52 +31,87 @@ def _answer(data: dict[str, Any], text: str, fmt: str) -> Response | dict[str, A
     return data
 
 
-@router.get("/{conversation_id}/episodes", response_model=EpisodesOut, summary="The conversation's episodes, oldest first")
-def episodes(conversation_id: str = ConversationId, tenant: str = Depends(caller),
-             svc: Services = Depends(services)) -> EpisodesOut:
+@router.get(
+    "/{conversation_id}/episodes", response_model=EpisodesOut, summary="The conversation's episodes, oldest first"
+)
+def episodes(
+    conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
+) -> EpisodesOut:
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
     with svc.conn() as conn:
         rows = list_episodes(conn, tenant, conversation_id)
-    return EpisodesOut(conversation_id=conversation_id, episodes=[
-        EpisodeOut(**{**asdict(e), "start_at": e.start_at.isoformat(), "end_at": e.end_at.isoformat()}) for e in rows
-    ])
+    return EpisodesOut(
+        conversation_id=conversation_id,
+        episodes=[
+            EpisodeOut(**{**asdict(e), "start_at": e.start_at.isoformat(), "end_at": e.end_at.isoformat()})
+            for e in rows
+        ],
+    )
 
 
-@router.get("/{conversation_id}/manifest", responses=MARKDOWN_OR_JSON, summary="The manifest: episodes by relative date")
-def manifest(conversation_id: str = ConversationId, depth: int | None = Query(None, description="default MEMQ_MANIFEST_DEPTH"),
-             tz: str | None = Query(None, alias="timezone", description="IANA name, default UTC"),
-             fmt: Literal["json", "markdown"] = Format, tenant: str = Depends(caller),
-             svc: Services = Depends(services)) -> Any:
+@router.get(
+    "/{conversation_id}/manifest", responses=MARKDOWN_OR_JSON, summary="The manifest: episodes by relative date"
+)
+def manifest(
+    conversation_id: str = ConversationId,
+    depth: int | None = Query(None, description="default MEMQ_MANIFEST_DEPTH"),
+    tz: str | None = Query(None, alias="timezone", description="IANA name, default UTC"),
+    fmt: Literal["json", "markdown"] = Format,
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
+) -> Any:
     with svc.conn() as conn:
-        result = read_manifest(conversation_id, tenant=tenant, depth=depth, tz=tz, settings=svc.settings, conn=conn,
-                               client=svc.redis)
+        result = read_manifest(
+            conversation_id, tenant=tenant, depth=depth, tz=tz, settings=svc.settings, conn=conn, client=svc.redis
+        )
     return _answer(result.to_json(), result.text, fmt)
 
 
 @router.get("/{conversation_id}/context", responses=MARKDOWN_OR_JSON, summary="What to put at the top of a new session")
-def context(conversation_id: str = ConversationId,
-            max_tokens: int | None = Query(None, description="default MEMQ_SESSION_MAX_TOKENS"),
-            summaries: int | None = Query(None, description="episode summaries (default MEMQ_SESSION_SUMMARY_COUNT)"),
-            continuity: int | None = Query(None, description="messages before the open segment"),
-            tz: str | None = Query(None, alias="timezone", description="IANA name, default UTC"),
-            fmt: Literal["json", "markdown"] = Format, tenant: str = Depends(caller),
-            svc: Services = Depends(services)) -> Any:
+def context(
+    conversation_id: str = ConversationId,
+    max_tokens: int | None = Query(None, description="default MEMQ_SESSION_MAX_TOKENS"),
+    summaries: int | None = Query(None, description="episode summaries (default MEMQ_SESSION_SUMMARY_COUNT)"),
+    continuity: int | None = Query(None, description="messages before the open segment"),
+    tz: str | None = Query(None, alias="timezone", description="IANA name, default UTC"),
+    fmt: Literal["json", "markdown"] = Format,
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
+) -> Any:
     """In order: a collapse marker, the latest episode summaries, the last messages before
     the open segment, a session-boundary marker with the time gap, and the open segment's
     messages not yet in an episode; within ``max_tokens``."""
     with svc.conn() as conn:
-        result = read_session_context(conversation_id, tenant=tenant, max_tokens=max_tokens, summaries=summaries,
-                                      continuity=continuity, tz=tz, settings=svc.settings, conn=conn, client=svc.redis)
+        result = read_session_context(
+            conversation_id,
+            tenant=tenant,
+            max_tokens=max_tokens,
+            summaries=summaries,
+            continuity=continuity,
+            tz=tz,
+            settings=svc.settings,
+            conn=conn,
+            client=svc.redis,
+        )
     return _answer(result.to_json(), result.text, fmt)
 
 
-@router.delete("/{conversation_id}", response_model=ForgetOut, summary="Forget the conversation: every trace of it",
-               responses={503: {"description": "a worker is processing it; try again"}})
-def forget(conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)) -> ForgetOut:
+@router.delete(
+    "/{conversation_id}",
+    response_model=ForgetOut,
+    summary="Forget the conversation: every trace of it",
+    responses={503: {"description": "a worker is processing it; try again"}},
+)
+def forget(
+    conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
+) -> ForgetOut:
     """Its episodes and messages, pending reviews, cached manifest and every Redis key and
     index entry, including work in flight. Idempotent."""
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
     with svc.conn() as conn:
-        done = forget_conversation(svc.redis, conn, svc.producer.keys(conversation_id, tenant),
-                                   wait_seconds=svc.settings.forget_wait_seconds)
-    return ForgetOut(conversation_id=conversation_id, forgotten=done.existed, episodes=done.episodes, messages=done.messages)
+        done = forget_conversation(
+            svc.redis, conn, svc.producer.keys(conversation_id, tenant), wait_seconds=svc.settings.forget_wait_seconds
+        )
+    return ForgetOut(
+        conversation_id=conversation_id, forgotten=done.existed, episodes=done.episodes, messages=done.messages
+    )

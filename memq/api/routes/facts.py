@@ -20,9 +20,15 @@ from shared.retrieval.facts_section import fact_record
 router = APIRouter(tags=["facts"])
 
 
-@router.get("/v1/conversations/{conversation_id}/facts", summary="The conversation's facts (active, or all with retired)")
-def conversation_facts(conversation_id: str = Path(...), include_retired: bool = Query(False),
-                       tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+@router.get(
+    "/v1/conversations/{conversation_id}/facts", summary="The conversation's facts (active, or all with retired)"
+)
+def conversation_facts(
+    conversation_id: str = Path(...),
+    include_retired: bool = Query(False),
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
+) -> dict[str, Any]:
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
     with svc.conn() as conn:
         facts = list_facts(conn, tenant, conversation_id, include_retired=include_retired)
@@ -30,16 +36,26 @@ def conversation_facts(conversation_id: str = Path(...), include_retired: bool =
 
 
 @router.post("/v1/facts/search", summary="Active facts most relevant to a query (hybrid search)")
-def facts_search(body: FactSearchIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+def facts_search(
+    body: FactSearchIn, tenant: str = Depends(caller), svc: Services = Depends(services)
+) -> dict[str, Any]:
     with svc.conn() as conn:
-        query, found = find_facts(body.query, tenant=tenant, settings=svc.settings, conn=conn,
-                                  conversation_id=body.conversation_id, conversation_ids=body.conversation_ids,
-                                  limit=body.limit)
+        query, found = find_facts(
+            body.query,
+            tenant=tenant,
+            settings=svc.settings,
+            conn=conn,
+            conversation_id=body.conversation_id,
+            conversation_ids=body.conversation_ids,
+            limit=body.limit,
+        )
     return {"query": query, "facts": [fact_record(f, score, ranks) for f, score, ranks in found]}
 
 
 @router.get("/v1/facts/{fact_id}/history", summary="A fact and every change to it")
-def history(fact_id: str = Path(...), tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+def history(
+    fact_id: str = Path(...), tenant: str = Depends(caller), svc: Services = Depends(services)
+) -> dict[str, Any]:
     try:
         uuid.UUID(fact_id)
     except ValueError:

@@ -18,8 +18,12 @@ def healthz() -> dict[str, str]:
     return {"status": "ok"}
 
 
-@router.get("/readyz", response_model=ReadyOut, summary="Redis, PostgreSQL and a worker are reachable",
-            responses={503: {"model": ReadyOut, "description": "something is not"}})
+@router.get(
+    "/readyz",
+    response_model=ReadyOut,
+    summary="Redis, PostgreSQL and a worker are reachable",
+    responses={503: {"model": ReadyOut, "description": "something is not"}},
+)
 def readyz(svc: Services = Depends(services)) -> JSONResponse:
     checks: dict[str, Check] = {}
     try:
@@ -37,7 +41,9 @@ def readyz(svc: Services = Depends(services)) -> JSONResponse:
         checks["postgres"] = Check(ok=False, detail=type(exc).__name__)
     try:
         replies = svc.producer.celery.control.ping(timeout=1.0) or []
-        checks["workers"] = Check(ok=bool(replies), detail=f"{len(replies)} answered" if replies else "no worker answered a ping")
+        checks["workers"] = Check(
+            ok=bool(replies), detail=f"{len(replies)} answered" if replies else "no worker answered a ping"
+        )
     except Exception as exc:
         checks["workers"] = Check(ok=False, detail=type(exc).__name__)
     ready = all(c.ok for c in checks.values())

@@ -21,19 +21,39 @@ def _retrieve(body: RetrieveIn, tenant: str, svc: Services) -> RetrievalResult:
     time_range = None if body.time_range is None else (body.time_range.start, body.time_range.end)
     with svc.conn() as conn:
         return retrieve_memory(
-            body.query, tenant=tenant, conversation_id=body.conversation_id, conversation_ids=body.conversation_ids,
-            limit=body.limit, detail=body.detail, max_tokens=body.max_tokens, time_range=time_range, now=body.now,
-            settings=svc.settings, conn=conn, record=body.record, asked_in=body.asked_in,
+            body.query,
+            tenant=tenant,
+            conversation_id=body.conversation_id,
+            conversation_ids=body.conversation_ids,
+            limit=body.limit,
+            detail=body.detail,
+            max_tokens=body.max_tokens,
+            time_range=time_range,
+            now=body.now,
+            settings=svc.settings,
+            conn=conn,
+            record=body.record,
+            asked_in=body.asked_in,
         )
 
 
 def _recent(body: RecentIn, tenant: str, svc: Services) -> RecentResult:
     with svc.conn() as conn:
-        return recent_memory(body.conversation_id, tenant=tenant, limit=body.limit, days=body.days,
-                             max_tokens=body.max_tokens, now=body.now, settings=svc.settings, conn=conn)
+        return recent_memory(
+            body.conversation_id,
+            tenant=tenant,
+            limit=body.limit,
+            days=body.days,
+            max_tokens=body.max_tokens,
+            now=body.now,
+            settings=svc.settings,
+            conn=conn,
+        )
 
 
-@router.post("/retrieve", response_class=PlainTextResponse, responses=MARKDOWN, summary="What memq remembers (markdown)")
+@router.post(
+    "/retrieve", response_class=PlainTextResponse, responses=MARKDOWN, summary="What memq remembers (markdown)"
+)
 def retrieve(body: RetrieveIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> PlainTextResponse:
     """Hybrid lexical + vector search over episodes and their messages, fused by RRF and
     re-ranked by FSRS retrievability, within ``max_tokens``."""

@@ -17,29 +17,48 @@ router = APIRouter(prefix="/v1/conversations", tags=["ingest"])
 ConversationId = Path(description="1-128 letters, digits, '.', '_', ':', '-', starting with a letter or digit")
 
 
-@router.post("/{conversation_id}/messages", status_code=202, response_model=MessagesOut,
-             summary="Add one message or a batch to a conversation",
-             responses={400: {"description": "invalid input; nothing was written"},
-                        409: {"description": "out of order under MEMQ_OUT_OF_ORDER_POLICY=reject; nothing written"},
-                        413: {"description": "body too large"}, 503: {"description": "Redis failed; see results"}})
-def add_messages(body: MessagesIn | MessageIn, conversation_id: str = ConversationId, tenant: str = Depends(caller),
-                 svc: Services = Depends(services)) -> MessagesOut:
+@router.post(
+    "/{conversation_id}/messages",
+    status_code=202,
+    response_model=MessagesOut,
+    summary="Add one message or a batch to a conversation",
+    responses={
+        400: {"description": "invalid input; nothing was written"},
+        409: {"description": "out of order under MEMQ_OUT_OF_ORDER_POLICY=reject; nothing written"},
+        413: {"description": "body too large"},
+        503: {"description": "Redis failed; see results"},
+    },
+)
+def add_messages(
+    body: MessagesIn | MessageIn,
+    conversation_id: str = ConversationId,
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
+) -> MessagesOut:
     """Each result says ``accepted``, ``clamped`` (accepted, timestamp raised to the
     previous one's) or ``duplicate`` (this ``message_id`` was accepted before), with the
     id the message is stored under. Retry a failed request with the same message ids."""
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
     items = body.messages if isinstance(body, MessagesIn) else [body]
     if len(items) > svc.settings.api_max_batch:
-        raise ValidationError(f"at most {svc.settings.api_max_batch} messages per request (MEMQ_API_MAX_BATCH)",
-                              field="messages")
+        raise ValidationError(
+            f"at most {svc.settings.api_max_batch} messages per request (MEMQ_API_MAX_BATCH)", field="messages"
+        )
     raw = [m.model_dump(exclude_none=True) for m in items]
     results = svc.producer.add_messages(raw, conversation_id=conversation_id, tenant=tenant)
-    return MessagesOut(conversation_id=conversation_id, results=[
-        {"index": i, "status": r.status, "message_id": r.message_id} for i, r in enumerate(results)
-    ])
+    return MessagesOut(
+        conversation_id=conversation_id,
+        results=[{"index": i, "status": r.status, "message_id": r.message_id} for i, r in enumerate(results)],
+    )
 
 
-@router.post("/{conversation_id}/flush", status_code=202, response_model=FlushOut,
-             summary="Close the open event into an episode once its queue is drained")
-def flush(conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)) -> FlushOut:
+@router.post(
+    "/{conversation_id}/flush",
+    status_code=202,
+    response_model=FlushOut,
+    summary="Close the open event into an episode once its queue is drained",
+)
+def flush(
+    conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
+) -> FlushOut:
     return FlushOut(conversation_id=conversation_id, flushed=svc.producer.flush(conversation_id, tenant=tenant))

@@ -102,8 +102,16 @@ def _conversation(item: dict[str, Any], turn_seconds: float) -> LocomoConversati
             if not text:
                 continue
             dia = normalise_evidence(raw.get("dia_id"))
-            turns.append(Turn(dia[0] if dia else f"D{n}:{i + 1}", n, len(turns), str(raw.get("speaker") or "?"), text,
-                              start + timedelta(seconds=turn_seconds * i)))
+            turns.append(
+                Turn(
+                    dia[0] if dia else f"D{n}:{i + 1}",
+                    n,
+                    len(turns),
+                    str(raw.get("speaker") or "?"),
+                    text,
+                    start + timedelta(seconds=turn_seconds * i),
+                )
+            )
     known = {t.dia_id for t in turns}
     questions: list[Question] = []
     dropped = 0
@@ -112,10 +120,14 @@ def _conversation(item: dict[str, Any], turn_seconds: float) -> LocomoConversati
         kept = tuple(e for e in evidence if e in known)
         dropped += len(evidence) - len(kept)
         answer = q.get("answer", q.get("adversarial_answer", ""))
-        questions.append(Question(f"{item['sample_id']}-q{i}", str(q.get("question", "")), str(answer),
-                                  int(q.get("category", 0)), kept))
-    return LocomoConversation(item["sample_id"], (conv.get("speaker_a", "A"), conv.get("speaker_b", "B")), turns,
-                              questions, dropped, sessions)
+        questions.append(
+            Question(
+                f"{item['sample_id']}-q{i}", str(q.get("question", "")), str(answer), int(q.get("category", 0)), kept
+            )
+        )
+    return LocomoConversation(
+        item["sample_id"], (conv.get("speaker_a", "A"), conv.get("speaker_b", "B")), turns, questions, dropped, sessions
+    )
 
 
 def is_locomo(path: Path) -> bool:
@@ -123,7 +135,11 @@ def is_locomo(path: Path) -> bool:
         data = json.loads(path.read_text())
     except (OSError, ValueError):
         return False
-    return isinstance(data, list) and bool(data) and all(isinstance(x, dict) and "conversation" in x and "qa" in x for x in data)
+    return (
+        isinstance(data, list)
+        and bool(data)
+        and all(isinstance(x, dict) and "conversation" in x and "qa" in x for x in data)
+    )
 
 
 def load_locomo(path: Path, turn_seconds: float = 30.0) -> list[LocomoConversation]:

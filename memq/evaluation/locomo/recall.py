@@ -43,7 +43,9 @@ def summarise(results: Iterable[tuple[Found, int]]) -> Summary:
     if not rows:
         return Summary(0, 0.0, 0.0, 0.0)
     n = len(rows)
-    return Summary(n, sum(f.recall for f, _ in rows) / n, sum(f.complete for f, _ in rows) / n, sum(t for _, t in rows) / n)
+    return Summary(
+        n, sum(f.recall for f, _ in rows) / n, sum(f.complete for f, _ in rows) / n, sum(t for _, t in rows) / n
+    )
 
 
 def percentile(values: Sequence[float], q: float) -> float:

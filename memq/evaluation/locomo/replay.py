@@ -40,13 +40,18 @@ def messages_of(conv: LocomoConversation) -> list[dict]:
     ]
 
 
-def replay(producer, tenant: str, conversations: list[LocomoConversation], on_progress: Callable[[str, int, int], None],
-           timeout: float = 1800.0) -> ReplayTimes:
+def replay(
+    producer,
+    tenant: str,
+    conversations: list[LocomoConversation],
+    on_progress: Callable[[str, int, int], None],
+    timeout: float = 1800.0,
+) -> ReplayTimes:
     started = time.monotonic()
     for conv in conversations:
         batch = messages_of(conv)
         for i in range(0, len(batch), 100):
-            producer.add_messages(batch[i:i + 100], tenant=tenant)
+            producer.add_messages(batch[i : i + 100], tenant=tenant)
         producer.flush(conv.sample_id, tenant=tenant)
     enqueued = time.monotonic()
     for conv in conversations:

@@ -47,7 +47,9 @@ def targets(run: EvalRun) -> dict[str, Any]:
     if MAIN.name not in overall:
         return {}
     memq = overall[MAIN.name]
-    out: dict[str, Any] = {"latency_ratio_under_2": run.latency_ms.get("ratio_p50", 99) < 2 and run.latency_ms.get("ratio_p99", 99) < 2}
+    out: dict[str, Any] = {
+        "latency_ratio_under_2": run.latency_ms.get("ratio_p50", 99) < 2 and run.latency_ms.get("ratio_p99", 99) < 2
+    }
     for name in TARGET_BASELINES:
         if name not in overall or 1000 not in memq:
             continue
@@ -75,14 +77,18 @@ def print_report(run: EvalRun, console: Console) -> None:
         table.add_column(f"tokens@{budgets[-1]}", justify="right")
         best = {b: max(s[b].recall for s in rows.values()) for b in budgets}
         for method, s in rows.items():
-            cells = [f"[bold green]{s[b].recall:.3f}[/]" if s[b].recall == best[b] else f"{s[b].recall:.3f}" for b in budgets]
+            cells = [
+                f"[bold green]{s[b].recall:.3f}[/]" if s[b].recall == best[b] else f"{s[b].recall:.3f}" for b in budgets
+            ]
             cells += [f"{s[b].all_found:.3f}" for b in budgets]
             table.add_row(method, *cells, f"{s[budgets[-1]].tokens:.0f}")
         console.print(table)
 
     e = run.episodes
-    console.print(f"[bold]episodes[/] {e.get('episodes')} ({e.get('per_conversation')}), mean {e.get('mean_messages')} messages / "
-                  f"{e.get('mean_tokens')} tokens; summaries {e.get('summaries')}; LLM {run.llm}")
+    console.print(
+        f"[bold]episodes[/] {e.get('episodes')} ({e.get('per_conversation')}), mean {e.get('mean_messages')} messages / "
+        f"{e.get('mean_tokens')} tokens; summaries {e.get('summaries')}; LLM {run.llm}"
+    )
     console.print(f"[bold]boundaries[/] {e.get('boundary_reasons')}")
     console.print("[bold]stages[/] " + ", ".join(f"{k} {v:.1f} s" for k, v in run.stages_s.items()))
     lat = run.latency_ms
@@ -124,8 +130,13 @@ def write_chart(run: EvalRun, path: Path) -> None:
     budgets = list(run.config.budgets)
     fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
     for method, s in rows.items():
-        ax.plot(budgets, [s[b].recall for b in budgets], marker="o", linewidth=2.5 if method == MAIN.name else 1.3,
-                label=method)
+        ax.plot(
+            budgets,
+            [s[b].recall for b in budgets],
+            marker="o",
+            linewidth=2.5 if method == MAIN.name else 1.3,
+            label=method,
+        )
     ax.set_xscale("log")
     ax.set_xticks(budgets, [str(b) for b in budgets])
     ax.set_xlabel("returned tokens (budget)")

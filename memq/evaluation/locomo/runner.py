@@ -106,7 +106,8 @@ class EvalRun:
 def _episode_stats(conn, tenant: str, conversations: list[str]) -> dict[str, Any]:
     rows = conn.execute(
         "SELECT conversation_id, message_count, token_count, boundary_reason, boundary_source, summary_source "
-        "FROM episodic_memory WHERE tenant_id = %s AND conversation_id = ANY(%s)", (tenant, conversations),
+        "FROM episodic_memory WHERE tenant_id = %s AND conversation_id = ANY(%s)",
+        (tenant, conversations),
     ).fetchall()
     per_conv = Counter(r[0] for r in rows)
     return {
@@ -120,12 +121,14 @@ def _episode_stats(conn, tenant: str, conversations: list[str]) -> dict[str, Any
 
 
 def _stored_turns(conn, tenant: str, conversation: str) -> int:
-    return conn.execute("SELECT count(*) FROM episode_message WHERE tenant_id = %s AND conversation_id = %s",
-                        (tenant, conversation)).fetchone()[0]
+    return conn.execute(
+        "SELECT count(*) FROM episode_message WHERE tenant_id = %s AND conversation_id = %s", (tenant, conversation)
+    ).fetchone()[0]
 
 
-def run(settings: Settings, config: EvalConfig, progress: Callable[[str, int, int], None],
-        note: Callable[[str], None]) -> EvalRun:
+def run(
+    settings: Settings, config: EvalConfig, progress: Callable[[str, int, int], None], note: Callable[[str], None]
+) -> EvalRun:
     from producer.client import Producer
     from shared.connections import pg_connect
     from shared.db.migrate import upgrade
@@ -238,8 +241,9 @@ class Queries:
         return embed
 
 
-def _ask(run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Method, asked, queries: Queries,
-         progress) -> None:
+def _ask(
+    run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Method, asked, queries: Queries, progress
+) -> None:
     from shared.retrieval.service import retrieve_memory
     from shared.retrieval.time_expressions import find_time
     from shared.tokens import count_tokens
@@ -255,30 +259,55 @@ def _ask(run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Meth
         for budget in run_.config.budgets:
             if method.kind == "memq":
                 result = retrieve_memory(
-                    q.question, tenant=run_.config.tenant, conversation_id=conv.sample_id, limit=limit,
-                    detail=method.detail, max_tokens=budget, now=_now(conv), settings=local, conn=conn,
-                    embed=embed, record=False,
+                    q.question,
+                    tenant=run_.config.tenant,
+                    conversation_id=conv.sample_id,
+                    limit=limit,
+                    detail=method.detail,
+                    max_tokens=budget,
+                    now=_now(conv),
+                    settings=local,
+                    conn=conn,
+                    embed=embed,
+                    record=False,
                 )
                 text, tokens = result.text, result.tokens
             else:
                 if ranked is None:
                     if method.search == "memq":
                         terms = queries.terms[i]
-                        ranked = index.search(method.kind, conv.sample_id, terms.search_text, queries.searched[i],
-                                              settings.retrieval_candidates, settings.rrf_k, search="memq",
-                                              named=terms.named, speaker_weight=settings.speaker_match_weight,
-                                              lexical=method.lexical)
+                        ranked = index.search(
+                            method.kind,
+                            conv.sample_id,
+                            terms.search_text,
+                            queries.searched[i],
+                            settings.retrieval_candidates,
+                            settings.rrf_k,
+                            search="memq",
+                            named=terms.named,
+                            speaker_weight=settings.speaker_match_weight,
+                            lexical=method.lexical,
+                        )
                     else:
-                        ranked = index.search(method.kind, conv.sample_id, q.question, queries.raw[i],
-                                              settings.retrieval_candidates, settings.rrf_k)
+                        ranked = index.search(
+                            method.kind,
+                            conv.sample_id,
+                            q.question,
+                            queries.raw[i],
+                            settings.retrieval_candidates,
+                            settings.rrf_k,
+                        )
                 text = fill(ranked, budget, count_tokens)
                 tokens = count_tokens(text)
-            run_.results.append(QuestionResult(q, conv.sample_id, method.name, budget, evidence_found(text, evidence), tokens))
+            run_.results.append(
+                QuestionResult(q, conv.sample_id, method.name, budget, evidence_found(text, evidence), tokens)
+            )
         progress(f"questions: {method.name}", i + 1, len(asked))
 
 
-def _latency(run_: EvalRun, settings: Settings, conn, asked, queries: Queries, budget: int = 1000,
-             passes: int = 3) -> None:
+def _latency(
+    run_: EvalRun, settings: Settings, conn, asked, queries: Queries, budget: int = 1000, passes: int = 3
+) -> None:
     """retrieve_memory end to end (query embedding excluded: it is given; pending reviews
     recorded as in production) next to the legs' SQL alone, same queries, interleaved.
     A first pass warms caches; ``passes`` more are measured (percentiles over all of
@@ -294,12 +323,27 @@ def _latency(run_: EvalRun, settings: Settings, conn, asked, queries: Queries, b
     embed = queries.embed_fn()
     for repeat in range(1 + passes):  # the first pass warms caches and is not counted
         for i, (conv, q) in enumerate(asked):
-            request = build_request(settings, tenant=run_.config.tenant, query=q.question, conversation_id=conv.sample_id,
-                                    limit=limit, detail=MAIN.detail, max_tokens=budget, now=_now(conv))
+            request = build_request(
+                settings,
+                tenant=run_.config.tenant,
+                query=q.question,
+                conversation_id=conv.sample_id,
+                limit=limit,
+                detail=MAIN.detail,
+                max_tokens=budget,
+                now=_now(conv),
+            )
             t = time.perf_counter()
-            legs.run_legs(conn, request, queries.searched[i], settings.legs, settings.retrieval_candidates,
-                          settings.hnsw_ef_search, query_text=queries.terms[i].search_text,
-                          plan_cache_mode=settings.retrieval_plan_cache_mode)
+            legs.run_legs(
+                conn,
+                request,
+                queries.searched[i],
+                settings.legs,
+                settings.retrieval_candidates,
+                settings.hnsw_ef_search,
+                query_text=queries.terms[i].search_text,
+                plan_cache_mode=settings.retrieval_plan_cache_mode,
+            )
             floor = time.perf_counter() - t
             t = time.perf_counter()
             retrieve(request, settings=settings, embed=embed, conn=conn, record=True)
@@ -309,11 +353,17 @@ def _latency(run_: EvalRun, settings: Settings, conn, asked, queries: Queries, b
                 totals.append(total * 1000)
     flush_review_notes()
     conn.execute("DELETE FROM pending_review WHERE tenant_id = %s", (run_.config.tenant,))
-    run_.latency_ms.update({
-        "retrieve_p50": percentile(totals, 50), "retrieve_p99": percentile(totals, 99),
-        "legs_sql_p50": percentile(floors, 50), "legs_sql_p99": percentile(floors, 99),
-        "queries": len(asked), "passes": passes, "budget": budget,
-    })
+    run_.latency_ms.update(
+        {
+            "retrieve_p50": percentile(totals, 50),
+            "retrieve_p99": percentile(totals, 99),
+            "legs_sql_p50": percentile(floors, 50),
+            "legs_sql_p99": percentile(floors, 99),
+            "queries": len(asked),
+            "passes": passes,
+            "budget": budget,
+        }
+    )
     run_.latency_ms["ratio_p50"] = run_.latency_ms["retrieve_p50"] / max(1e-9, run_.latency_ms["legs_sql_p50"])
     run_.latency_ms["ratio_p99"] = run_.latency_ms["retrieve_p99"] / max(1e-9, run_.latency_ms["legs_sql_p99"])
 

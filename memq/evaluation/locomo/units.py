@@ -72,7 +72,11 @@ def make_units(conv: LocomoConversation, kind: str, window: int = 8) -> list[Uni
     if kind == "session":
         return [Unit(kind, conv.sample_id, tuple(ts)) for ts in by_session.values()]
     if kind == "window8":
-        return [Unit(kind, conv.sample_id, tuple(ts[i:i + window])) for ts in by_session.values() for i in range(0, len(ts), window)]
+        return [
+            Unit(kind, conv.sample_id, tuple(ts[i : i + window]))
+            for ts in by_session.values()
+            for i in range(0, len(ts), window)
+        ]
     raise ValueError(kind)
 
 
@@ -98,14 +102,27 @@ class UnitIndex:
         with self.conn.cursor() as cur:
             cur.executemany(
                 "INSERT INTO eval_unit (id, kind, conversation, body, plain, memq) VALUES (%s, %s, %s, %s, %s, %s)",
-                [(base + i, u.kind, u.conversation, u.searched, vectors["plain"][i], vectors["memq"][i])
-                 for i, u in enumerate(units)],
+                [
+                    (base + i, u.kind, u.conversation, u.searched, vectors["plain"][i], vectors["memq"][i])
+                    for i, u in enumerate(units)
+                ],
             )
         self.conn.execute("ANALYZE eval_unit")
 
-    def search(self, kind: str, conversation: str, query: str, vector: np.ndarray, candidates: int, k: float, *,
-               search: str = "plain", named: Collection[str] = (), speaker_weight: float = 0.0,
-               lexical: str = "ts_rank_cd") -> list[Unit]:
+    def search(
+        self,
+        kind: str,
+        conversation: str,
+        query: str,
+        vector: np.ndarray,
+        candidates: int,
+        k: float,
+        *,
+        search: str = "plain",
+        named: Collection[str] = (),
+        speaker_weight: float = 0.0,
+        lexical: str = "ts_rank_cd",
+    ) -> list[Unit]:
         """Units best first. With ``named`` (participants the query names), a unit holding
         a turn by one of them gains ``speaker_weight / (k + 1)``, as memq's messages do.
         ``lexical``: PostgreSQL's ``ts_rank_cd`` (memq's) or ``bm25`` over the same
@@ -125,7 +142,9 @@ class UnitIndex:
             if leg == "vector" or lexical == "ts_rank_cd":
                 rankings[leg].append(str(unit_id))
         if lexical == "bm25":
-            rankings["lexical"] = [str(i) for i in self._bm25(kind, conversation).rank(self._lexemes(query))[:candidates]]
+            rankings["lexical"] = [
+                str(i) for i in self._bm25(kind, conversation).rank(self._lexemes(query))[:candidates]
+            ]
         scored = {int(f.id): f.score for f in rrf(rankings, k)}
         if named and speaker_weight:
             bonus = speaker_weight / (k + 1)
@@ -133,7 +152,6 @@ class UnitIndex:
                 if u.kind == kind and u.conversation == conversation and u.speakers & set(named):
                     scored[i] = scored.get(i, 0.0) + bonus
         return [self.units[i] for i in sorted(scored, key=lambda i: (-scored[i], i))]
-
 
     def _lexemes(self, text: str) -> list[str]:
         return [r[0] for r in self.conn.execute("SELECT lexeme FROM unnest(to_tsvector('english', %s))", (text,))]
@@ -143,9 +161,12 @@ class UnitIndex:
         if key not in self._bm25_indexes:
             rows = self.conn.execute(
                 "SELECT id, u.lexeme, coalesce(array_length(u.positions, 1), 1) FROM eval_unit, unnest(search) AS u "
-                "WHERE kind = %s AND conversation = %s", key,
+                "WHERE kind = %s AND conversation = %s",
+                key,
             ).fetchall()
-            docs: dict[int, dict[str, int]] = {i: {} for i, u in enumerate(self.units) if (u.kind, u.conversation) == key}
+            docs: dict[int, dict[str, int]] = {
+                i: {} for i, u in enumerate(self.units) if (u.kind, u.conversation) == key
+            }
             for unit_id, lexeme, tf in rows:
                 docs[unit_id][lexeme] = tf
             self._bm25_indexes[key] = Bm25Index(docs)

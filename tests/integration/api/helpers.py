@@ -24,9 +24,23 @@ def messages(prefix: str = "m") -> list[dict]:
     """Garden talk, then two hours later train bookings (a time boundary between them)."""
     out = []
     for i, (role, name, text) in enumerate(GARDEN):
-        out.append({"role": role, "content": text, "timestamp": (START + timedelta(minutes=i)).isoformat(),
-                    "message_id": f"{prefix}-g{i}", "metadata": {"name": name}})
+        out.append(
+            {
+                "role": role,
+                "content": text,
+                "timestamp": (START + timedelta(minutes=i)).isoformat(),
+                "message_id": f"{prefix}-g{i}",
+                "metadata": {"name": name},
+            }
+        )
     for i, (role, name, text) in enumerate(TRAIN):
-        out.append({"role": role, "content": text, "timestamp": (START + timedelta(hours=2, minutes=i)).isoformat(),
-                    "message_id": f"{prefix}-t{i}", "metadata": {"name": name}})
+        out.append(
+            {
+                "role": role,
+                "content": text,
+                "timestamp": (START + timedelta(hours=2, minutes=i)).isoformat(),
+                "message_id": f"{prefix}-t{i}",
+                "metadata": {"name": name},
+            }
+        )
     return out

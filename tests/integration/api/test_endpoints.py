@@ -22,7 +22,9 @@ def test_a_conversation_over_http_from_messages_to_forget(client, auth, worker, 
     assert [x["message_id"] for x in r.json()["results"]][:2] == ["m-g0", "m-g1"]
 
     again = client.post(f"{url}/messages", json=messages()[0], headers=auth)  # the one-message form, re-sent
-    assert again.status_code == 202 and again.json()["results"] == [{"index": 0, "status": "duplicate", "message_id": "m-g0"}]
+    assert again.status_code == 202 and again.json()["results"] == [
+        {"index": 0, "status": "duplicate", "message_id": "m-g0"}
+    ]
 
     assert client.post(f"{url}/flush", headers=auth).json() == {"conversation_id": conv, "flushed": True}
     producer.wait_idle(conv, tenant=tenant, timeout=120)
@@ -31,17 +33,35 @@ def test_a_conversation_over_http_from_messages_to_forget(client, auth, worker, 
     assert len(episodes) == 2 and sum(e["message_count"] for e in episodes) == 8
     assert episodes[1]["boundary_reason"] in ("time_boundary", "flush")
 
-    md = client.post("/v1/memory/retrieve", json={"query": "which seat on the train to Hamburg?", "conversation_id": conv,
-                                                  "now": (START + timedelta(days=1)).isoformat()}, headers=auth)
+    md = client.post(
+        "/v1/memory/retrieve",
+        json={
+            "query": "which seat on the train to Hamburg?",
+            "conversation_id": conv,
+            "now": (START + timedelta(days=1)).isoformat(),
+        },
+        headers=auth,
+    )
     assert md.status_code == 200 and md.headers["content-type"].startswith("text/markdown")
     assert "seat 54" in md.text
-    raw = client.post("/v1/memory/retrieve/raw", json={"query": "compost for the beds", "detail": "high", "max_tokens": 300,
-                                                       "now": (START + timedelta(days=1)).isoformat()}, headers=auth).json()
+    raw = client.post(
+        "/v1/memory/retrieve/raw",
+        json={
+            "query": "compost for the beds",
+            "detail": "high",
+            "max_tokens": 300,
+            "now": (START + timedelta(days=1)).isoformat(),
+        },
+        headers=auth,
+    ).json()
     assert raw["memories"][0]["id"] == episodes[0]["id"] and raw["tokens"] <= 300
     assert {"rrf", "retrievability", "final", "vector_rank", "lexical_rank"} <= set(raw["memories"][0]["scores"])
 
-    recent = client.post("/v1/memory/recent/raw", json={"conversation_id": conv, "days": 30,
-                                                        "now": (START + timedelta(days=1)).isoformat()}, headers=auth).json()
+    recent = client.post(
+        "/v1/memory/recent/raw",
+        json={"conversation_id": conv, "days": 30, "now": (START + timedelta(days=1)).isoformat()},
+        headers=auth,
+    ).json()
     assert [m["id"] for m in recent["memories"]] == [episodes[1]["id"], episodes[0]["id"]]
     assert client.post("/v1/memory/recent", json={"conversation_id": conv, "days": 30}, headers=auth).status_code == 200
 
@@ -53,10 +73,20 @@ def test_a_conversation_over_http_from_messages_to_forget(client, auth, worker, 
     tree = client.get(f"{url}/manifest", params={"format": "markdown"}, headers=auth)
     assert tree.text.startswith("CONVERSATION MANIFEST\n") and "[09:00 - 09:03]" in tree.text
 
-    later = [{"role": "user", "content": "One more thing about the train: is there a dining car on ICE 1004?",
-              "timestamp": (START + timedelta(hours=6)).isoformat(), "metadata": {"name": "Ana"}},
-             {"role": "assistant", "content": "Yes, the dining car is coach 9, open until 21:00.",
-              "timestamp": (START + timedelta(hours=6, minutes=1)).isoformat(), "metadata": {"name": "Bo"}}]
+    later = [
+        {
+            "role": "user",
+            "content": "One more thing about the train: is there a dining car on ICE 1004?",
+            "timestamp": (START + timedelta(hours=6)).isoformat(),
+            "metadata": {"name": "Ana"},
+        },
+        {
+            "role": "assistant",
+            "content": "Yes, the dining car is coach 9, open until 21:00.",
+            "timestamp": (START + timedelta(hours=6, minutes=1)).isoformat(),
+            "metadata": {"name": "Bo"},
+        },
+    ]
     assert client.post(f"{url}/messages", json={"messages": later}, headers=auth).status_code == 202
     active = client.get(f"{url}/manifest", headers=auth).json()
     assert active["groups"][0]["segments"][0]["status"] == "active"  # not yet in an episode
@@ -72,8 +102,12 @@ def test_a_conversation_over_http_from_messages_to_forget(client, auth, worker, 
     assert third["cached"] is False and third["total_episodes"] == 3  # the new episode invalidated the cache
 
     gone = client.delete(url, headers=auth)
-    assert gone.status_code == 200 and gone.json() == {"conversation_id": conv, "forgotten": True, "episodes": 3,
-                                                      "messages": 10}
+    assert gone.status_code == 200 and gone.json() == {
+        "conversation_id": conv,
+        "forgotten": True,
+        "episodes": 3,
+        "messages": 10,
+    }
     assert traces(db, producer.redis, tenant, conv) == []
     assert client.delete(url, headers=auth).json()["forgotten"] is False  # idempotent
     assert client.get(f"{url}/episodes", headers=auth).json()["episodes"] == []
@@ -83,7 +117,11 @@ def test_health_and_readiness(client, worker):
     assert client.get("/healthz").json() == {"status": "ok"}
     ready = client.get("/readyz")
     assert ready.status_code == 200, ready.text
-    assert {name: c["ok"] for name, c in ready.json()["checks"].items()} == {"redis": True, "postgres": True, "workers": True}
+    assert {name: c["ok"] for name, c in ready.json()["checks"].items()} == {
+        "redis": True,
+        "postgres": True,
+        "workers": True,
+    }
 
 
 def test_openapi_document_is_valid_and_versioned(client):
@@ -110,12 +148,27 @@ def test_openapi_document_is_valid_and_versioned(client):
         ("post", "/v1/memory/recent", {"conversation_id": "c", "days": 0}, 400, "days"),
         ("post", "/v1/conversations/c/messages", {"messages": []}, 400, "messages"),
         ("post", "/v1/conversations/c/messages", {"role": "robot", "content": "hi"}, 400, "messages[0].role"),
-        ("post", "/v1/conversations/c/messages", {"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00"}, 400,
-         "messages[0].timestamp"),
-        ("post", "/v1/conversations/c/messages", {"messages": [{"role": "user", "content": "ok"}, {"role": "user"}]}, 400,
-         "messages[1].content"),
-        ("post", "/v1/conversations/c/messages", {"role": "user", "content": "hi", "conversation_id": "other"}, 400,
-         "messages[0].conversation_id"),
+        (
+            "post",
+            "/v1/conversations/c/messages",
+            {"role": "user", "content": "hi", "timestamp": "2026-01-01T00:00:00"},
+            400,
+            "messages[0].timestamp",
+        ),
+        (
+            "post",
+            "/v1/conversations/c/messages",
+            {"messages": [{"role": "user", "content": "ok"}, {"role": "user"}]},
+            400,
+            "messages[1].content",
+        ),
+        (
+            "post",
+            "/v1/conversations/c/messages",
+            {"role": "user", "content": "hi", "conversation_id": "other"},
+            400,
+            "messages[0].conversation_id",
+        ),
         ("post", "/v1/conversations/-bad/messages", {"role": "user", "content": "hi"}, 400, "conversation_id"),
         ("get", "/v1/conversations/c/manifest?depth=0", None, 400, "depth"),
         ("get", "/v1/conversations/c/manifest?timezone=Mars/Olympus", None, 400, "timezone"),
@@ -123,8 +176,9 @@ def test_openapi_document_is_valid_and_versioned(client):
         ("get", "/v1/conversations/c/context?format=xml", None, 400, "format"),
     ],
 )
-def test_bad_input_is_a_4xx_naming_the_field_and_writes_nothing(client, auth, producer, tenant, method, path, body, status,
-                                                                  field):
+def test_bad_input_is_a_4xx_naming_the_field_and_writes_nothing(
+    client, auth, producer, tenant, method, path, body, status, field
+):
     r = getattr(client, method)(path, headers=auth, **({"json": body} if body is not None else {}))
     assert r.status_code == status, r.text
     error = r.json()["error"]
@@ -133,8 +187,11 @@ def test_bad_input_is_a_4xx_naming_the_field_and_writes_nothing(client, auth, pr
 
 
 def test_oversized_bodies_and_batches(client, auth, settings, producer, tenant):
-    big = client.post("/v1/conversations/c/messages", content=b"{" + b" " * settings.api_max_body_bytes + b"}",
-                      headers={**auth, "content-type": "application/json"})
+    big = client.post(
+        "/v1/conversations/c/messages",
+        content=b"{" + b" " * settings.api_max_body_bytes + b"}",
+        headers={**auth, "content-type": "application/json"},
+    )
     assert big.status_code == 413 and big.json()["error"]["type"] == "request_too_large"
     many = [{"role": "user", "content": f"message {i}"} for i in range(settings.api_max_batch + 1)]
     r = client.post("/v1/conversations/c/messages", json={"messages": many}, headers=auth)
@@ -145,6 +202,14 @@ def test_oversized_bodies_and_batches(client, auth, settings, producer, tenant):
 def test_out_of_order_timestamps_are_clamped_and_reported(client, auth):
     ts = START.isoformat()
     earlier = (START - timedelta(minutes=5)).isoformat()
-    r = client.post("/v1/conversations/clock/messages", headers=auth, json={"messages": [
-        {"role": "user", "content": "first", "timestamp": ts}, {"role": "user", "content": "second", "timestamp": earlier}]})
+    r = client.post(
+        "/v1/conversations/clock/messages",
+        headers=auth,
+        json={
+            "messages": [
+                {"role": "user", "content": "first", "timestamp": ts},
+                {"role": "user", "content": "second", "timestamp": earlier},
+            ]
+        },
+    )
     assert [x["status"] for x in r.json()["results"]] == ["accepted", "clamped"]

@@ -26,7 +26,9 @@ def test_requests_generated_from_the_openapi_document_never_get_a_server_error(a
     spec = schemathesis.openapi.from_asgi("/openapi.json", create_app(settings, services=api_services))
     operations = [result.ok() for result in spec.get_all_operations()]
     assert len(operations) >= 12
-    operations = [op for op in operations if op.path not in ("/healthz", "/readyz")]  # no input; readiness wants a worker
+    operations = [
+        op for op in operations if op.path not in ("/healthz", "/readyz")
+    ]  # no input; readiness wants a worker
 
     def check(operation) -> None:
         @examples(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck), database=None)
@@ -45,16 +47,38 @@ def test_requests_generated_from_the_openapi_document_never_get_a_server_error(a
 
 
 json_values = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=300),
+    st.none()
+    | st.booleans()
+    | st.integers()
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=300),
     lambda inner: st.lists(inner, max_size=5) | st.dictionaries(st.text(max_size=20), inner, max_size=6),
     max_leaves=25,
 )
 hostile_text = st.text(st.characters(codec="utf-8"), max_size=400) | st.sampled_from(
-    ["", " ", "\x00", "..", "../../etc/passwd", "%00", "a" * 5000, "🙂" * 200, "\ud800".encode("utf-8", "surrogatepass")
-     .decode("utf-8", "replace"), "DROP TABLE episodic_memory;--", "{s1}", "t/../x", "*"]
+    [
+        "",
+        " ",
+        "\x00",
+        "..",
+        "../../etc/passwd",
+        "%00",
+        "a" * 5000,
+        "🙂" * 200,
+        "\ud800".encode("utf-8", "surrogatepass").decode("utf-8", "replace"),
+        "DROP TABLE episodic_memory;--",
+        "{s1}",
+        "t/../x",
+        "*",
+    ]
 )
-POSTS = ["/v1/memory/retrieve", "/v1/memory/retrieve/raw", "/v1/memory/recent", "/v1/memory/recent/raw",
-         "/v1/conversations/fuzz/messages"]
+POSTS = [
+    "/v1/memory/retrieve",
+    "/v1/memory/retrieve/raw",
+    "/v1/memory/recent",
+    "/v1/memory/recent/raw",
+    "/v1/conversations/fuzz/messages",
+]
 
 
 @examples(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
@@ -67,14 +91,21 @@ def test_arbitrary_json_bodies(client, auth, path, body):
 
 
 @examples(max_examples=120, deadline=None, suppress_health_check=list(HealthCheck))
-@given(conversation=hostile_text, suffix=st.sampled_from(["/episodes", "/manifest", "/context", "/flush", "/messages", ""]),
-       query=st.dictionaries(st.sampled_from(["depth", "timezone", "format", "max_tokens", "summaries", "continuity"]),
-                             hostile_text, max_size=3))
+@given(
+    conversation=hostile_text,
+    suffix=st.sampled_from(["/episodes", "/manifest", "/context", "/flush", "/messages", ""]),
+    query=st.dictionaries(
+        st.sampled_from(["depth", "timezone", "format", "max_tokens", "summaries", "continuity"]),
+        hostile_text,
+        max_size=3,
+    ),
+)
 def test_hostile_ids_and_query_parameters(client, auth, conversation, suffix, query):
     path = f"/v1/conversations/{quote(conversation, safe='')}{suffix}"
     if suffix in ("/flush", "/messages"):
-        r = client.post(path, params=query, json={"role": "user", "content": "hi"} if suffix == "/messages" else None,
-                        headers=auth)
+        r = client.post(
+            path, params=query, json={"role": "user", "content": "hi"} if suffix == "/messages" else None, headers=auth
+        )
     elif suffix == "":
         r = client.delete(path, params=query, headers=auth)
     else:
@@ -89,12 +120,22 @@ def test_bytes_that_are_not_json(client, auth, raw):
     assert r.status_code < 500
 
 
-@pytest.mark.parametrize("raw", [b'{"query": NaN}', b'{"conversation_id": "c", "days": Infinity}',
-                                 b'{"conversation_id": "c", "days": NaN}', b'{"query": "q", "max_tokens": 1e400}',
-                                 b'{"role": "user", "content": "x", "metadata": {"v": NaN}}'])
+@pytest.mark.parametrize(
+    "raw",
+    [
+        b'{"query": NaN}',
+        b'{"conversation_id": "c", "days": Infinity}',
+        b'{"conversation_id": "c", "days": NaN}',
+        b'{"query": "q", "max_tokens": 1e400}',
+        b'{"role": "user", "content": "x", "metadata": {"v": NaN}}',
+    ],
+)
 def test_what_json_allows_python_and_nothing_else(client, auth, raw):
-    path = "/v1/conversations/c/messages" if b"role" in raw else ("/v1/memory/recent" if b"days" in raw
-                                                                   else "/v1/memory/retrieve")
+    path = (
+        "/v1/conversations/c/messages"
+        if b"role" in raw
+        else ("/v1/memory/recent" if b"days" in raw else "/v1/memory/retrieve")
+    )
     r = client.post(path, content=raw, headers={**auth, "content-type": "application/json"})
     assert r.status_code == 400, r.text
 

@@ -25,10 +25,17 @@ TOOLS = {"retrieve_memory", "recent_memory", "manifest", "session_context", "sea
 def stored(db, settings, tenant) -> str:
     v = np.zeros(settings.embedding_dim, dtype=np.float32)
     v[7] = 1.0
-    return write_episode(db, settings, tenant, "mcp-conv", title="Choosing a database for the ledger",
-                         summary="They picked PostgreSQL for the ledger.", vector=v,
-                         start=datetime.now(UTC) - timedelta(hours=3),
-                         messages=[("user", "Which database for the ledger?", v), ("assistant", "PostgreSQL.", v)])
+    return write_episode(
+        db,
+        settings,
+        tenant,
+        "mcp-conv",
+        title="Choosing a database for the ledger",
+        summary="They picked PostgreSQL for the ledger.",
+        vector=v,
+        start=datetime.now(UTC) - timedelta(hours=3),
+        messages=[("user", "Which database for the ledger?", v), ("assistant", "PostgreSQL.", v)],
+    )
 
 
 def test_mcp_over_stdio_lists_and_calls_the_tools(stored, tenant, service_env, db, settings):
@@ -39,10 +46,23 @@ def test_mcp_over_stdio_lists_and_calls_the_tools(stored, tenant, service_env, d
     v = np.zeros(settings.embedding_dim, dtype=np.float32)
     v[8] = 1.0
     stranger = other_tenant()
-    write_episode(db, settings, stranger, "mcp-conv", title="Someone else's secret plans", summary="Not yours.", vector=v,
-                  start=datetime.now(UTC) - timedelta(hours=1), messages=[("user", "secret", v)])
-    params = StdioServerParameters(command=str(Path(sys.executable).parent / "memq"), args=["mcp", "--tenant", tenant],
-                                   env={**os.environ, **service_env}, cwd=str(ROOT))
+    write_episode(
+        db,
+        settings,
+        stranger,
+        "mcp-conv",
+        title="Someone else's secret plans",
+        summary="Not yours.",
+        vector=v,
+        start=datetime.now(UTC) - timedelta(hours=1),
+        messages=[("user", "secret", v)],
+    )
+    params = StdioServerParameters(
+        command=str(Path(sys.executable).parent / "memq"),
+        args=["mcp", "--tenant", tenant],
+        env={**os.environ, **service_env},
+        cwd=str(ROOT),
+    )
 
     async def session():
         async with Client(params, read_timeout_seconds=120) as client:
@@ -55,7 +75,9 @@ def test_mcp_over_stdio_lists_and_calls_the_tools(stored, tenant, service_env, d
             manifest = await client.call_tool("manifest", {"conversation_id": "mcp-conv"})
             recent = await client.call_tool("recent_memory", {"conversation_id": "mcp-conv"})
             context = await client.call_tool("session_context", {"conversation_id": "mcp-conv"})
-            found = await client.call_tool("retrieve_memory", {"query": "ledger database", "conversation_id": "mcp-conv"})
+            found = await client.call_tool(
+                "retrieve_memory", {"query": "ledger database", "conversation_id": "mcp-conv"}
+            )
             bad = await client.call_tool("retrieve_memory", {"query": ""})
             return manifest, recent, context, found, bad
 
@@ -74,7 +96,9 @@ def test_mcp_over_http_needs_the_key(served, stored, auth):
     from mcp.client.streamable_http import streamable_http_client
 
     async def tools(headers):
-        async with Client(streamable_http_client(f"{served}/mcp", http_client=httpx2.AsyncClient(headers=headers))) as c:
+        async with Client(
+            streamable_http_client(f"{served}/mcp", http_client=httpx2.AsyncClient(headers=headers))
+        ) as c:
             listed = await c.list_tools()
             text = (await c.call_tool("manifest", {"conversation_id": "mcp-conv"})).content[0].text
             return {t.name for t in listed.tools}, text
@@ -82,7 +106,12 @@ def test_mcp_over_http_needs_the_key(served, stored, auth):
     names, text = anyio.run(tools, auth)
     assert names == TOOLS and "Choosing a database for the ledger" in text
     with httpx2.Client() as http:
-        refused = http.post(f"{served}/mcp", json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
-                            headers={"Authorization": "Bearer memq_wrongwrong_" + "x" * 43,
-                                     "accept": "application/json, text/event-stream"})
+        refused = http.post(
+            f"{served}/mcp",
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+            headers={
+                "Authorization": "Bearer memq_wrongwrong_" + "x" * 43,
+                "accept": "application/json, text/event-stream",
+            },
+        )
     assert refused.status_code == 401 and refused.headers["www-authenticate"] == "Bearer"

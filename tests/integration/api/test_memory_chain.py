@@ -15,15 +15,21 @@ pytestmark = pytest.mark.integration
 
 T0 = datetime(2026, 5, 4, 9, 0, tzinfo=UTC)
 TOPICS = [
-    ["I just moved from Lisbon to Porto, the new flat is near the river.",
-     "Congratulations on the move to Porto! How is the flat?",
-     "Bright and quiet, and my dog Pico loves the riverside walks."],
-    ["My orchestra rehearses Brahms on Thursday, I play the cello part.",
-     "Brahms is a lovely programme for the cello section.",
-     "The second movement is hard, I practise it every evening."],
-    ["Can you suggest a vegetarian dinner for friends on Saturday?",
-     "A mushroom risotto with a green salad works well for six people.",
-     "Perfect, I will make the risotto and a lemon tart."],
+    [
+        "I just moved from Lisbon to Porto, the new flat is near the river.",
+        "Congratulations on the move to Porto! How is the flat?",
+        "Bright and quiet, and my dog Pico loves the riverside walks.",
+    ],
+    [
+        "My orchestra rehearses Brahms on Thursday, I play the cello part.",
+        "Brahms is a lovely programme for the cello section.",
+        "The second movement is hard, I practise it every evening.",
+    ],
+    [
+        "Can you suggest a vegetarian dinner for friends on Saturday?",
+        "A mushroom risotto with a green salad works well for six people.",
+        "Perfect, I will make the risotto and a lemon tart.",
+    ],
 ]
 
 
@@ -37,11 +43,13 @@ def route(request: dict):
         shown = re.findall(r"^\[(\d+)\]", text, flags=re.M)
         return {"ratings": [{"memory": int(n), "rating": "good", "reason": "used"} for n in shown]}
     if name == "Consolidation":
-        return {"actions": [
-            {"action": "new", "episode": 1, "fact": "Ana lives in Porto, near the river.", "category": "identity"},
-            {"action": "new", "episode": 1, "fact": "Ana has a dog named Pico.", "category": "relationship"},
-            {"action": "new", "episode": 2, "fact": "Ana plays the cello in an orchestra.", "category": "interest"},
-        ]}
+        return {
+            "actions": [
+                {"action": "new", "episode": 1, "fact": "Ana lives in Porto, near the river.", "category": "identity"},
+                {"action": "new", "episode": 1, "fact": "Ana has a dog named Pico.", "category": "relationship"},
+                {"action": "new", "episode": 2, "fact": "Ana plays the cello in an orchestra.", "category": "interest"},
+            ]
+        }
     raise AssertionError(f"unexpected request {name}")
 
 
@@ -63,40 +71,67 @@ def wait_for(check, timeout: float = 90.0):
         time.sleep(0.3)
 
 
-def test_messages_to_facts_through_the_worker(client, auth, stranger, worker, producer, db, tenant, settings, scripted_llm,
-                                              rules):
+def test_messages_to_facts_through_the_worker(
+    client, auth, stranger, worker, producer, db, tenant, settings, scripted_llm, rules
+):
     scripted_llm.default = route
     conv = "ana"
     url = f"/v1/conversations/{conv}"
     for t, lines in enumerate(TOPICS):
         start = T0 + timedelta(hours=t)  # an hour apart: a time boundary before each topic
-        batch = [{"role": "user" if i % 2 == 0 else "assistant", "content": text,
-                  "timestamp": (start + timedelta(minutes=i)).isoformat(), "metadata": {"name": "Ana" if i % 2 == 0 else "Bo"}}
-                 for i, text in enumerate(lines)]
+        batch = [
+            {
+                "role": "user" if i % 2 == 0 else "assistant",
+                "content": text,
+                "timestamp": (start + timedelta(minutes=i)).isoformat(),
+                "metadata": {"name": "Ana" if i % 2 == 0 else "Bo"},
+            }
+            for i, text in enumerate(lines)
+        ]
         assert client.post(f"{url}/messages", json={"messages": batch}, headers=auth).status_code == 202
         if t == 1:  # the agent looks something up during the second topic: reviewed when that segment ends
-            wait_for(lambda: db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0])
-            r = client.post("/v1/memory/retrieve", headers=auth, json={
-                "query": "where does Ana live now?", "conversation_id": conv, "now": (start + timedelta(minutes=1)).isoformat()})
+            wait_for(
+                lambda: db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0]
+            )
+            r = client.post(
+                "/v1/memory/retrieve",
+                headers=auth,
+                json={
+                    "query": "where does Ana live now?",
+                    "conversation_id": conv,
+                    "now": (start + timedelta(minutes=1)).isoformat(),
+                },
+            )
             assert "Porto" in r.text
     client.post(f"{url}/flush", headers=auth)
     producer.wait_idle(conv, tenant=tenant, timeout=120)
 
     facts = wait_for(lambda: client.get(f"{url}/facts", headers=auth).json()["facts"])
-    assert {f["content"] for f in facts} == {"Ana lives in Porto, near the river.", "Ana has a dog named Pico.",
-                                             "Ana plays the cello in an orchestra."}
+    assert {f["content"] for f in facts} == {
+        "Ana lives in Porto, near the river.",
+        "Ana has a dog named Pico.",
+        "Ana plays the cello in an orchestra.",
+    }
     assert all(len(f["source_episode_ids"]) == 1 for f in facts)
     reviewed = db.execute("SELECT source, rating FROM memory_review WHERE tenant_id = %s", (tenant,)).fetchall()
     assert reviewed and all(source == "llm" and rating == 3 for source, rating in reviewed)
-    assert db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s AND consolidated_at IS NULL",
-                      (tenant,)).fetchone()[0] == 0
+    assert (
+        db.execute(
+            "SELECT count(*) FROM episodic_memory WHERE tenant_id = %s AND consolidated_at IS NULL", (tenant,)
+        ).fetchone()[0]
+        == 0
+    )
 
-    raw = client.post("/v1/memory/retrieve/raw", headers=auth, json={"query": "Ana's dog", "conversation_id": conv}).json()
+    raw = client.post(
+        "/v1/memory/retrieve/raw", headers=auth, json={"query": "Ana's dog", "conversation_id": conv}
+    ).json()
     assert raw["facts"] and raw["facts"][0]["content"] == "Ana has a dog named Pico."
     assert raw["text"].startswith("## Known facts\n- Ana has a dog named Pico. (relationship")
     context = client.get(f"{url}/context", headers=auth).json()
     assert "## Known facts" in context["text"] and context["facts"]
-    found = client.post("/v1/facts/search", headers=auth, json={"query": "musical instrument", "conversation_id": conv}).json()
+    found = client.post(
+        "/v1/facts/search", headers=auth, json={"query": "musical instrument", "conversation_id": conv}
+    ).json()
     assert found["facts"][0]["content"] == "Ana plays the cello in an orchestra."
     history = client.get(f"/v1/facts/{facts[0]['id']}/history", headers=auth).json()
     assert history["history"][0]["action"] == "created"

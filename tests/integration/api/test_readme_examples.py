@@ -30,8 +30,9 @@ def env(served, auth, service_env) -> dict[str, str]:
 def test_the_http_examples(env):
     for block in examples("bash"):
         script = "\n".join(line for line in block.splitlines() if not line.startswith("export MEMQ_URL="))
-        out = subprocess.run(["bash", "-e", "-o", "pipefail", "-c", script], env=env, capture_output=True, text=True,
-                             timeout=120)
+        out = subprocess.run(
+            ["bash", "-e", "-o", "pipefail", "-c", script], env=env, capture_output=True, text=True, timeout=120
+        )
         assert out.returncode == 0, out.stderr
         assert '"status":"accepted"' in out.stdout and '"flushed":true' in out.stdout
         assert "CONVERSATION MANIFEST" in out.stdout and '"error"' not in out.stdout

@@ -46,19 +46,24 @@ def test_another_tenant_sees_nothing_and_changes_nothing(client, auth, stranger,
         assert client.post(f"{path}/flush", headers=theirs).json()["flushed"] is False
         assert client.delete(path, headers=theirs).json()["forgotten"] is False
     for scope in ({"conversation_id": CONV}, {"conversation_ids": [CONV, "x"]}, {}):
-        raw = client.post("/v1/memory/retrieve/raw", json={"query": "train to Hamburg", "now": now, **scope},
-                          headers=theirs).json()
+        raw = client.post(
+            "/v1/memory/retrieve/raw", json={"query": "train to Hamburg", "now": now, **scope}, headers=theirs
+        ).json()
         assert raw["memories"] == [] and raw["text"].startswith("No memories match")
     recent = client.post("/v1/memory/recent/raw", json={"conversation_id": CONV, "days": 3650}, headers=theirs).json()
     assert recent["memories"] == []
 
     # the first tenant still has everything
-    assert [e["id"] for e in client.get(f"{url}/episodes", headers=auth).json()["episodes"]] == [e["id"] for e in stored]
+    assert [e["id"] for e in client.get(f"{url}/episodes", headers=auth).json()["episodes"]] == [
+        e["id"] for e in stored
+    ]
     mine = client.post("/v1/memory/retrieve/raw", json={"query": "train to Hamburg", "now": now}, headers=auth).json()
     assert {m["id"] for m in mine["memories"]} <= {e["id"] for e in stored} and mine["memories"]
 
     # the same conversation id written by the other tenant is another conversation
-    client.post(f"{url}/messages", json={"role": "user", "content": "A different conversation, same name."}, headers=theirs)
+    client.post(
+        f"{url}/messages", json={"role": "user", "content": "A different conversation, same name."}, headers=theirs
+    )
     assert producer.status(CONV, tenant=tenant).inbox == 0
     assert len(client.get(f"{url}/episodes", headers=auth).json()["episodes"]) == 2
 
@@ -70,7 +75,9 @@ def test_mcp_over_http_is_scoped_by_the_key(served, auth, stranger, stored):
     from mcp.client.streamable_http import streamable_http_client
 
     async def call(headers, tool, args):
-        async with Client(streamable_http_client(f"{served}/mcp", http_client=httpx2.AsyncClient(headers=headers))) as c:
+        async with Client(
+            streamable_http_client(f"{served}/mcp", http_client=httpx2.AsyncClient(headers=headers))
+        ) as c:
             result = await c.call_tool(tool, args)
             return result.content[0].text
 
@@ -113,8 +120,13 @@ def test_wrong_missing_and_revoked_keys_get_the_same_401(client, db, tenant, set
         assert time.monotonic() < deadline, "a revoked key still works after the refresh interval"
         time.sleep(0.2)
     bodies = set()
-    for h in ({}, {"Authorization": "Bearer nope"}, {"Authorization": f"Bearer {new.key[:-2]}xx"},
-              {"Authorization": "Basic dXNlcjpwYXNz"}, headers):
+    for h in (
+        {},
+        {"Authorization": "Bearer nope"},
+        {"Authorization": f"Bearer {new.key[:-2]}xx"},
+        {"Authorization": "Basic dXNlcjpwYXNz"},
+        headers,
+    ):
         r = client.post("/v1/memory/retrieve", json={"query": "anything"}, headers=h)
         assert r.status_code == 401 and r.headers["www-authenticate"] == "Bearer"
         bodies.add(r.text)

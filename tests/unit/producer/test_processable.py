@@ -68,7 +68,11 @@ def check_worker_run(valid: ValidMessage, detector: str, gap_seconds: float) -> 
     record = message.to_record()
     assert json.loads(json.dumps(record, ensure_ascii=False, allow_nan=False)) == record
     assert json.loads(json.dumps(record)) == record  # ASCII-escaped, as EventState.to_json writes the overlap
-    assert (record["id"], record["role"], record["content"]) == (valid.message_id or "generated-message-id", valid.role, valid.content)
+    assert (record["id"], record["role"], record["content"]) == (
+        valid.message_id or "generated-message-id",
+        valid.role,
+        valid.content,
+    )
     assert gen.same_json(record.get("metadata"), valid.metadata)
     if valid.timestamp is not None and not message.clamped:
         assert message.timestamp == valid.timestamp
@@ -99,12 +103,19 @@ def check_worker_run(valid: ValidMessage, detector: str, gap_seconds: float) -> 
         assert extractive_title(segment["messages"], S.title_min_words, S.title_max_words)
         assert extractive_summary(segment["messages"], S.summary_max_sentences, tools_used(segment["messages"]))
         if valid.role == "tool" and any(m["seq"] == 3 for m in row.messages):
-            assert (tool_name((valid.metadata or {}).get("tool_name")) or tool_name((valid.metadata or {}).get("name"))
-                    or "unnamed_tool") in row.tools_used
+            assert (
+                tool_name((valid.metadata or {}).get("tool_name"))
+                or tool_name((valid.metadata or {}).get("name"))
+                or "unnamed_tool"
+            ) in row.tools_used
 
 
 @PROPERTY
-@given(raw=gen.raw_messages(S.message_max_chars), detector=st.sampled_from(gen.DETECTORS), gap=st.sampled_from([30.0, -30.0, 3600.0]))
+@given(
+    raw=gen.raw_messages(S.message_max_chars),
+    detector=st.sampled_from(gen.DETECTORS),
+    gap=st.sampled_from([30.0, -30.0, 3600.0]),
+)
 def test_every_input_is_refused_with_a_validation_error_or_processed(raw, detector, gap):
     valid = validate(raw)
     if valid is not None:
@@ -112,17 +123,37 @@ def test_every_input_is_refused_with_a_validation_error_or_processed(raw, detect
 
 
 @PROPERTY
-@given(raw=gen.accepted_raw_messages(S.message_max_chars), detector=st.sampled_from(gen.DETECTORS),
-       gap=st.one_of(st.sampled_from([30.0, -30.0, 3600.0]), st.floats(-1e6, 1e6)))
+@given(
+    raw=gen.accepted_raw_messages(S.message_max_chars),
+    detector=st.sampled_from(gen.DETECTORS),
+    gap=st.one_of(st.sampled_from([30.0, -30.0, 3600.0]), st.floats(-1e6, 1e6)),
+)
 # The minimal failing inputs hypothesis found in today's code, kept as regressions:
-@example(raw={"conversation_id": "0", "role": "user", "content": "ok ", "metadata": {"tool_calls": [{"function": "web_search"}]}},
-         detector="rules", gap=30.0)  # tools_used: AttributeError, every episode creation failed (now refused)
-@example(raw={"conversation_id": "0", "role": "user", "content": "right", "metadata": {"": 10**4300}},
-         detector="rules", gap=30.0)  # ValueError (not ValidationError) out of the validator (now refused)
-@example(raw={"conversation_id": "0", "role": "tool", "content": "a" * 100_000, "metadata": {"tool_name": "\r"}},
-         detector="default", gap=30.0)  # tools_used returned ["\r"] (now "unnamed_tool")
-@example(raw={"conversation_id": "0", "role": "user", "content": "x", "timestamp": "9999-12-31T23:59:59-14:00"},
-         detector="rules", gap=30.0)  # refused as "before 1900" (now: in the future)
+@example(
+    raw={
+        "conversation_id": "0",
+        "role": "user",
+        "content": "ok ",
+        "metadata": {"tool_calls": [{"function": "web_search"}]},
+    },
+    detector="rules",
+    gap=30.0,
+)  # tools_used: AttributeError, every episode creation failed (now refused)
+@example(
+    raw={"conversation_id": "0", "role": "user", "content": "right", "metadata": {"": 10**4300}},
+    detector="rules",
+    gap=30.0,
+)  # ValueError (not ValidationError) out of the validator (now refused)
+@example(
+    raw={"conversation_id": "0", "role": "tool", "content": "a" * 100_000, "metadata": {"tool_name": "\r"}},
+    detector="default",
+    gap=30.0,
+)  # tools_used returned ["\r"] (now "unnamed_tool")
+@example(
+    raw={"conversation_id": "0", "role": "user", "content": "x", "timestamp": "9999-12-31T23:59:59-14:00"},
+    detector="rules",
+    gap=30.0,
+)  # refused as "before 1900" (now: in the future)
 def test_accepted_messages_are_processable(raw, detector, gap):
     valid = validate(raw)
     if valid is not None:
@@ -130,16 +161,20 @@ def test_accepted_messages_are_processable(raw, detector, gap):
 
 
 @settings(max_examples=EXAMPLES, deadline=None)
-@given(texts=st.lists(st.one_of(gen.unicode_text(0, 300), gen.prose(80)), min_size=1, max_size=4),
-       roles=st.lists(st.sampled_from(["user", "assistant", "system", "tool"]), min_size=4, max_size=4),
-       bounds=st.tuples(st.integers(1, 20), st.integers(0, 20)).map(lambda b: (b[0], b[0] + b[1])))
+@given(
+    texts=st.lists(st.one_of(gen.unicode_text(0, 300), gen.prose(80)), min_size=1, max_size=4),
+    roles=st.lists(st.sampled_from(["user", "assistant", "system", "tool"]), min_size=4, max_size=4),
+    bounds=st.tuples(st.integers(1, 20), st.integers(0, 20)).map(lambda b: (b[0], b[0] + b[1])),
+)
 def test_tokens_titles_and_summaries_of_any_text(texts, roles, bounds):
     """The pure text stages over text that did not pass the validator's content rules
     (blank, any characters), and any title bounds the settings allow: they must not
     raise, and the title has between ``title_min_words`` and ``title_max_words`` words."""
     lo, hi = bounds
-    messages = [{"role": r, "content": t, "timestamp": "2026-05-01T12:00:00+00:00", "seq": i, "id": f"m{i}"}
-                for i, (r, t) in enumerate(zip(roles, texts), start=1)]
+    messages = [
+        {"role": r, "content": t, "timestamp": "2026-05-01T12:00:00+00:00", "seq": i, "id": f"m{i}"}
+        for i, (r, t) in enumerate(zip(roles, texts), start=1)
+    ]
     for m in messages:
         assert message_tokens(m["role"], m["content"], tool_result_max_chars=S.tool_result_max_chars) >= 0
     title = extractive_title(messages, lo, hi)

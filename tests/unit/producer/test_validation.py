@@ -20,7 +20,14 @@ def ok(**kw):
 
 def test_minimal_message_is_valid_and_unstamped():
     m = ok()
-    assert (m.conversation_id, m.role, m.content, m.timestamp, m.message_id, m.metadata) == ("conv-1", "user", "hello", None, None, None)
+    assert (m.conversation_id, m.role, m.content, m.timestamp, m.message_id, m.metadata) == (
+        "conv-1",
+        "user",
+        "hello",
+        None,
+        None,
+        None,
+    )
 
 
 def test_timestamp_strings_with_z_or_offset_and_aware_datetimes():
@@ -84,7 +91,10 @@ def test_deeply_nested_metadata_is_refused():
 def test_a_message_may_name_its_tenant_and_defaults_to_the_callers():
     assert ok().tenant == S.tenant
     assert ok(tenant="acme").tenant == "acme"
-    assert validate_message({"conversation_id": "c", "role": "user", "content": "x"}, S, NOW, tenant="other").tenant == "other"
+    assert (
+        validate_message({"conversation_id": "c", "role": "user", "content": "x"}, S, NOW, tenant="other").tenant
+        == "other"
+    )
 
 
 def test_unknown_fields_are_refused():
@@ -114,9 +124,17 @@ class _BrokenZone(tzinfo):
         ({"metadata": {"a": [-(7 * 10**5000)]}}, "metadata.a[0]", "send it as a string"),
         # tools_used read call["function"]["name"]: a string there failed every episode
         # creation of the segment with AttributeError.
-        ({"metadata": {"tool_calls": [{"function": "search"}]}}, "metadata.tool_calls[0].function", "must be an object"),
+        (
+            {"metadata": {"tool_calls": [{"function": "search"}]}},
+            "metadata.tool_calls[0].function",
+            "must be an object",
+        ),
         ({"metadata": {"tool_calls": [{"name": "a"}, {"name": 5}]}}, "metadata.tool_calls[1].name", "must be a string"),
-        ({"metadata": {"tool_calls": [{"function": {"name": ["x"]}}]}}, "metadata.tool_calls[0].function.name", "string"),
+        (
+            {"metadata": {"tool_calls": [{"function": {"name": ["x"]}}]}},
+            "metadata.tool_calls[0].function.name",
+            "string",
+        ),
         ({"metadata": {"name": 3}}, "metadata.name", "must be a string"),
         # Far-future overflow said "before 1900".
         ({"timestamp": "9999-12-31T23:59:59-14:00"}, "timestamp", "in the future"),
@@ -134,7 +152,7 @@ def test_refusals_found_by_the_property_test(kw, field, words):
 def test_documented_tool_call_shapes_and_big_numbers_are_accepted():
     calls = [
         {"name": "search"},
-        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": "{\"city\": \"Oslo\"}"}},
+        {"id": "c1", "type": "function", "function": {"name": "weather", "arguments": '{"city": "Oslo"}'}},
         {"type": "tool_use", "id": "t1", "name": "calc", "input": {"x": 1}},
         {"function": {"arguments": "{}"}},  # no name: recorded as no tool, not refused
         {"name": None, "function": None},

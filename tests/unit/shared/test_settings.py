@@ -16,10 +16,21 @@ def clean_environment(monkeypatch):
 
 def test_defaults_are_the_seeds_values(monkeypatch):
     s = Settings()
-    assert (s.min_messages, s.max_messages, s.time_gap_minutes, s.min_total_chars, s.min_message_chars) == (3, 50, 15.0, 100, 5)
+    assert (s.min_messages, s.max_messages, s.time_gap_minutes, s.min_total_chars, s.min_message_chars) == (
+        3,
+        50,
+        15.0,
+        100,
+        5,
+    )
     assert (s.token_budget, s.tool_result_max_chars, s.overlap_minutes, s.overlap_tokens) == (4000, 1000, 5.0, 500)
     assert (s.segment_timeout_minutes, s.collapse_check_seconds) == (60.0, 300.0)
-    assert (s.surprise_threshold, s.topic_threshold, s.topic_rolling_alpha, s.llm_confidence_threshold) == (0.35, 0.5, 0.2, 0.7)
+    assert (s.surprise_threshold, s.topic_threshold, s.topic_rolling_alpha, s.llm_confidence_threshold) == (
+        0.35,
+        0.5,
+        0.2,
+        0.7,
+    )
     assert (s.surprise_stability_boost, s.title_min_words, s.title_max_words, s.embedding_dim) == (0.5, 5, 15, 384)
     assert not s.llm_enabled
 

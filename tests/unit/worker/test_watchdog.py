@@ -23,8 +23,9 @@ def test_assess_from_the_last_tick():
 
 @pytest.fixture
 def settings(tmp_path):
-    return Settings(worker_heartbeat_dir=tmp_path, worker_heartbeat_seconds=1, worker_stall_seconds=10,
-                    worker_stall_exit_seconds=0)
+    return Settings(
+        worker_heartbeat_dir=tmp_path, worker_heartbeat_seconds=1, worker_stall_seconds=10, worker_stall_exit_seconds=0
+    )
 
 
 def test_heartbeat_file_refreshed_while_turning_and_left_to_age_when_stalled(settings, tmp_path):

@@ -21,7 +21,10 @@ import numpy as np
 from worker.segmentation.signals import discourse_marker
 
 _YOU_QUESTION = re.compile(r"\b(?:do|what|how|are|have|did|would|can|could|where|which|who) you\b", re.IGNORECASE)
-_ACK = re.compile(r"^\W*(?:yes|no|yeah|yep|nope|sure|i do|i am|me too|that is|that's|cool|nice|wow|oh|ok|okay|great|thanks|lol|haha)\b", re.IGNORECASE)
+_ACK = re.compile(
+    r"^\W*(?:yes|no|yeah|yep|nope|sure|i do|i am|me too|that is|that's|cool|nice|wow|oh|ok|okay|great|thanks|lol|haha)\b",
+    re.IGNORECASE,
+)
 _GREETING = re.compile(r"^\W*(?:hi|hello|hey|good (?:morning|evening|afternoon))\b", re.IGNORECASE)
 
 TEXT_FEATURES = ("q_new", "q_prev", "you_question", "marker", "len_new", "len_prev", "ack_new", "greeting_prev")
@@ -54,7 +57,13 @@ def text_features(new_text: str, prev_text: str) -> np.ndarray:
 
 
 def feature_vector(
-    recent: Sequence[np.ndarray], new: np.ndarray, lookahead: Sequence[np.ndarray], new_text: str, prev_text: str, *, right: int
+    recent: Sequence[np.ndarray],
+    new: np.ndarray,
+    lookahead: Sequence[np.ndarray],
+    new_text: str,
+    prev_text: str,
+    *,
+    right: int,
 ) -> np.ndarray:
     """``recent`` oldest first (at least one message); ``right`` = look-ahead used."""
     prev = recent[-1]
@@ -75,7 +84,9 @@ def feature_vector(
         ],
         dtype=np.float32,
     )
-    return np.concatenate([new * prev, np.abs(new - prev), left * rwin, np.abs(left - rwin), cos, text_features(new_text, prev_text)]).astype(np.float32)
+    return np.concatenate(
+        [new * prev, np.abs(new - prev), left * rwin, np.abs(left - rwin), cos, text_features(new_text, prev_text)]
+    ).astype(np.float32)
 
 
 def feature_names(dim: int) -> list[str]:

@@ -71,11 +71,25 @@ class DualChannelDetector:
                 return Verdict(True, state, surprise, "surprise", "embedding", score=surprise, factors=factors)
 
         if state.last_embedding is None:
-            return Verdict(False, self._absorb(state, e, None, data.new.content), surprise, "topic_init", "embedding", factors=factors)
+            return Verdict(
+                False,
+                self._absorb(state, e, None, data.new.content),
+                surprise,
+                "topic_init",
+                "embedding",
+                factors=factors,
+            )
         sim_topic = cosine(state.last_embedding, e)
         factors["topic_sim"] = sim_topic
         if sim_topic >= p.topic_threshold:
-            return Verdict(False, self._absorb(state, e, rolling(state.last_embedding, e, p.alpha), data.new.content), surprise, "same_topic", "embedding", factors=factors)
+            return Verdict(
+                False,
+                self._absorb(state, e, rolling(state.last_embedding, e, p.alpha), data.new.content),
+                surprise,
+                "same_topic",
+                "embedding",
+                factors=factors,
+            )
 
         # A topic-shift candidate: the LLM decides when there is one.
         if self.confirm_llm is not None:
@@ -86,9 +100,13 @@ class DualChannelDetector:
                     nxt = state.evolve(extras={**state.extras, "next_event_model": shift.updated_event_model})
                     return Verdict(True, nxt, surprise, "topic_shift", "llm", score=shift.confidence, factors=factors)
                 absorbed = self._absorb(state, e, rolling(state.last_embedding, e, p.alpha), data.new.content)
-                model_vec = self.embed_text(shift.updated_event_model) if self.embed_text else absorbed.event_model_embedding
+                model_vec = (
+                    self.embed_text(shift.updated_event_model) if self.embed_text else absorbed.event_model_embedding
+                )
                 absorbed = absorbed.evolve(event_model=shift.updated_event_model, event_model_embedding=model_vec)
-                return Verdict(False, absorbed, surprise, "topic_continues", "llm", score=shift.confidence, factors=factors)
+                return Verdict(
+                    False, absorbed, surprise, "topic_continues", "llm", score=shift.confidence, factors=factors
+                )
             except LLMError as exc:
                 log.warning("topic_shift_llm_failed", error=":".join(str(exc).split(":")[:2]), fallback="hysteresis")
                 factors["llm_failed"] = 1.0
@@ -97,9 +115,19 @@ class DualChannelDetector:
         factors.update(f)
         if trigger:
             return Verdict(True, armed_state, surprise, "topic_shift", "hysteresis", score=s, factors=factors)
-        return Verdict(False, self._absorb(armed_state, e, rolling(state.last_embedding, e, p.alpha), data.new.content), surprise, "topic_candidate_rejected", "hysteresis", score=s, factors=factors)
+        return Verdict(
+            False,
+            self._absorb(armed_state, e, rolling(state.last_embedding, e, p.alpha), data.new.content),
+            surprise,
+            "topic_candidate_rejected",
+            "hysteresis",
+            score=s,
+            factors=factors,
+        )
 
-    def _absorb(self, state: EventState, embedding: np.ndarray, last: np.ndarray | None, text: str | None = None) -> EventState:
+    def _absorb(
+        self, state: EventState, embedding: np.ndarray, last: np.ndarray | None, text: str | None = None
+    ) -> EventState:
         if text is not None:
             state = state.evolve(extras={**state.extras, "prev_text": text[:500]})
         state = remember(state, embedding, self.hysteresis.keep)
@@ -109,7 +137,9 @@ class DualChannelDetector:
         state = state.evolve(extras={**state.extras, "prev_text": message.content[:500]})
         if embedding is None:
             return remember(state, None, self.hysteresis.keep)
-        last = embedding if state.last_embedding is None else rolling(state.last_embedding, embedding, self.params.alpha)
+        last = (
+            embedding if state.last_embedding is None else rolling(state.last_embedding, embedding, self.params.alpha)
+        )
         return self._absorb(state, embedding, last)
 
     def start_event(self, edge, embedding, state: EventState) -> EventState:

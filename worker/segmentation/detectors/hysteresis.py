@@ -52,8 +52,12 @@ class HysteresisParams:
         )
 
 
-def factors(state: EventState, text: str, embedding: np.ndarray, lookahead: list[np.ndarray], window: int, time_interval: int) -> dict[str, float]:
-    pred = 0.0 if state.event_model_embedding is None else max(0.0, 1.0 - cosine(state.event_model_embedding, embedding))
+def factors(
+    state: EventState, text: str, embedding: np.ndarray, lookahead: list[np.ndarray], window: int, time_interval: int
+) -> dict[str, float]:
+    pred = (
+        0.0 if state.event_model_embedding is None else max(0.0, 1.0 - cosine(state.event_model_embedding, embedding))
+    )
     left = mean_vector(state.recent[-window:]) if window else None
     right = mean_vector([embedding, *lookahead])
     drift = 0.0 if left is None else max(0.0, 1.0 - cosine(left, right))
@@ -112,7 +116,14 @@ class HysteresisDetector:
 
     def evaluate(self, data: DetectionInput) -> tuple[bool, float, dict[str, float], EventState]:
         """Score ``data.new`` and apply hysteresis; the state is updated for arming only."""
-        f = factors(data.state, data.new.content, data.embedding, list(data.lookahead), self.params.window, self.params.time_interval)
+        f = factors(
+            data.state,
+            data.new.content,
+            data.embedding,
+            list(data.lookahead),
+            self.params.window,
+            self.params.time_interval,
+        )
         s = float(score(f, self.params))
         armed = data.state.armed
         trigger = bool(armed and s >= self.params.high)
@@ -127,7 +138,15 @@ class HysteresisDetector:
         surprise = f["pred"]
         if not trigger:
             state = remember(state, data.embedding, self.keep)
-        return Verdict(boundary=trigger, state=state, surprise=min(1.0, surprise), reason="hysteresis", source="embedding", score=s, factors=f)
+        return Verdict(
+            boundary=trigger,
+            state=state,
+            surprise=min(1.0, surprise),
+            reason="hysteresis",
+            source="embedding",
+            score=s,
+            factors=f,
+        )
 
     def observe(self, message, embedding, state: EventState) -> EventState:
         return remember(state, embedding, self.keep)

@@ -63,8 +63,14 @@ class LinearModel:
     def from_json(cls, text: str) -> "LinearModel":
         d = json.loads(text)
         return cls(
-            np.array(d["mean"], dtype=np.float32), np.array(d["scale"], dtype=np.float32), np.array(d["weights"], dtype=np.float32),
-            float(d["bias"]), float(d["high"]), float(d["low"]), int(d["lookahead"]), d.get("info", {}),
+            np.array(d["mean"], dtype=np.float32),
+            np.array(d["scale"], dtype=np.float32),
+            np.array(d["weights"], dtype=np.float32),
+            float(d["bias"]),
+            float(d["high"]),
+            float(d["low"]),
+            int(d["lookahead"]),
+            d.get("info", {}),
         )
 
 
@@ -92,7 +98,9 @@ class LearnedDetector:
         if not state.recent:
             return False, 0.0, {}, state
         prev_text = state.extras.get("prev_text", "")
-        x = feature_vector(state.recent, data.embedding, list(data.lookahead), data.new.content, prev_text, right=self.model.lookahead)
+        x = feature_vector(
+            state.recent, data.embedding, list(data.lookahead), data.new.content, prev_text, right=self.model.lookahead
+        )
         p = float(self.model.probability(x))
         armed = state.armed
         trigger = bool(armed and p >= self.model.high)
@@ -111,7 +119,15 @@ class LearnedDetector:
             surprise = min(1.0, max(0.0, 1.0 - cosine(state.event_model_embedding, data.embedding)))
         if not trigger:
             state = self.observe(data.new, data.embedding, state)
-        return Verdict(boundary=trigger, state=state, surprise=surprise, reason="learned_boundary", source="embedding", score=p, factors=f)
+        return Verdict(
+            boundary=trigger,
+            state=state,
+            surprise=surprise,
+            reason="learned_boundary",
+            source="embedding",
+            score=p,
+            factors=f,
+        )
 
     def observe(self, message, embedding, state: EventState) -> EventState:
         state = remember(state, embedding, self.keep)

@@ -37,13 +37,20 @@ class TopicShift(BaseModel):
     updated_event_model: str
 
 
-def llm_topic_shift(settings: Settings, event_model: str | None, history: Sequence[QueuedMessage], new: QueuedMessage) -> TopicShift:
+def llm_topic_shift(
+    settings: Settings, event_model: str | None, history: Sequence[QueuedMessage], new: QueuedMessage
+) -> TopicShift:
     lines = [f"{m.role}: {m.content[:500]}" for m in history]
     user = (
         f"EVENT MODEL: {event_model or '(none yet: describe it from the history)'}\n\n"
-        "RECENT HISTORY:\n" + ("\n".join(lines) if lines else "(none)") + f"\n\nNEW MESSAGE:\n{new.role}: {new.content[:1000]}"
+        "RECENT HISTORY:\n"
+        + ("\n".join(lines) if lines else "(none)")
+        + f"\n\nNEW MESSAGE:\n{new.role}: {new.content[:1000]}"
     )
     result = complete_json(
-        settings, [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}], TopicShift, purpose="topic_shift"
+        settings,
+        [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+        TopicShift,
+        purpose="topic_shift",
     )
     return result.value

@@ -37,4 +37,3 @@ def test_a_chunked_body_is_counted_as_it_arrives():
 def test_a_bad_content_length_is_a_400():
     r = client().post("/", content=b"x", headers={"content-length": "many"})
     assert r.status_code == 400
-

@@ -131,9 +131,7 @@ def test_matches_nltk_on_random_sequences() -> None:
         hyp = [int(rng.random() < rng.random()) for _ in range(n)]
         k = rng.randint(1, n)
         assert pk(ref, hyp, k) == pytest.approx(segmentation.pk(ref, hyp, k, boundary=1))
-        assert windowdiff(ref, hyp, k) == pytest.approx(
-            segmentation.windowdiff(ref, hyp, k, boundary=1)
-        )
+        assert windowdiff(ref, hyp, k) == pytest.approx(segmentation.windowdiff(ref, hyp, k, boundary=1))
         # nltk's usual string form gives the same values.
         ref_s, hyp_s = "".join(map(str, ref)), "".join(map(str, hyp))
         assert pk(ref, hyp, k) == pytest.approx(segmentation.pk(ref_s, hyp_s, k))

@@ -15,11 +15,21 @@ def test_every_labelled_file_is_scored_with_baselines(tmp_path):
     utt[0][1] = "-1"
     utt[6][1] = "1"
     (seg / "mine.json").write_text(json.dumps({"d1": utt}))
-    lines = "[NEWLINE]".join(["user: hello there, how are you doing today", "agent: fine, thanks for asking me", "[BOUNDARY]", "user: new topic about taxes and forms", "agent: sure, which form"])
+    lines = "[NEWLINE]".join(
+        [
+            "user: hello there, how are you doing today",
+            "agent: fine, thanks for asking me",
+            "[BOUNDARY]",
+            "user: new topic about taxes and forms",
+            "agent: sure, which form",
+        ]
+    )
     (seg / "other.jsonl").write_text(json.dumps({"id": "x", "dialogue": lines}) + "\n")
     (seg / "LICENSE").write_text("not data")
     settings = Settings(data_dir=tmp_path / "data")
-    rows = evaluate(tmp_path, settings, ["rules"], embedder_factory=lambda: None, build=lambda n: build_detector(settings, n))
+    rows = evaluate(
+        tmp_path, settings, ["rules"], embedder_factory=lambda: None, build=lambda n: build_detector(settings, n)
+    )
     assert sorted({r.file for r in rows}) == ["mine.json", "other.jsonl"]
     methods = [r.method for r in rows if r.file == "mine.json"]
     assert methods == ["baseline: no boundaries", "baseline: every 4th", "baseline: every boundary", "rules"]

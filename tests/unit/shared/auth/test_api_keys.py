@@ -13,8 +13,17 @@ def test_a_key_matches_its_hash_and_nothing_else():
 
 
 def test_malformed_keys_have_no_id():
-    for bad in ("", "memq", "memq_abc_def", "Bearer x", "memq_ABCDEFGHIJ_" + "a" * 43, "memq_abcdefghij_" + "a" * 42,
-                "memq_abcdefghij_" + "a" * 43 + "\n", "\x00", "é" * 60):
+    for bad in (
+        "",
+        "memq",
+        "memq_abc_def",
+        "Bearer x",
+        "memq_ABCDEFGHIJ_" + "a" * 43,
+        "memq_abcdefghij_" + "a" * 42,
+        "memq_abcdefghij_" + "a" * 43 + "\n",
+        "\x00",
+        "é" * 60,
+    ):
         assert key_id(bad) is None, bad
 
 

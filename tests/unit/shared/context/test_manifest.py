@@ -13,7 +13,9 @@ NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 
 
 def episode(i: int, start: datetime, minutes: int = 40, title: str | None = None) -> EpisodeView:
-    return EpisodeView(f"e{i}", title or f"Episode number {i}", f"summary {i}", start, start + timedelta(minutes=minutes), 12)
+    return EpisodeView(
+        f"e{i}", title or f"Episode number {i}", f"summary {i}", start, start + timedelta(minutes=minutes), 12
+    )
 
 
 def build(episodes, span=None, depth=30, tz=UTC, name="UTC", chars=60):
@@ -29,16 +31,18 @@ def test_the_seed_tree():
     first = Said("user", None, "Manifest architecture discussion", datetime(2026, 3, 10, 14, 15, tzinfo=UTC))
     span = OpenSpan(first, Said("assistant", None, "ok", datetime(2026, 3, 10, 15, 0, tzinfo=UTC)), 7)
     m = build(episodes, span)
-    assert render_markdown(m, UTC) == "\n".join([
-        "CONVERSATION MANIFEST",
-        "├─ Today",
-        "│  ├─ [14:15 - Active] Manifest architecture discussion",
-        "│  └─ [09:00 - 10:15] Morning standup notes",
-        "├─ Yesterday",
-        "│  └─ [08:00 - 08:27] Arduino servo debugging",
-        "└─ Jan 18",
-        "   └─ [15:00 - 16:12] Nacho recipe research",
-    ])
+    assert render_markdown(m, UTC) == "\n".join(
+        [
+            "CONVERSATION MANIFEST",
+            "├─ Today",
+            "│  ├─ [14:15 - Active] Manifest architecture discussion",
+            "│  └─ [09:00 - 10:15] Morning standup notes",
+            "├─ Yesterday",
+            "│  └─ [08:00 - 08:27] Arduino servo debugging",
+            "└─ Jan 18",
+            "   └─ [15:00 - 16:12] Nacho recipe research",
+        ]
+    )
     data = to_json(m)
     assert [g["label"] for g in data["groups"]] == ["Today", "Yesterday", "Jan 18"]
     active = data["groups"][0]["segments"][0]

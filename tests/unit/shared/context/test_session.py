@@ -18,28 +18,61 @@ NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 
 
 def episodes(n: int) -> list[EpisodeView]:
-    return [EpisodeView(f"e{i}", f"Episode {i}", f"What happened in episode {i}, told in a sentence.",
-                        NOW - timedelta(days=n - i, hours=2), NOW - timedelta(days=n - i, hours=1), 10) for i in range(n)]
+    return [
+        EpisodeView(
+            f"e{i}",
+            f"Episode {i}",
+            f"What happened in episode {i}, told in a sentence.",
+            NOW - timedelta(days=n - i, hours=2),
+            NOW - timedelta(days=n - i, hours=1),
+            10,
+        )
+        for i in range(n)
+    ]
 
 
 def said(n: int, start: datetime, prefix: str = "m") -> list[Said]:
-    return [Said("user" if i % 2 == 0 else "assistant", None, f"{prefix}{i} " + "word " * 12, start + timedelta(minutes=i))
-            for i in range(n)]
+    return [
+        Said("user" if i % 2 == 0 else "assistant", None, f"{prefix}{i} " + "word " * 12, start + timedelta(minutes=i))
+        for i in range(n)
+    ]
 
 
 def build(recent, total, before, active, max_tokens=2000, **kw):
-    params = SessionParams(max_tokens=max_tokens, summary_count=kw.pop("summaries", 3), continuity_messages=kw.pop("continuity", 6))
-    return build_session_context("conv", recent, total, before, OpenSegment(tuple(active)), now=NOW, tz=UTC, tz_name="UTC",
-                                 params=params, count=count_tokens, **kw)
+    params = SessionParams(
+        max_tokens=max_tokens, summary_count=kw.pop("summaries", 3), continuity_messages=kw.pop("continuity", 6)
+    )
+    return build_session_context(
+        "conv",
+        recent,
+        total,
+        before,
+        OpenSegment(tuple(active)),
+        now=NOW,
+        tz=UTC,
+        tz_name="UTC",
+        params=params,
+        count=count_tokens,
+        **kw,
+    )
 
 
 def test_the_parts_in_the_seeds_order():
     last_stored = NOW - timedelta(days=1)
-    ctx = build(episodes(5), 5, said(10, last_stored - timedelta(minutes=9), "old"), said(2, NOW - timedelta(minutes=5), "new"))
+    ctx = build(
+        episodes(5), 5, said(10, last_stored - timedelta(minutes=9), "old"), said(2, NOW - timedelta(minutes=5), "new")
+    )
     text = ctx.text
-    order = [text.index(x) for x in ("[Earlier conversation: 5 episodes are stored", "## Recent episodes",
-                                     "## Last messages before this session", "[Session boundary:",
-                                     "## Open segment (not yet in an episode)")]
+    order = [
+        text.index(x)
+        for x in (
+            "[Earlier conversation: 5 episodes are stored",
+            "## Recent episodes",
+            "## Last messages before this session",
+            "[Session boundary:",
+            "## Open segment (not yet in an episode)",
+        )
+    ]
     assert order == sorted(order)
     assert [e.id for e in ctx.summaries] == ["e2", "e3", "e4"]  # the newest three, oldest first
     assert len(ctx.continuity) == 6 and ctx.continuity[-1].content.startswith("old9")
@@ -62,7 +95,9 @@ def test_without_an_open_segment_the_boundary_says_a_new_session_begins():
 
 
 def test_a_tight_budget_keeps_the_newest_open_messages_and_says_what_is_left_out():
-    ctx = build(episodes(5), 5, said(6, NOW - timedelta(days=1)), said(40, NOW - timedelta(hours=1), "new"), max_tokens=300)
+    ctx = build(
+        episodes(5), 5, said(6, NOW - timedelta(days=1)), said(40, NOW - timedelta(hours=1), "new"), max_tokens=300
+    )
     assert ctx.tokens == count_tokens(ctx.text) <= 300
     assert ctx.active and ctx.active[-1].content.startswith("new39")  # the newest is kept
     assert ctx.left_out["open_segment"] == 40 - len(ctx.active) > 0
@@ -75,15 +110,26 @@ def test_unread_open_messages_are_counted_as_left_out():
     assert ctx.left_out == {"open_segment": 115} and "(115 earlier messages left out)" in ctx.text
 
 
-@pytest.mark.parametrize("gap, says", [(timedelta(seconds=20), "less than a minute"), (timedelta(minutes=1), "1 minute"),
-                                       (timedelta(days=2, hours=1, minutes=5), "2 days 1 hour")])
+@pytest.mark.parametrize(
+    "gap, says",
+    [
+        (timedelta(seconds=20), "less than a minute"),
+        (timedelta(minutes=1), "1 minute"),
+        (timedelta(days=2, hours=1, minutes=5), "2 days 1 hour"),
+    ],
+)
 def test_human_gap(gap, says):
     assert human_gap(gap) == says
 
 
 @settings(max_examples=60, deadline=None)
-@given(n_eps=st.integers(0, 6), n_before=st.integers(0, 10), n_active=st.integers(0, 30), budget=st.integers(100, 1500),
-       long=st.booleans())
+@given(
+    n_eps=st.integers(0, 6),
+    n_before=st.integers(0, 10),
+    n_active=st.integers(0, 30),
+    budget=st.integers(100, 1500),
+    long=st.booleans(),
+)
 def test_the_budget_always_holds(n_eps, n_before, n_active, budget, long):
     active = said(n_active, NOW - timedelta(hours=1))
     if long and active:
@@ -93,11 +139,17 @@ def test_the_budget_always_holds(n_eps, n_before, n_active, budget, long):
 
 
 def test_facts_come_after_the_collapse_marker_and_before_summaries():
-    ctx = build(episodes(3), 3, said(2, NOW - timedelta(days=1)), said(1, NOW - timedelta(minutes=1)),
-                facts=["- Ana lives in Porto. (identity, since 1 Mar 2026)"])
+    ctx = build(
+        episodes(3),
+        3,
+        said(2, NOW - timedelta(days=1)),
+        said(1, NOW - timedelta(minutes=1)),
+        facts=["- Ana lives in Porto. (identity, since 1 Mar 2026)"],
+    )
     text = ctx.text
     assert text.index("[Earlier conversation") < text.index("## Known facts") < text.index("## Recent episodes")
     assert ctx.facts == ["- Ana lives in Porto. (identity, since 1 Mar 2026)"] and ctx.to_json()["facts"] == ctx.facts
-    tight = build(episodes(3), 3, [], said(1, NOW - timedelta(minutes=1)), max_tokens=100,
-                  facts=["- a long fact " + "word " * 60])
+    tight = build(
+        episodes(3), 3, [], said(1, NOW - timedelta(minutes=1)), max_tokens=100, facts=["- a long fact " + "word " * 60]
+    )
     assert tight.tokens <= 100 and tight.facts == []

@@ -11,7 +11,14 @@ def test_inbox_item_round_trip_and_numbering_keeps_the_payload():
     payload = encode_payload("m-1", "user", "héllo wörld", to_micros(SENT), {"k": [1, 2]})
     m = decode_inbox_item(f"{to_micros(effective)} {to_micros(ARRIVAL)} {payload}")
     assert (m.seq, m.id, m.role, m.content, m.timestamp, m.sent_at, m.received_at, m.metadata) == (
-        None, "m-1", "user", "héllo wörld", effective, SENT, ARRIVAL, {"k": [1, 2]}
+        None,
+        "m-1",
+        "user",
+        "héllo wörld",
+        effective,
+        SENT,
+        ARRIVAL,
+        {"k": [1, 2]},
     )
     n = m.numbered(7)
     assert n.raw == f"7 {m.raw}"

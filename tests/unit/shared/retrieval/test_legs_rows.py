@@ -19,8 +19,22 @@ def leg(name, episode, rank, seq=None, conv=None):
 
 
 def episode(eid, first, last):
-    return ("episode", eid, first, last, "c1", f"Title {eid}", f"Summary {eid}", "extractive", T, T + timedelta(minutes=5),
-            0.2, last - first + 1, 3.5, T)
+    return (
+        "episode",
+        eid,
+        first,
+        last,
+        "c1",
+        f"Title {eid}",
+        f"Summary {eid}",
+        "extractive",
+        T,
+        T + timedelta(minutes=5),
+        0.2,
+        last - first + 1,
+        3.5,
+        T,
+    )
 
 
 def message(eid, seq):
@@ -28,12 +42,20 @@ def message(eid, seq):
 
 
 ROWS = [
-    leg("episode_vector", "e2", 1), leg("episode_vector", "e1", 2),
-    leg("message_vector", "e1", 1, seq=4, conv="c1"), leg("message_vector", "e2", 2, seq=9, conv="c1"),
-    leg("message_vector", "e1", 3, seq=3, conv="c1"), leg("message_lexical", "e1", 1, seq=3, conv="c1"),
-    episode("e1", 1, 5), episode("e2", 8, 10),
-    message("e1", 4), message("e1", 3), message("e1", 5), message("e2", 9),
-    ("fact_vector", "f1", None, 1, None, *N), ("fact_lexical", "f1", None, 2, None, *N),
+    leg("episode_vector", "e2", 1),
+    leg("episode_vector", "e1", 2),
+    leg("message_vector", "e1", 1, seq=4, conv="c1"),
+    leg("message_vector", "e2", 2, seq=9, conv="c1"),
+    leg("message_vector", "e1", 3, seq=3, conv="c1"),
+    leg("message_lexical", "e1", 1, seq=3, conv="c1"),
+    episode("e1", 1, 5),
+    episode("e2", 8, 10),
+    message("e1", 4),
+    message("e1", 3),
+    message("e1", 5),
+    message("e2", 9),
+    ("fact_vector", "f1", None, 1, None, *N),
+    ("fact_lexical", "f1", None, 2, None, *N),
 ]
 
 
@@ -43,16 +65,31 @@ def test_rows_are_read_whatever_their_order():
     random.Random(7).shuffle(shuffled)
     again = read_rows(shuffled, LEGS)
     for result in (first, again):
-        assert result.episodes == {"episode_vector": ["e2", "e1"], "episode_lexical": [],
-                                   "message_vector": ["e1", "e2"], "message_lexical": ["e1"]}
+        assert result.episodes == {
+            "episode_vector": ["e2", "e1"],
+            "episode_lexical": [],
+            "message_vector": ["e1", "e2"],
+            "message_lexical": ["e1"],
+        }
         assert result.messages == {"e1": {4: {"vector": 1}, 3: {"vector": 3, "lexical": 1}}, "e2": {9: {"vector": 2}}}
         assert [m[0] for m in result.shown["e1"]] == [3, 4, 5]  # in seq order
         assert result.shown["e2"] == [(9, "user", "Ana", "said 9", T + timedelta(minutes=9))]
         assert sorted(result.facts) == [("fact_lexical", "f1", 2), ("fact_vector", "f1", 1)]
         hit = result.hits["e2"]
-        assert (hit.id, hit.conversation_id, hit.title, hit.first_seq, hit.last_seq, hit.message_count) == \
-            ("e2", "c1", "Title e2", 8, 10, 3)
-        assert (hit.summary_source, hit.stability, hit.last_review, hit.end_at) == ("extractive", 3.5, T, T + timedelta(minutes=5))
+        assert (hit.id, hit.conversation_id, hit.title, hit.first_seq, hit.last_seq, hit.message_count) == (
+            "e2",
+            "c1",
+            "Title e2",
+            8,
+            10,
+            3,
+        )
+        assert (hit.summary_source, hit.stability, hit.last_review, hit.end_at) == (
+            "extractive",
+            3.5,
+            T,
+            T + timedelta(minutes=5),
+        )
 
 
 def test_the_legs_alone_give_rankings_only():

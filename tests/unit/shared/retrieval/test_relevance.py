@@ -9,7 +9,9 @@ import pytest
 
 from shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
 
-P = RelevanceParams(k=60, neighbour_bonus=0.0, speaker_weight=0.0, density_weight=0.0, density_top=3, episode_weight=0.0)
+P = RelevanceParams(
+    k=60, neighbour_bonus=0.0, speaker_weight=0.0, density_weight=0.0, density_top=3, episode_weight=0.0
+)
 
 
 def params(**kw) -> RelevanceParams:
@@ -17,7 +19,9 @@ def params(**kw) -> RelevanceParams:
 
 
 def by_seq(seqs, out):
-    return {seq: (score, ranks, match) for seq, score, ranks, match in zip(seqs, out.scores, out.ranks, out.speaker_match)}
+    return {
+        seq: (score, ranks, match) for seq, score, ranks, match in zip(seqs, out.scores, out.ranks, out.speaker_match)
+    }
 
 
 def test_messages_are_scored_by_the_rrf_of_their_ranks_in_the_message_legs():

@@ -11,7 +11,15 @@ import pytest
 
 from shared.retrieval.model import EpisodeHit, MessageView
 from shared.retrieval.render import (
-    GAP, episode_block, gap_count, hit_record, markdown, relative, short_title, shown_header, when,
+    GAP,
+    episode_block,
+    gap_count,
+    hit_record,
+    markdown,
+    relative,
+    short_title,
+    shown_header,
+    when,
 )
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
@@ -19,13 +27,38 @@ START = datetime(2023, 5, 7, 14, 5, tzinfo=UTC)
 
 
 def hit(surprise: float = 0.2, messages: int = 6, **kw) -> EpisodeHit:
-    views = [MessageView(seq=10 + i, role="user" if i % 2 == 0 else "assistant", speaker="Ana" if i == 0 else None,
-                         content=f"message {i}  about\nthe   garden", ts=START + timedelta(minutes=i), relevance=i / 10,
-                         ranks={"vector": i + 1}) for i in range(messages)]
-    fields = dict(id="e-1", conversation_id="c-1", title="Planting tomatoes in raised beds", summary="They planned the beds.",
-                  start_at=START, end_at=START + timedelta(minutes=40), surprise=surprise, message_count=messages,
-                  first_seq=10, last_seq=10 + messages - 1, summary_source="extractive", ranks={"episode_vector": 3, "message_lexical": 1}, rrf=0.0325,
-                  retrievability=0.8123456, time_boost=1.5, final=0.0396, rank=2, messages=views)
+    views = [
+        MessageView(
+            seq=10 + i,
+            role="user" if i % 2 == 0 else "assistant",
+            speaker="Ana" if i == 0 else None,
+            content=f"message {i}  about\nthe   garden",
+            ts=START + timedelta(minutes=i),
+            relevance=i / 10,
+            ranks={"vector": i + 1},
+        )
+        for i in range(messages)
+    ]
+    fields = dict(
+        id="e-1",
+        conversation_id="c-1",
+        title="Planting tomatoes in raised beds",
+        summary="They planned the beds.",
+        start_at=START,
+        end_at=START + timedelta(minutes=40),
+        surprise=surprise,
+        message_count=messages,
+        first_seq=10,
+        last_seq=10 + messages - 1,
+        summary_source="extractive",
+        ranks={"episode_vector": 3, "message_lexical": 1},
+        rrf=0.0325,
+        retrievability=0.8123456,
+        time_boost=1.5,
+        final=0.0396,
+        rank=2,
+        messages=views,
+    )
     fields.update(kw)
     return EpisodeHit(**fields)
 
@@ -63,8 +96,15 @@ def test_times_in_another_zone_are_shown_in_utc():
     assert when(local, NOW.astimezone(berlin)) == when(hit(), NOW)
     late = hit(start_at=datetime(2023, 5, 7, 23, 30, tzinfo=UTC), end_at=datetime(2023, 5, 7, 23, 50, tzinfo=UTC))
     header = shown_header(late, NOW, key_moment_surprise=0.7, title_words=8)
-    assert shown_header(hit(start_at=late.start_at.astimezone(berlin), end_at=late.end_at.astimezone(berlin)),
-                        NOW.astimezone(berlin), key_moment_surprise=0.7, title_words=8) == header
+    assert (
+        shown_header(
+            hit(start_at=late.start_at.astimezone(berlin), end_at=late.end_at.astimezone(berlin)),
+            NOW.astimezone(berlin),
+            key_moment_surprise=0.7,
+            title_words=8,
+        )
+        == header
+    )
     assert header.startswith("### 7 May 2023 23:30 UTC")  # not 8 May 01:30
 
 
@@ -88,8 +128,10 @@ def test_shown_messages_are_in_their_order_with_markers_for_what_is_left_out():
     shown = [h.messages[5], h.messages[2]]  # chosen by relevance, given out of order
     lines = episode_block(h, shown, now=NOW, summary=None, key_moment_surprise=0.7).splitlines()
     assert lines[1:] == [
-        GAP, "- user: message 2 about the garden",
-        GAP, "- assistant: message 5 about the garden",
+        GAP,
+        "- user: message 2 about the garden",
+        GAP,
+        "- assistant: message 5 about the garden",
         GAP,
     ]
     assert gap_count([12, 15], 10, 17) == 3 == lines.count(GAP)
@@ -98,7 +140,10 @@ def test_shown_messages_are_in_their_order_with_markers_for_what_is_left_out():
 def test_with_messages_one_header_line_says_when_and_a_short_title():
     h = hit(title="Planting tomatoes in raised beds after the long and rainy spring", surprise=0.8)
     head = episode_block(h, h.messages[:1], now=NOW, summary=None, key_moment_surprise=0.7).splitlines()[0]
-    assert head == "### 7 May 2023 14:05 UTC (2 weeks ago) · key moment · Planting tomatoes in raised beds after the long …"
+    assert (
+        head
+        == "### 7 May 2023 14:05 UTC (2 weeks ago) · key moment · Planting tomatoes in raised beds after the long …"
+    )
     assert short_title("a b c", 8) == "a b c" and short_title("a b c d", 2) == "a b …"
 
 
@@ -111,7 +156,9 @@ def test_adjacent_messages_need_no_marker_between_them():
 
 def test_the_speaker_name_is_shown_when_the_producer_gave_one():
     h = hit()
-    assert "- Ana: message 0 about the garden" in episode_block(h, h.messages[:1], now=NOW, summary=None, key_moment_surprise=0.7)
+    assert "- Ana: message 0 about the garden" in episode_block(
+        h, h.messages[:1], now=NOW, summary=None, key_moment_surprise=0.7
+    )
 
 
 def test_every_message_shown_means_no_marker():
@@ -128,14 +175,32 @@ def test_hit_record_has_every_score_and_is_json_ready():
     h = hit()
     record = hit_record(h, [h.messages[4], h.messages[1]], summary_shown=True)
     assert record["scores"] == {
-        "lexical_rank": None, "vector_rank": 3, "message_lexical_rank": 1, "message_vector_rank": None,
-        "rrf": 0.0325, "retrievability": 0.8123, "time_boost": 1.5, "final": 0.0396,
+        "lexical_rank": None,
+        "vector_rank": 3,
+        "message_lexical_rank": 1,
+        "message_vector_rank": None,
+        "rrf": 0.0325,
+        "retrievability": 0.8123,
+        "time_boost": 1.5,
+        "final": 0.0396,
     }
     assert (record["id"], record["conversation_id"], record["rank"], record["title"]) == (
-        "e-1", "c-1", 2, "Planting tomatoes in raised beds")
+        "e-1",
+        "c-1",
+        2,
+        "Planting tomatoes in raised beds",
+    )
     assert record["start_at"] == "2023-05-07T14:05:00+00:00" and record["summary_shown"] is True
     assert [m["seq"] for m in record["messages"]] == [11, 14]
-    assert record["messages"][0] == {"seq": 11, "role": "assistant", "speaker": None,
-                                     "content": "message 1  about\nthe   garden", "timestamp": "2023-05-07T14:06:00+00:00",
-                                     "relevance": 0.1, "vector_rank": 2, "lexical_rank": None, "speaker_named": False}
+    assert record["messages"][0] == {
+        "seq": 11,
+        "role": "assistant",
+        "speaker": None,
+        "content": "message 1  about\nthe   garden",
+        "timestamp": "2023-05-07T14:06:00+00:00",
+        "relevance": 0.1,
+        "vector_rank": 2,
+        "lexical_rank": None,
+        "speaker_named": False,
+    }
     assert json.loads(json.dumps(record)) == record

@@ -15,8 +15,15 @@ from shared.settings import Settings
 @pytest.fixture(scope="module")
 def cfg() -> Settings:
     # explicit limits so that the parametrised edges below stay edges whatever the environment says
-    return Settings(tenant="acme", retrieval_limit=10, retrieval_limit_max=50, retrieval_max_tokens=1500,
-                    retrieval_max_tokens_max=16_000, query_max_chars=2000, retrieval_max_conversations=100)
+    return Settings(
+        tenant="acme",
+        retrieval_limit=10,
+        retrieval_limit_max=50,
+        retrieval_max_tokens=1500,
+        retrieval_max_tokens_max=16_000,
+        query_max_chars=2000,
+        retrieval_max_conversations=100,
+    )
 
 
 def refused(cfg: Settings, field: str, **kw) -> str:
@@ -34,7 +41,12 @@ def test_defaults_come_from_settings(cfg):
     r = build_request(cfg, tenant=None, query="  what   did\nwe plant? ", now=now)
     assert (r.tenant, r.conversation_ids, r.query) == ("acme", None, "what did we plant?")
     assert (r.limit, r.detail, r.max_tokens, r.time_range, r.now) == (
-        cfg.retrieval_limit, "auto", cfg.retrieval_max_tokens, None, now)
+        cfg.retrieval_limit,
+        "auto",
+        cfg.retrieval_max_tokens,
+        None,
+        now,
+    )
 
 
 @pytest.mark.parametrize("query", ["", "   ", "\n\t \u00a0"])
@@ -116,7 +128,10 @@ def test_conversation_id_and_conversation_ids_together_are_refused(cfg):
 
 def test_conversation_scopes(cfg):
     assert build_request(cfg, tenant="t1", query="q", conversation_id="c1").conversation_ids == ("c1",)
-    assert build_request(cfg, tenant="t1", query="q", conversation_ids=["c2", "c1", "c2"]).conversation_ids == ("c2", "c1")
+    assert build_request(cfg, tenant="t1", query="q", conversation_ids=["c2", "c1", "c2"]).conversation_ids == (
+        "c2",
+        "c1",
+    )
     assert "non-empty list" in refused(cfg, "conversation_ids", conversation_ids=[])
     assert "non-empty list" in refused(cfg, "conversation_ids", conversation_ids="c1")
     many = [f"c{i}" for i in range(cfg.retrieval_max_conversations + 1)]

@@ -26,20 +26,48 @@ def text(n: int, salt: int = 0) -> str:
     return " ".join(WORDS[(i * 7 + salt) % len(WORDS)] for i in range(n))
 
 
-def episode(rank: int, messages: int = 10, *, surprise: float = 0.1, own=None, words: int = 12,
-            summary_words: int = 30, final: float | None = None) -> EpisodeHit:
+def episode(
+    rank: int,
+    messages: int = 10,
+    *,
+    surprise: float = 0.1,
+    own=None,
+    words: int = 12,
+    summary_words: int = 30,
+    final: float | None = None,
+) -> EpisodeHit:
     """An episode as the service hands it over: ``final`` falls with rank, and each
     message's priority is the episode's score plus its own relevance (``own(i)``)."""
     start = NOW - timedelta(days=rank)
     final = 1.0 / (60 + rank) if final is None else final
     own = own or (lambda i: 0.01 / (i + 1))
-    views = [MessageView(seq=i, role="user" if i % 2 == 0 else "assistant", speaker=None,
-                         content=f"m{rank}.{i} " + text(words, i), ts=start + timedelta(minutes=i), relevance=final + own(i))
-             for i in range(messages)]
-    return EpisodeHit(id=f"e{rank}", conversation_id="c", title=f"Episode {rank} about {text(4, rank)}",
-                      summary=text(summary_words, rank), start_at=start, end_at=start + timedelta(minutes=messages),
-                      surprise=surprise, message_count=messages, first_seq=0, last_seq=messages - 1,
-                      summary_source="extractive", rank=rank, final=final, messages=views)
+    views = [
+        MessageView(
+            seq=i,
+            role="user" if i % 2 == 0 else "assistant",
+            speaker=None,
+            content=f"m{rank}.{i} " + text(words, i),
+            ts=start + timedelta(minutes=i),
+            relevance=final + own(i),
+        )
+        for i in range(messages)
+    ]
+    return EpisodeHit(
+        id=f"e{rank}",
+        conversation_id="c",
+        title=f"Episode {rank} about {text(4, rank)}",
+        summary=text(summary_words, rank),
+        start_at=start,
+        end_at=start + timedelta(minutes=messages),
+        surprise=surprise,
+        message_count=messages,
+        first_seq=0,
+        last_seq=messages - 1,
+        summary_source="extractive",
+        rank=rank,
+        final=final,
+        messages=views,
+    )
 
 
 def run(hits, detail: str, max_tokens: int = 4000, query: str = "tomato", **kw):
@@ -57,7 +85,9 @@ def shown(chosen) -> dict[str, list[int]]:
 # --- the budget ------------------------------------------------------------------
 
 _free_text = st.text(st.characters(codec="utf-8", exclude_characters="\x00"), max_size=300)
-_message = st.tuples(st.integers(0, 10_000), _free_text, st.floats(0, 0.2), st.sampled_from(["user", "assistant", "tool"]))
+_message = st.tuples(
+    st.integers(0, 10_000), _free_text, st.floats(0, 0.2), st.sampled_from(["user", "assistant", "tool"])
+)
 
 
 @st.composite
@@ -67,19 +97,39 @@ def hit_lists(draw) -> list[EpisodeHit]:
     for rank, final in enumerate(finals, start=1):
         raw = draw(st.lists(_message, max_size=12, unique_by=lambda m: m[0]))
         start = NOW - timedelta(days=draw(st.integers(-2, 4000)), minutes=draw(st.integers(0, 1440)))
-        views = [MessageView(seq=s, role=r, speaker=None, content=c, ts=start, relevance=rel) for s, c, rel, r in sorted(raw)]
-        hits.append(EpisodeHit(
-            id=f"e{rank}", conversation_id="c", title=draw(st.text(max_size=120)), summary=draw(_free_text),
-            start_at=start, end_at=start + timedelta(minutes=draw(st.integers(0, 3000))), final=final,
-            surprise=draw(st.floats(0, 1)), message_count=len(views), summary_source="extractive", rank=rank, messages=views,
-            first_seq=views[0].seq if views else 1, last_seq=views[-1].seq + draw(st.integers(0, 3)) if views else 1,
-        ))
+        views = [
+            MessageView(seq=s, role=r, speaker=None, content=c, ts=start, relevance=rel) for s, c, rel, r in sorted(raw)
+        ]
+        hits.append(
+            EpisodeHit(
+                id=f"e{rank}",
+                conversation_id="c",
+                title=draw(st.text(max_size=120)),
+                summary=draw(_free_text),
+                start_at=start,
+                end_at=start + timedelta(minutes=draw(st.integers(0, 3000))),
+                final=final,
+                surprise=draw(st.floats(0, 1)),
+                message_count=len(views),
+                summary_source="extractive",
+                rank=rank,
+                messages=views,
+                first_seq=views[0].seq if views else 1,
+                last_seq=views[-1].seq + draw(st.integers(0, 3)) if views else 1,
+            )
+        )
     return hits
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
-@given(hits=hit_lists(), detail=st.sampled_from(["none", "low", "high", "auto"]), max_tokens=st.integers(50, 4000),
-       query=st.text(min_size=1, max_size=2000), low=st.integers(1, 5), summary_tokens=st.integers(0, 80))
+@given(
+    hits=hit_lists(),
+    detail=st.sampled_from(["none", "low", "high", "auto"]),
+    max_tokens=st.integers(50, 4000),
+    query=st.text(min_size=1, max_size=2000),
+    low=st.integers(1, 5),
+    summary_tokens=st.integers(0, 80),
+)
 @example(hits=[], detail="auto", max_tokens=50, query="tomato " * 300, low=3, summary_tokens=40)  # echoed query
 def test_the_budget_is_never_exceeded(hits, detail, max_tokens, query, low, summary_tokens):
     chosen, out = run(hits, detail, max_tokens, query, low_messages=low, summary_tokens_with_messages=summary_tokens)
@@ -98,7 +148,10 @@ def test_the_budget_is_never_exceeded(hits, detail, max_tokens, query, low, summ
 @pytest.mark.parametrize("max_tokens", [50, 51, 57, 64, 80, 100, 128, 150, 200, 333, 500, 777, 1000, 1500, 2500, 4000])
 @pytest.mark.parametrize("detail", ["none", "low", "high", "auto"])
 def test_the_budget_holds_for_many_long_episodes(detail, max_tokens):
-    hits = [episode(rank, messages=30, words=25, summary_words=80, surprise=0.9 if rank == 5 else 0.1) for rank in range(1, 11)]
+    hits = [
+        episode(rank, messages=30, words=25, summary_words=80, surprise=0.9 if rank == 5 else 0.1)
+        for rank in range(1, 11)
+    ]
     chosen, out = run(hits, detail, max_tokens)
     assert count_tokens(out) <= max_tokens
     assert chosen, "some memory always fits within 50 tokens"
@@ -132,6 +185,7 @@ def test_more_budget_never_shows_less():
 
 # --- detail levels ---------------------------------------------------------------
 
+
 def test_none_shows_title_time_and_whole_summary_in_rank_order_and_no_messages():
     hits = [episode(rank) for rank in range(1, 6)]
     chosen, out = run(hits, "none")
@@ -148,9 +202,12 @@ def test_low_shows_the_few_most_relevant_messages():
     block = out.split("\n\n")[1].splitlines()
     assert block[0].startswith("### ") and block[1].startswith("Summary: ")
     assert block[2:] == [
-        GAP, f"- assistant: {hits[1].messages[3].content}",
-        GAP, f"- user: {hits[1].messages[6].content}",
-        GAP, f"- user: {hits[1].messages[8].content}",
+        GAP,
+        f"- assistant: {hits[1].messages[3].content}",
+        GAP,
+        f"- user: {hits[1].messages[6].content}",
+        GAP,
+        f"- user: {hits[1].messages[8].content}",
         GAP,
     ]
 
@@ -184,11 +241,14 @@ def test_summary_is_shortened_above_messages_and_whole_without_them():
 
 # --- what wins when the budget is tight -------------------------------------------
 
+
 def test_the_most_relevant_messages_win_under_a_tight_budget():
     hit = episode(1, messages=20, own=lambda i: 0.05 if i in (4, 15) else 0.0001 * i, summary_words=5)
+
     def cost(*seqs):
-        return count_tokens(episode_block(hit, [hit.messages[i] for i in seqs], now=NOW, summary=hit.summary,
-                                          key_moment_surprise=0.7))
+        return count_tokens(
+            episode_block(hit, [hit.messages[i] for i in seqs], now=NOW, summary=hit.summary, key_moment_surprise=0.7)
+        )
 
     assert shown(run([hit], "high", cost(4) + 5)[0]) == {"e1": [4]}  # room for one message: the best
     assert shown(run([hit], "high", cost(4, 15) + 5)[0]) == {"e1": [4, 15]}  # two: the two best, not 0 and 1
@@ -207,7 +267,9 @@ def test_a_message_brings_its_episodes_header():
     hits = [episode(1, summary_words=5), episode(2, summary_words=5, own=lambda i: 0.5 if i == 0 else 0.0)]
     chosen, out = run(hits, "high", 90)
     assert 0 in shown(chosen)["e2"]  # the best item of all
-    assert [line for line in out.splitlines() if line.startswith("### ")][-1].endswith(f"· {hits[1].title}")  # with its header
+    assert [line for line in out.splitlines() if line.startswith("### ")][-1].endswith(
+        f"· {hits[1].title}"
+    )  # with its header
 
 
 def test_nothing_to_select_says_no_memories_match():

@@ -8,8 +8,10 @@ from shared.retrieval.service import message_reach
 from shared.settings import Settings
 
 
-@pytest.mark.parametrize(("max_tokens", "reach"), [(20, 20), (250, 20), (800, 20), (801, 21), (1000, 25), (2000, 50),
-                                                  (4000, 100), (32_000, 100)])
+@pytest.mark.parametrize(
+    ("max_tokens", "reach"),
+    [(20, 20), (250, 20), (800, 20), (801, 21), (1000, 25), (2000, 50), (4000, 100), (32_000, 100)],
+)
 def test_the_reach_follows_the_budget_between_its_floor_and_the_legs_depth(max_tokens, reach):
     cfg = Settings(message_reach_tokens=40, message_reach_min=20, retrieval_candidates=100)
     assert message_reach(max_tokens, cfg) == reach

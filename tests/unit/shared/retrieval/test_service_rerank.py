@@ -21,29 +21,56 @@ NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
 
 @pytest.fixture(scope="module")
 def cfg() -> Settings:
-    return Settings(desired_retention=0.9, retrievability_weight=1.0, flashbulb_surprise=0.85, flashbulb_floor=0.5,
-                    time_boost=1.5, surprise_stability_boost=0.5)
+    return Settings(
+        desired_retention=0.9,
+        retrievability_weight=1.0,
+        flashbulb_surprise=0.85,
+        flashbulb_floor=0.5,
+        time_boost=1.5,
+        surprise_stability_boost=0.5,
+    )
 
 
 def candidate(id_: str, ended_days_ago: float, surprise: float = 0.1, *, cfg: Settings) -> EpisodeHit:
     """An episode as stored: its FSRS card formed when it ended, never reviewed since."""
     end = NOW - timedelta(days=ended_days_ago)
-    card = initial_memory(zlib.crc32(id_.encode()), end, surprise, boost=cfg.surprise_stability_boost,
-                          desired_retention=cfg.desired_retention).card
+    card = initial_memory(
+        zlib.crc32(id_.encode()),
+        end,
+        surprise,
+        boost=cfg.surprise_stability_boost,
+        desired_retention=cfg.desired_retention,
+    ).card
     stability, last_review = card_state(card)
-    return EpisodeHit(id=id_, conversation_id="c", title=id_, summary="", start_at=end - timedelta(minutes=30), end_at=end,
-                      surprise=surprise, message_count=4, first_seq=1, last_seq=4, summary_source="extractive",
-                      stability=stability, last_review=last_review)
+    return EpisodeHit(
+        id=id_,
+        conversation_id="c",
+        title=id_,
+        summary="",
+        start_at=end - timedelta(minutes=30),
+        end_at=end,
+        surprise=surprise,
+        message_count=4,
+        first_seq=1,
+        last_seq=4,
+        summary_source="extractive",
+        stability=stability,
+        last_review=last_review,
+    )
 
 
 # --- re-ranking by retrievability --------------------------------------------------
+
 
 def test_an_old_never_reviewed_memory_drops_below_a_fresh_equal_one(cfg):
     old, fresh = candidate("old", 730, cfg=cfg), candidate("fresh", 0.1, cfg=cfg)
     hits = rerank([old, fresh], {"old": 0.03, "fresh": 0.03}, cfg, NOW, None)
     assert [h.id for h in hits] == ["fresh", "old"] and [h.rank for h in hits] == [1, 2]
     assert hits[0].retrievability == pytest.approx(1.0)
-    assert hits[1].retrievability == pytest.approx(retrievability(old.stability, old.last_review, NOW)) and hits[1].retrievability < 0.5
+    assert (
+        hits[1].retrievability == pytest.approx(retrievability(old.stability, old.last_review, NOW))
+        and hits[1].retrievability < 0.5
+    )
     assert hits[1].final == pytest.approx(0.03 * hits[1].retrievability)
 
 

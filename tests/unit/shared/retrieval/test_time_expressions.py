@@ -91,11 +91,20 @@ def test_now_in_another_timezone_is_read_in_utc():
 def _phrase_words() -> set[str]:
     """The words in the module's string literals (its phrases' patterns and vocabularies), docstrings left out."""
     tree = ast.parse(inspect.getsource(time_expressions))
-    docstrings = {id(node.body[0].value) for node in ast.walk(tree)
-                  if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef) and node.body
-                  and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
-    return {w for node in ast.walk(tree) if isinstance(node, ast.Constant) and isinstance(node.value, str)
-            and id(node) not in docstrings for w in re.findall(r"[a-z]+", re.sub(r"\\[a-z]", " ", node.value))}
+    docstrings = {
+        id(node.body[0].value)
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Module | ast.FunctionDef | ast.ClassDef)
+        and node.body
+        and isinstance(node.body[0], ast.Expr)
+        and isinstance(node.body[0].value, ast.Constant)
+    }
+    return {
+        w
+        for node in ast.walk(tree)
+        if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docstrings
+        for w in re.findall(r"[a-z]+", re.sub(r"\\[a-z]", " ", node.value))
+    }
 
 
 # The words of find_time's phrases that are no trigger: a query made only of these is

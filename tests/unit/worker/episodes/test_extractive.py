@@ -4,9 +4,15 @@ from worker.episodes.extractive import extractive_summary, extractive_title, key
 
 CONV = [
     {"role": "user", "content": "My sourdough loaf came out flat and dense again this morning."},
-    {"role": "assistant", "content": "A flat loaf usually means the starter is weak or the dough over-proofed. How old is your starter?"},
+    {
+        "role": "assistant",
+        "content": "A flat loaf usually means the starter is weak or the dough over-proofed. How old is your starter?",
+    },
     {"role": "user", "content": "The starter is five days old and smells like nail polish."},
-    {"role": "assistant", "content": "That acetone smell means the starter is hungry; feed it twice a day for a week before baking."},
+    {
+        "role": "assistant",
+        "content": "That acetone smell means the starter is hungry; feed it twice a day for a week before baking.",
+    },
     {"role": "tool", "content": "irrelevant tool dump " * 50, "metadata": {"tool_name": "web_search"}},
 ]
 
@@ -37,8 +43,10 @@ def test_keywords_ignore_stopwords_and_tool_output():
 
 
 ROOT = Path(__file__).resolve().parents[4]  # the checkout: the subprocesses import worker/ from it
-TIES = [{"role": "user", "content": "Caroline and Melanie talked about family, support and love at the picnic."},
-        {"role": "assistant", "content": "Melanie said family and support matter; Caroline agreed about love."}]
+TIES = [
+    {"role": "user", "content": "Caroline and Melanie talked about family, support and love at the picnic."},
+    {"role": "assistant", "content": "Melanie said family and support matter; Caroline agreed about love."},
+]
 
 
 def test_keywords_that_tie_come_in_order_of_first_appearance():
@@ -50,11 +58,21 @@ def test_the_same_messages_give_the_same_summary_in_every_process():
     import subprocess
     import sys
 
-    code = ("from worker.episodes.extractive import extractive_summary; "
-            f"print(extractive_summary({TIES!r}, max_sentences=2, tools=[]))")
-    outputs = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                              env={"PYTHONHASHSEED": str(seed), "PATH": ""}, cwd=str(ROOT)).stdout
-               for seed in (1, 2, 3, 4)}
+    code = (
+        "from worker.episodes.extractive import extractive_summary; "
+        f"print(extractive_summary({TIES!r}, max_sentences=2, tools=[]))"
+    )
+    outputs = {
+        subprocess.run(
+            [sys.executable, "-c", code],
+            capture_output=True,
+            text=True,
+            check=True,
+            env={"PYTHONHASHSEED": str(seed), "PATH": ""},
+            cwd=str(ROOT),
+        ).stdout
+        for seed in (1, 2, 3, 4)
+    }
     assert len(outputs) == 1, outputs
 
 
@@ -95,8 +113,19 @@ def test_at_most_twenty_tools_are_named():
     assert "tool19, " not in summary and "tool19 and 480 more." in summary and "tool20" not in summary
 
 
-ADVERSARIAL = ["ok " * (N // 3), "ok," * (N // 3), "hm" * (N // 2), "a" + " " * (N - 1), "." * N, ". " * (N // 2),
-               "a-" * (N // 2), "1." * (N // 2), "\u2028" + "x" * (N - 1), "by the way " * (N // 11), "\U0001f600" * N]
+ADVERSARIAL = [
+    "ok " * (N // 3),
+    "ok," * (N // 3),
+    "hm" * (N // 2),
+    "a" + " " * (N - 1),
+    "." * N,
+    ". " * (N // 2),
+    "a-" * (N // 2),
+    "1." * (N // 2),
+    "\u2028" + "x" * (N - 1),
+    "by the way " * (N // 11),
+    "\U0001f600" * N,
+]
 
 
 @pytest.mark.parametrize("text", ADVERSARIAL, ids=lambda t: repr(t[:6]))

@@ -22,7 +22,9 @@ def test_surprise_boosts_stability_by_one_plus_half_surprise(surprise, factor):
 
 
 def test_surprise_outside_zero_one_is_clamped():
-    assert initial_memory(1, FORMED, 3.0, boost=0.5, desired_retention=0.9).stability == pytest.approx(2.3065 * 1.5, rel=1e-4)
+    assert initial_memory(1, FORMED, 3.0, boost=0.5, desired_retention=0.9).stability == pytest.approx(
+        2.3065 * 1.5, rel=1e-4
+    )
 
 
 @pytest.mark.parametrize("surprise", [0.0, 0.5, 1.0])

@@ -17,7 +17,12 @@ def answer_model(monkeypatch):
 
     def fake(settings, messages, output, *, purpose):
         seen["model"] = output
-        return LLMResult(output.model_validate({"title": "Baking a  sourdough loaf at home.", "summary": " The user asked. "}), "m", 1, 0.0)
+        return LLMResult(
+            output.model_validate({"title": "Baking a  sourdough loaf at home.", "summary": " The user asked. "}),
+            "m",
+            1,
+            0.0,
+        )
 
     monkeypatch.setattr(llm_summary, "complete_json", fake)
     title, summary, _ = llm_summary.llm_title_and_summary(S, MESSAGES, [], [])
@@ -27,7 +32,7 @@ def answer_model(monkeypatch):
 
 @pytest.mark.parametrize("title", ["one two three four .", "one two three four . . .", "....."])
 def test_a_title_is_counted_without_its_trailing_periods(answer_model, title):
-    """"one two three four ." passed the 5-word check and was stored as 4 words."""
+    """ "one two three four ." passed the 5-word check and was stored as 4 words."""
     with pytest.raises(pydantic.ValidationError, match="title has"):
         answer_model.model_validate({"title": title, "summary": "x"})
 

@@ -3,7 +3,11 @@ from worker.episodes.tools_used import tools_used
 
 def test_tool_messages_and_tool_calls_deduplicated_in_order():
     messages = [
-        {"role": "assistant", "content": "searching", "metadata": {"tool_calls": [{"name": "web_search"}, {"function": {"name": "weather"}}]}},
+        {
+            "role": "assistant",
+            "content": "searching",
+            "metadata": {"tool_calls": [{"name": "web_search"}, {"function": {"name": "weather"}}]},
+        },
         {"role": "tool", "content": "result", "metadata": {"tool_name": "web_search"}},
         {"role": "tool", "content": "result", "metadata": {"name": "calculator"}},
         {"role": "tool", "content": "result"},
@@ -23,7 +27,20 @@ import pytest  # noqa: E402
     "meta, expected",
     [
         ({"tool_calls": [{"function": "search"}]}, []),  # a bare string: crashed with AttributeError before
-        ({"tool_calls": [{"function": ["x"]}, {"function": None}, {"name": 5}, {"name": {"x": 1}}, 7, "search", None]}, []),
+        (
+            {
+                "tool_calls": [
+                    {"function": ["x"]},
+                    {"function": None},
+                    {"name": 5},
+                    {"name": {"x": 1}},
+                    7,
+                    "search",
+                    None,
+                ]
+            },
+            [],
+        ),
         ({"tool_calls": {"name": "search"}}, []),  # not a list
         ({"tool_calls": 5}, []),  # was TypeError: 'int' object is not iterable
         ({"tool_calls": "search"}, []),
@@ -38,7 +55,9 @@ def test_malformed_tool_calls_are_ignored_never_fatal(meta, expected):
     assert tools_used([{"role": "assistant", "content": "x", "metadata": meta}]) == expected
 
 
-@pytest.mark.parametrize("meta", [{"tool_name": "\r"}, {"tool_name": 5}, {"name": ["x"]}, {"tool_name": None}, None, [], "meta", 5, True])
+@pytest.mark.parametrize(
+    "meta", [{"tool_name": "\r"}, {"tool_name": 5}, {"name": ["x"]}, {"tool_name": None}, None, [], "meta", 5, True]
+)
 def test_a_tool_message_without_a_usable_name_is_unnamed(meta):
     assert tools_used([{"role": "tool", "content": "r", "metadata": meta}]) == ["unnamed_tool"]
 

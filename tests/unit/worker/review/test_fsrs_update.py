@@ -20,7 +20,8 @@ def test_the_fsrs_packages_own_numbers(rating):
     at = FORMED + timedelta(days=5, hours=3)
     applied = apply_rating(card(), rating, at, desired_retention=0.9)
     expected, _ = Scheduler(desired_retention=0.9, learning_steps=(), enable_fuzzing=False).review_card(
-        Card.from_dict(card()), Rating(rating), review_datetime=at)
+        Card.from_dict(card()), Rating(rating), review_datetime=at
+    )
     assert applied.card_after == expected.to_dict() and applied.merged == 1 and applied.card_before == card()
     if rating == 4:
         assert applied.card_after["stability"] > card()["stability"]
@@ -37,7 +38,9 @@ def test_a_second_review_on_the_same_day_is_merged_into_the_first():
     assert merged.rating == 4 and merged.merged == 2 and merged.card_before == card()
     assert merged.card_after == direct.card_after  # one review, the day's best rating, from the day's starting card
     lower = apply_rating(merged.card_after, 1, later, desired_retention=0.9, same_day=(card(), 4, 2))
-    assert lower.rating == 4 and lower.card_after == direct.card_after  # a worse rating later the same day changes nothing
+    assert (
+        lower.rating == 4 and lower.card_after == direct.card_after
+    )  # a worse rating later the same day changes nothing
 
 
 def test_applying_the_same_days_review_again_gives_the_same_card():

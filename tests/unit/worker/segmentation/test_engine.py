@@ -12,13 +12,17 @@ from worker.segmentation.rules import RuleParams
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 
 
-def msg(seq: int, minute: float, text: str = "a message with enough characters to count here", role: str = "user") -> Buffered:
+def msg(
+    seq: int, minute: float, text: str = "a message with enough characters to count here", role: str = "user"
+) -> Buffered:
     ts = T0 + timedelta(minutes=minute)
     return Buffered(QueuedMessage(seq, f"m{seq}", role, text, ts, ts, ts), tokens=10)
 
 
 def run(buffer, new, detector=None, state=None):
-    return step(buffer, new, None, state or EventState(), detector or RulesOnlyDetector(), RuleParams(), OverlapParams())
+    return step(
+        buffer, new, None, state or EventState(), detector or RulesOnlyDetector(), RuleParams(), OverlapParams()
+    )
 
 
 def test_time_boundary_closes_the_buffer_and_keeps_the_edge_message():

@@ -16,7 +16,12 @@ def u(minute: float = 0, chars: int = 40, tokens: int = 10) -> Unit:
 
 def test_defaults_are_the_seeds_values():
     assert (P.min_messages, P.max_messages, P.time_gap, P.token_budget, P.min_total_chars, P.min_message_chars) == (
-        3, 50, timedelta(minutes=15), 4000, 100, 5
+        3,
+        50,
+        timedelta(minutes=15),
+        4000,
+        100,
+        5,
     )
 
 

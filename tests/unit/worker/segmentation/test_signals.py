@@ -17,8 +17,13 @@ def test_centroid_update_is_the_running_mean_direction():
 
 @pytest.mark.parametrize(
     "text, value",
-    [("By the way, did you book the train?", 1.0), ("anyway, switching gears", 1.0), ("Totally unrelated, but", 1.0),
-     ("I was thinking, by the way, of pizza", 0.5), ("The way to the station is long", 0.0)],
+    [
+        ("By the way, did you book the train?", 1.0),
+        ("anyway, switching gears", 1.0),
+        ("Totally unrelated, but", 1.0),
+        ("I was thinking, by the way, of pizza", 0.5),
+        ("The way to the station is long", 0.0),
+    ],
 )
 def test_discourse_markers(text, value):
     assert discourse_marker(text) == value

@@ -9,25 +9,28 @@ from memq.evaluation.locomo.units import fill, make_units
 
 
 def _write(tmp_path):
-    data = [{
-        "sample_id": "conv-x",
-        "conversation": {
-            "speaker_a": "Ann", "speaker_b": "Bo",
-            "session_1_date_time": "1:56 pm on 8 May, 2023",
-            "session_1": [
-                {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted  a cat."},
-                {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice!", "blip_caption": "a photo of a cat"},
+    data = [
+        {
+            "sample_id": "conv-x",
+            "conversation": {
+                "speaker_a": "Ann",
+                "speaker_b": "Bo",
+                "session_1_date_time": "1:56 pm on 8 May, 2023",
+                "session_1": [
+                    {"speaker": "Ann", "dia_id": "D1:1", "text": "I adopted  a cat."},
+                    {"speaker": "Bo", "dia_id": "D1:2", "text": "Nice!", "blip_caption": "a photo of a cat"},
+                ],
+                "session_2_date_time": "9:00 am on 20 May, 2023",
+                "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "The cat is called Tom."}],
+                "session_3_date_time": "9:00 am on 25 May, 2023",  # a date with no session: skipped
+            },
+            "qa": [
+                {"question": "What is the cat called?", "answer": "Tom", "evidence": ["D2:1"], "category": 4},
+                {"question": "Two facts?", "answer": "x", "evidence": ["D1:1; D2:1", "D:1:2", "D9:9"], "category": 1},
+                {"question": "Trick?", "adversarial_answer": "none", "evidence": [], "category": 5},
             ],
-            "session_2_date_time": "9:00 am on 20 May, 2023",
-            "session_2": [{"speaker": "Ann", "dia_id": "D2:1", "text": "The cat is called Tom."}],
-            "session_3_date_time": "9:00 am on 25 May, 2023",  # a date with no session: skipped
-        },
-        "qa": [
-            {"question": "What is the cat called?", "answer": "Tom", "evidence": ["D2:1"], "category": 4},
-            {"question": "Two facts?", "answer": "x", "evidence": ["D1:1; D2:1", "D:1:2", "D9:9"], "category": 1},
-            {"question": "Trick?", "adversarial_answer": "none", "evidence": [], "category": 5},
-        ],
-    }]
+        }
+    ]
     folder = tmp_path / "locomo"
     folder.mkdir()
     (folder / "dev.json").write_text(json.dumps(data))

@@ -14,7 +14,12 @@ from worker.segmentation.signals import cosine, normalise
 
 
 def shift(is_boundary, confidence, model="the user now asks about cars"):
-    return TopicShift(is_boundary=is_boundary, confidence=confidence, signals=Signals(topic_shift=0.9, intent_shift=0.2, temporal_marker=0.0), updated_event_model=model)
+    return TopicShift(
+        is_boundary=is_boundary,
+        confidence=confidence,
+        signals=Signals(topic_shift=0.9, intent_shift=0.2, temporal_marker=0.0),
+        updated_event_model=model,
+    )
 
 
 def data(state, vec, seq=3, text="a message of ordinary length about something"):
@@ -53,7 +58,11 @@ def test_first_message_initialises_the_last_embedding():
 
 def test_topic_candidate_confirmed_by_llm_with_enough_confidence():
     calls = []
-    d = DualChannelDetector(confirm_llm=lambda model, history, new: calls.append((model, [m.seq for m in history], new.seq)) or shift(True, 0.9))
+    d = DualChannelDetector(
+        confirm_llm=lambda model, history, new: (
+            calls.append((model, [m.seq for m in history], new.seq)) or shift(True, 0.9)
+        )
+    )
     state = EventState(event_model="planning a trip", last_embedding=axis(0))
     v = d.check(data(state, axis(1)))
     assert (v.boundary, v.reason, v.source) == (True, "topic_shift", "llm")
@@ -62,7 +71,9 @@ def test_topic_candidate_confirmed_by_llm_with_enough_confidence():
 
 
 def test_low_confidence_keeps_the_event_and_adopts_the_llms_event_model():
-    d = DualChannelDetector(confirm_llm=lambda *a: shift(True, 0.6, "trip planning, now about trains"), embed_text=lambda text: axis(5))
+    d = DualChannelDetector(
+        confirm_llm=lambda *a: shift(True, 0.6, "trip planning, now about trains"), embed_text=lambda text: axis(5)
+    )
     v = d.check(data(EventState(event_model="planning a trip", last_embedding=axis(0)), axis(1)))
     assert not v.boundary and v.reason == "topic_continues"
     assert v.state.event_model == "trip planning, now about trains"
@@ -96,7 +107,9 @@ def test_edge_message_starts_the_next_event():
 
 
 def test_next_event_model_from_the_llm_carries_over_to_the_new_event():
-    d = DualChannelDetector(confirm_llm=lambda *a: shift(True, 0.95, "the user asks about car repair"), embed_text=lambda t: axis(6))
+    d = DualChannelDetector(
+        confirm_llm=lambda *a: shift(True, 0.95, "the user asks about car repair"), embed_text=lambda t: axis(6)
+    )
     v = d.check(data(EventState(event_model="trip", last_embedding=axis(0)), axis(1)))
     fresh = d.start_event(message(3), axis(1), v.state)
     assert fresh.event_model == "the user asks about car repair"

@@ -11,7 +11,14 @@ from worker.segmentation.event_state import EventState
 
 def test_seed_defaults():
     p = HysteresisParams()
-    assert (p.high, p.low, p.time_interval, p.prediction_weight, p.marker_weight, p.time_weight) == (0.8, 0.3, 100, 0.3, 1.0, 0.2)
+    assert (p.high, p.low, p.time_interval, p.prediction_weight, p.marker_weight, p.time_weight) == (
+        0.8,
+        0.3,
+        100,
+        0.3,
+        1.0,
+        0.2,
+    )
 
 
 def test_factors_and_weighted_score():
@@ -33,12 +40,19 @@ def test_look_ahead_enters_the_drift_window():
 def _step(det, state, scale):
     """A message whose score is ``scale`` (pred factor only, weight 1)."""
     v = axis(0, 1, mix=np.tan(np.arccos(1 - scale))) if scale < 1 else axis(1)
-    d = DetectionInput(buffer=[message(1)], new=message(2, "plain text here"), embedding=v, state=state.evolve(event_model_embedding=axis(0), recent=[]))
+    d = DetectionInput(
+        buffer=[message(1)],
+        new=message(2, "plain text here"),
+        embedding=v,
+        state=state.evolve(event_model_embedding=axis(0), recent=[]),
+    )
     return det.check(d)
 
 
 def test_triggers_once_then_rearms_only_below_low():
-    det = HysteresisDetector(HysteresisParams(high=0.8, low=0.3, prediction_weight=1.0, drift_weight=0, marker_weight=0, time_weight=0))
+    det = HysteresisDetector(
+        HysteresisParams(high=0.8, low=0.3, prediction_weight=1.0, drift_weight=0, marker_weight=0, time_weight=0)
+    )
     state = EventState()
     fired = []
     for s in (0.5, 0.9, 0.85, 0.5, 0.9, 0.2, 0.9):

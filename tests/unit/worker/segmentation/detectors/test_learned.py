@@ -13,7 +13,9 @@ N = 4 * 8 + len(COSINES) + len(TEXT_FEATURES)
 
 
 def model(weights, bias=0.0, high=0.5, low=0.3, lookahead=0):
-    return LinearModel(np.zeros(N, np.float32), np.ones(N, np.float32), np.asarray(weights, np.float32), bias, high, low, lookahead)
+    return LinearModel(
+        np.zeros(N, np.float32), np.ones(N, np.float32), np.asarray(weights, np.float32), bias, high, low, lookahead
+    )
 
 
 def test_feature_vector_layout():
