@@ -418,7 +418,7 @@ class Settings(BaseSettings):
             raise ValueError("must be 1-64 characters of letters, digits, '_' or '-'") from None
 
     @model_validator(mode="after")
-    def _consistent(self) -> "Settings":
+    def _consistent(self) -> Settings:
         if self.title_min_words > self.title_max_words:
             raise ValueError("MEMQ_TITLE_MIN_WORDS must not exceed MEMQ_TITLE_MAX_WORDS")
         if self.min_messages >= self.max_messages:

@@ -663,15 +663,14 @@ def run_worker(
     ``gap_seconds`` apart before it (a negative gap makes its timestamp get clamped), one
     after, each a step of the engine; then a flush closes the open event. Every closed
     segment goes through its Redis record into ``build_episode``."""
-    from shared.mailbox.codec import decode_buffer_item, decode_inbox_item, to_micros
-    from shared.mailbox.codec import parse_segment
+    from shared.mailbox.codec import decode_buffer_item, decode_inbox_item, parse_segment, to_micros
+    from shared.tokens import message_tokens
     from worker.conversation_store import ConversationStore, episode_id_for
     from worker.episodes.builder import build_episode
     from worker.segmentation.detectors.registry import build_detector
     from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
     from worker.segmentation.event_state import EventState
     from worker.segmentation.rules import RuleParams
-    from shared.tokens import message_tokens
 
     embedder = embedder or FakeEmbedder(settings.embedding_dim)
     arrival_us = to_micros(NOW)

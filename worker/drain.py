@@ -28,12 +28,12 @@ from shared import deadline
 from shared.embeddings import Embedder
 from shared.mailbox.codec import QueuedMessage, decode_inbox_item, to_micros
 from shared.settings import Settings
+from shared.tokens import message_tokens
 from worker.conversation_store import ConversationStore, Snapshot
 from worker.failures import STOP, describe, is_transient
 from worker.segmentation.detectors.base import Detector
 from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
 from worker.segmentation.rules import RuleParams
-from shared.tokens import message_tokens
 
 log = structlog.get_logger("memq.segmentation")
 

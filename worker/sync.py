@@ -40,9 +40,8 @@ def sync_with_database(store: ConversationStore, snapshot: Snapshot, connect) ->
     autocommit PostgreSQL connection."""
     if snapshot.synced:
         return snapshot
-    with connect() as conn:
-        with conn.transaction():
-            plan = raise_fence(conn, store.tenant, store.conversation_id, snapshot.seq)
+    with connect() as conn, conn.transaction():
+        plan = raise_fence(conn, store.tenant, store.conversation_id, snapshot.seq)
     last_eff = to_micros(plan.last_message_at) if plan.last_message_at else None
     restamped = store.sync(run_id=snapshot.run_id, fence=plan.fence, seq_floor=plan.last_seq, last_eff_floor=last_eff)
     rewound = snapshot.rid is not None and plan.last_seq > snapshot.seq

@@ -34,8 +34,8 @@ def _register() -> None:
     from memq.cli.deps import check_deps_cmd
     from memq.cli.episodes import episodes_cmd
     from memq.cli.evaluate import eval_cmd, eval_locomo_cmd
-    from memq.cli.producer_commands import flush_cmd, replay_cmd, send_cmd, status_cmd
     from memq.cli.memory import consolidate_cmd, facts_cmd
+    from memq.cli.producer_commands import flush_cmd, replay_cmd, send_cmd, status_cmd
     from memq.cli.quarantine import quarantine_group
     from memq.cli.reindex import reindex_cmd
     from memq.cli.retrieve import recent_cmd, retrieve_cmd

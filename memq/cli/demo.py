@@ -53,15 +53,15 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
         f"[bold]services[/] redis {urls.redis_url} · postgres {'embedded' if urls.database_embedded else urls.database_url}"
     )
 
+    from memq.cli.episodes import episodes_table
     from memq.cli.producer_commands import replay_file
+    from memq.worker_process import start_worker, stop_worker, wait_for_worker
     from producer.client import Producer
     from producer.replay import read_jsonl
-    from memq.cli.episodes import episodes_table
     from shared.connections import pg_connect
     from shared.db.episodes import list_episodes
     from shared.db.migrate import upgrade
     from shared.forget import forget_conversation
-    from memq.worker_process import start_worker, stop_worker, wait_for_worker
 
     upgrade(settings)
     producer = Producer(settings)

@@ -9,7 +9,6 @@ from rich.console import Console
 from rich.table import Table
 
 from memq.cli.options import tenant_option
-
 from shared.connections import pg_connect
 from shared.db.episodes import EpisodeSummary, list_episodes
 from shared.settings import get_settings

@@ -40,8 +40,8 @@ def eval_cmd(
 ) -> None:
     """Score detector profiles on topic-segmentation sets (TIAGE-style JSON and
     [BOUNDARY]-marked JSONL files in DATA/segmentation or DATA)."""
-    from shared.embeddings import get_embedder
     from memq.evaluation.runner import evaluate
+    from shared.embeddings import get_embedder
     from shared.settings import get_settings
     from worker.segmentation.detectors.registry import PROFILES, build_detector
 
@@ -99,10 +99,10 @@ def eval_cmd(
 
 
 def _train(data: Path, train_file: str, lookahead: int, model_name: str | None, settings, console: Console) -> None:
-    from shared.embeddings import get_embedder
     from memq.evaluation.datasets import load_directory
     from memq.evaluation.runner import dialogue_embeddings
     from memq.evaluation.training import train
+    from shared.embeddings import get_embedder
     from worker.segmentation.detectors.learned import MODELS
 
     sets = load_directory(data / "segmentation" if (data / "segmentation").is_dir() else data)

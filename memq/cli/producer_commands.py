@@ -9,8 +9,8 @@ from pathlib import Path
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from producer.client import Producer
 from memq.cli.options import tenant_option
+from producer.client import Producer
 from producer.replay import batches, count_lines
 from shared.errors import ValidationError
 
@@ -170,4 +170,4 @@ def _memory_backlog(settings, tenant: str | None, conversation_id: str | None) -
     return episodes, reviews
 
 
-__all__ = ["send_cmd", "replay_cmd", "flush_cmd", "status_cmd", "replay_file"]
+__all__ = ["flush_cmd", "replay_cmd", "replay_file", "send_cmd", "status_cmd"]

@@ -36,9 +36,9 @@ from typing import Any, Literal
 
 __all__ = [
     "BOUNDARY_MARKER",
+    "LINE_SEPARATOR",
     "Dialogue",
     "FormatName",
-    "LINE_SEPARATOR",
     "detect_format",
     "load_boundary_jsonl",
     "load_directory",

@@ -12,11 +12,11 @@ import numpy as np
 from memq.evaluation.datasets import Dialogue
 from shared.mailbox.codec import QueuedMessage
 from shared.settings import Settings
+from shared.tokens import message_tokens
 from worker.segmentation.detectors.base import Detector
 from worker.segmentation.engine import Buffered, OverlapParams, step
 from worker.segmentation.event_state import EventState
 from worker.segmentation.rules import RuleParams
-from shared.tokens import message_tokens
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 SPACING = timedelta(seconds=30)  # the sets have no times: messages 30 s apart never cross the 15-minute rule

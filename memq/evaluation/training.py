@@ -127,7 +127,7 @@ def train(
         "c": c,
         "cv_pk": cv,
         "train_pk": round(train_pk, 4),
-        "rows": int(len(y)),
+        "rows": len(y),
         "positives": int(y.sum()),
         **(info or {}),
     }

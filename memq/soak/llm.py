@@ -20,9 +20,9 @@ class SoakLLM:
         self.timeout_delay = timeout_delay
         self._cycle = itertools.cycle(MODES[1:])
         self.server.default = self._answer
-        self.answered: dict[str, int] = {m: 0 for m in MODES}
+        self.answered: dict[str, int] = dict.fromkeys(MODES, 0)
 
-    def start(self) -> "SoakLLM":
+    def start(self) -> SoakLLM:
         self.server.start()
         return self
 

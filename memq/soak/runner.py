@@ -48,7 +48,7 @@ class SoakConfig:
     only: tuple[str, ...] = ()  # fault names to run (default: all)
 
     @classmethod
-    def quick(cls) -> "SoakConfig":
+    def quick(cls) -> SoakConfig:
         return cls(
             conversations=12,
             messages_per_phase=90,

@@ -16,7 +16,6 @@ from memq.testing.tcp_proxy import TcpProxy, free_port
 from shared.embedded.postgres_server import EmbeddedPostgres
 from shared.embedded.redis_server import EmbeddedRedis, port_in_use
 
-
 MARK_KEY = "memq-soak:mark"
 
 

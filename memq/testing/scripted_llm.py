@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["Reply", "ScriptedLLM", "NO_REPLY_MESSAGE"]
+__all__ = ["NO_REPLY_MESSAGE", "Reply", "ScriptedLLM"]
 
 NO_REPLY_MESSAGE = "ScriptedLLM: no scripted reply left"
 
@@ -88,10 +88,10 @@ class _Handler(BaseHTTPRequestHandler):
 
     # The owning ScriptedLLM is attached to the server object.
     @property
-    def llm(self) -> "ScriptedLLM":
+    def llm(self) -> ScriptedLLM:
         return self.server.scripted_llm  # type: ignore[attr-defined]
 
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002
+    def log_message(self, format: str, *args: Any) -> None:
         pass  # silence default stderr request logging
 
     # ---------------------------------------------------------------- helpers
@@ -131,7 +131,7 @@ class _Handler(BaseHTTPRequestHandler):
         return self.rfile.read(length) if length > 0 else b""
 
     # ---------------------------------------------------------------- routes
-    def do_GET(self) -> None:  # noqa: N802
+    def do_GET(self) -> None:
         if self._path() == "/models":
             self._send_json(
                 200,
@@ -150,7 +150,7 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             self._send_json(404, _error_payload(404, f"Unknown path: GET {self.path}"))
 
-    def do_POST(self) -> None:  # noqa: N802
+    def do_POST(self) -> None:
         raw = self._read_body()
         if self._path() != "/chat/completions":
             self._send_json(404, _error_payload(404, f"Unknown path: POST {self.path}"))
@@ -283,7 +283,7 @@ class ScriptedLLM:
         self.default: Any = None
 
     # ------------------------------------------------------------ lifecycle
-    def start(self) -> "ScriptedLLM":
+    def start(self) -> ScriptedLLM:
         if self._server is not None:
             return self
         self._stopping.clear()
@@ -312,7 +312,7 @@ class ScriptedLLM:
         self._server = None
         self._thread = None
 
-    def __enter__(self) -> "ScriptedLLM":
+    def __enter__(self) -> ScriptedLLM:
         return self.start()
 
     def __exit__(self, *exc: Any) -> None:
@@ -333,7 +333,7 @@ class ScriptedLLM:
         return {"model": "openai/scripted", "api_base": self.base_url, "api_key": "test-key"}
 
     # ------------------------------------------------------------ scripting
-    def push(self, *replies: Any) -> "ScriptedLLM":
+    def push(self, *replies: Any) -> ScriptedLLM:
         with self._lock:
             self._queue.extend(replies)
         return self

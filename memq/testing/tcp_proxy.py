@@ -99,7 +99,7 @@ class TcpProxy:
     def url(self) -> str:
         return f"redis://127.0.0.1:{self.listen_port}/0"
 
-    def start(self) -> "TcpProxy":
+    def start(self) -> TcpProxy:
         self._process.start()
         if not self._control.poll(30) or self._control.recv() != "ready":
             raise RuntimeError("the TCP proxy did not start")

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import redis
 
-from shared.embedded.redis_server import _executable, port_in_use, live_pid
+from shared.embedded.redis_server import _executable, live_pid, port_in_use
 from shared.errors import ServiceError
 
 SLOTS = 16384
@@ -36,7 +36,7 @@ TEST_CLUSTER_NODES_ENV = "MEMQ_TEST_REDIS_CLUSTER_NODES"  # default 3
 TEST_CLUSTER_DEFAULT_PORT = 7100
 
 
-def embedded_test_cluster(data_path: Path, environ: Mapping[str, str] = os.environ) -> "EmbeddedRedisCluster":
+def embedded_test_cluster(data_path: Path, environ: Mapping[str, str] = os.environ) -> EmbeddedRedisCluster:
     """The integration tests' cluster: ``<data_dir>/test-cluster`` on ports 7100.., unless overridden."""
     folder = environ.get(TEST_CLUSTER_DIR_ENV) or str(data_path / "test-cluster")
     try:

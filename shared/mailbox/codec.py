@@ -52,7 +52,7 @@ class QueuedMessage:
     def clamped(self) -> bool:
         return self.sent_at != self.timestamp
 
-    def numbered(self, seq: int, not_before_us: int | None = None) -> "QueuedMessage":
+    def numbered(self, seq: int, not_before_us: int | None = None) -> QueuedMessage:
         """This inbox message as buffer item number ``seq``, its effective timestamp
         raised to ``not_before_us`` when it is older (order is by arrival)."""
         effective = to_micros(self.timestamp)

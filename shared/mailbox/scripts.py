@@ -33,7 +33,7 @@ class Scripts:
     unlock: Script
 
     @classmethod
-    def register(cls, client) -> "Scripts":
+    def register(cls, client) -> Scripts:
         return cls(**{f.name: client.register_script(source(f.name)) for f in fields(cls)})
 
 

@@ -32,8 +32,8 @@ from shared.retrieval.participants import query_terms
 from shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
 from shared.retrieval.render import episode_block, hit_record, markdown
 from shared.retrieval.request import RetrievalRequest, build_request
-from shared.retrieval.review_notes import review_notes
 from shared.retrieval.retrievability import retrievability, with_floor
+from shared.retrieval.review_notes import review_notes
 from shared.retrieval.selection import Selected, SelectionParams, message_cap, select
 from shared.retrieval.time_expressions import NamedTime, find_time
 from shared.settings import Settings, get_settings

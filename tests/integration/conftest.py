@@ -135,7 +135,6 @@ def scripted_llm(settings):
     """Point the in-process worker's LLM at a scripted OpenAI-compatible server on
     127.0.0.1 for one test; litellm's real request path is used."""
     from memq.testing.scripted_llm import ScriptedLLM
-
     from shared.settings import get_settings
 
     assert settings is get_settings(), (

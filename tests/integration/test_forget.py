@@ -42,7 +42,7 @@ def _cut(producer, settings, tenant, conv) -> tuple[ConversationStore, list[str]
     return store, closed
 
 
-def _write_late(db, settings, embedder, tenant, conv, segment) -> None:  # noqa: F811
+def _write_late(db, settings, embedder, tenant, conv, segment) -> None:  # noqa: F811 - the fixture's value, passed on
     """What an episode creation that read ``segment`` before the forget does afterwards."""
     row = build_episode({**segment, "episode_id": "00000000-0000-4000-8000-000000000001"}, settings, embedder)
     store_episode(
@@ -57,8 +57,12 @@ def _write_late(db, settings, embedder, tenant, conv, segment) -> None:  # noqa:
 
 
 def test_an_episode_creation_in_flight_cannot_bring_a_forgotten_conversation_back(
-    producer, db, settings, tenant, embedder
-):  # noqa: F811
+    producer,
+    db,
+    settings,
+    tenant,
+    embedder,  # noqa: F811 - the fixture imported above
+):
     conv = "forget-in-flight"
     keys = producer.keys(conv)
     _no_publish(producer)

@@ -8,8 +8,8 @@ import subprocess
 import sys
 import time
 
-from processes import ROOT, stop_process
 from invariants import assert_every_message_in_exactly_one_episode
+from processes import ROOT, stop_process
 
 from shared.db.episodes import list_episodes
 

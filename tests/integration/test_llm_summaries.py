@@ -8,7 +8,6 @@ import json
 import pytest
 
 from memq.testing.scripted_llm import Reply
-
 from shared.db.episodes import list_episodes
 
 MESSAGES = [

@@ -7,8 +7,8 @@ import random
 import time
 from datetime import UTC, datetime, timedelta
 
-from processes import spawn_worker, stop_process, wait_for_workers
 from invariants import assert_every_message_in_exactly_one_episode
+from processes import spawn_worker, stop_process, wait_for_workers
 
 from shared import tasks
 

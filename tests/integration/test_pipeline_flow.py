@@ -90,8 +90,8 @@ def test_episode_creation_is_idempotent_on_redelivery(worker, producer, db, sett
     """A second delivery of the same episode_creation task (as Redis redelivery or a
     retry would do) must not create a second episode."""
     from shared import tasks
-    from worker.conversation_store import ConversationStore
     from shared.mailbox.scripts import Scripts
+    from worker.conversation_store import ConversationStore
 
     conv = "idem"
     producer.add_messages(

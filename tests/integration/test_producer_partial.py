@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from shared.errors import BatchIncomplete, BatchRejected
 from shared.db.episodes import stored_message_ids
+from shared.errors import BatchIncomplete, BatchRejected
 
 
 def _batch(n_convs: int = 3, per: int = 2) -> list[dict]:

@@ -16,8 +16,8 @@ from invariants import assert_every_message_in_exactly_one_episode
 from memq.audit import audit
 from shared.db.conversations import gaps
 from shared.db.episodes import StaleSegment, check_stored, store_episode, stored_message_ids
-from shared.mailbox.scripts import Scripts
 from shared.mailbox.codec import parse_segment
+from shared.mailbox.scripts import Scripts
 from worker.conversation_store import ConversationStore
 from worker.drain import drain
 from worker.episode_store import create_episode

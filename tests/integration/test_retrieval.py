@@ -835,10 +835,28 @@ def test_explicit_time_ranges_filter_and_named_times_boost(db, settings, tenant)
 def _long_conversation(db, settings, tenant: str) -> tuple[np.ndarray, list[str]]:
     rng = np.random.default_rng(7)
     query = axis(60)
-    words = (
-        "harbour ferry timetable ticket island weather wind sail captain dock rope gull tide morning evening "
-        "crossing delay cafe luggage bicycle"
-    ).split()
+    words = [
+        "harbour",
+        "ferry",
+        "timetable",
+        "ticket",
+        "island",
+        "weather",
+        "wind",
+        "sail",
+        "captain",
+        "dock",
+        "rope",
+        "gull",
+        "tide",
+        "morning",
+        "evening",
+        "crossing",
+        "delay",
+        "cafe",
+        "luggage",
+        "bicycle",
+    ]
     ids = []
     for e in range(8):
         said = []

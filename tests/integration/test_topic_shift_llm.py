@@ -6,8 +6,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from memq.testing.scripted_llm import Reply
 
+from memq.testing.scripted_llm import Reply
 from shared.db.episodes import list_episodes
 from shared.llm import LLMError
 from shared.mailbox.codec import QueuedMessage

@@ -69,7 +69,7 @@ def answer_model(shown: Shown) -> type[BaseModel]:
         actions: list[Action] = Field(default_factory=list, description="one per lasting fact; [] when nothing lasts")
 
         @model_validator(mode="after")
-        def _check(self) -> "Consolidation":
+        def _check(self) -> Consolidation:
             targets: list[int] = []
             for i, a in enumerate(self.actions):
                 where = f"action {i + 1} ({a.action})"

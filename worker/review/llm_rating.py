@@ -46,7 +46,7 @@ def answer_model(count: int) -> type[BaseModel]:
         ratings: list[_Rating]
 
         @model_validator(mode="after")
-        def _each_once(self) -> "Ratings":
+        def _each_once(self) -> Ratings:
             numbers = [r.memory for r in self.ratings]
             if sorted(numbers) != list(range(1, count + 1)):
                 raise ValueError(f"rate each memory 1..{count} exactly once; got {numbers}")

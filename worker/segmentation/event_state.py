@@ -33,7 +33,7 @@ class EventState:
     overlap: list[dict[str, Any]] = field(default_factory=list)  # tail of the previous segment
     extras: dict[str, Any] = field(default_factory=dict)  # detector-specific small values
 
-    def evolve(self, **changes: Any) -> "EventState":
+    def evolve(self, **changes: Any) -> EventState:
         return replace(self, **changes)
 
     def to_json(self) -> str:
@@ -44,7 +44,7 @@ class EventState:
         return json.dumps(data, separators=(",", ":"))
 
     @classmethod
-    def from_json(cls, raw: str | None) -> "EventState":
+    def from_json(cls, raw: str | None) -> EventState:
         if not raw:
             return cls()
         data = json.loads(raw)

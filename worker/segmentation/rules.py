@@ -53,7 +53,7 @@ class RuleParams:
     min_message_chars: int = 5
 
     @classmethod
-    def from_settings(cls, s) -> "RuleParams":
+    def from_settings(cls, s) -> RuleParams:
         return cls(
             min_messages=s.min_messages,
             max_messages=s.max_messages,

@@ -129,14 +129,14 @@ def _stored_turns(conn, tenant: str, conversation: str) -> int:
 def run(
     settings: Settings, config: EvalConfig, progress: Callable[[str, int, int], None], note: Callable[[str], None]
 ) -> EvalRun:
+    from memq.evaluation.locomo import replay as replay_mod
+    from memq.worker_process import start_worker, stop_worker, wait_for_worker
     from producer.client import Producer
     from shared.connections import pg_connect
     from shared.db.migrate import upgrade
     from shared.embedded import services
     from shared.embeddings import get_embedder
     from shared.forget import forget_conversation
-    from memq.evaluation.locomo import replay as replay_mod
-    from memq.worker_process import start_worker, stop_worker, wait_for_worker
 
     files = [p for p in find_files(config.data) if not config.files or p.name in config.files]
     if not files:

@@ -40,7 +40,6 @@ def stored(db, settings, tenant) -> str:
 
 def test_mcp_over_stdio_lists_and_calls_the_tools(stored, tenant, service_env, db, settings):
     from mcp import Client, StdioServerParameters
-
     from test_retrieval import other_tenant
 
     v = np.zeros(settings.embedding_dim, dtype=np.float32)

@@ -25,10 +25,10 @@ from producer.validation import FIELDS, ValidMessage, validate_message
 from shared.errors import ValidationError
 from shared.mailbox.codec import to_micros
 from shared.settings import Settings
+from shared.tokens import message_tokens
 from worker.episodes.extractive import extractive_summary, extractive_title
 from worker.episodes.llm_summary import render_segment
 from worker.episodes.tools_used import tool_name, tools_used
-from shared.tokens import message_tokens
 
 S = Settings(_env_file=None).model_copy(update={"llm_model": None})  # extractive path, no network
 NOW = gen.NOW
@@ -205,4 +205,4 @@ def test_every_field_is_exercised_by_the_strategies():
         seen.update(raw)
 
     collect()
-    assert FIELDS <= seen
+    assert seen >= FIELDS

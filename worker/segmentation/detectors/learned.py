@@ -60,7 +60,7 @@ class LinearModel:
         )
 
     @classmethod
-    def from_json(cls, text: str) -> "LinearModel":
+    def from_json(cls, text: str) -> LinearModel:
         d = json.loads(text)
         return cls(
             np.array(d["mean"], dtype=np.float32),

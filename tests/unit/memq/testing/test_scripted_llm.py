@@ -33,16 +33,16 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
-import json  # noqa: E402
-import threading  # noqa: E402
-import time  # noqa: E402
-import urllib.error  # noqa: E402
-import urllib.request  # noqa: E402
+import json
+import threading
+import time
+import urllib.error
+import urllib.request
 
-import litellm  # noqa: E402
-import pytest  # noqa: E402
+import litellm
+import pytest
 
-from memq.testing.scripted_llm import NO_REPLY_MESSAGE, Reply, ScriptedLLM  # noqa: E402
+from memq.testing.scripted_llm import NO_REPLY_MESSAGE, Reply, ScriptedLLM
 
 litellm.suppress_debug_info = True  # drop the "Give Feedback / Get Help" banner
 

@@ -19,7 +19,24 @@ from shared.retrieval.selection import SelectionParams, select
 from shared.tokens import count_tokens
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
-WORDS = "tomato garden bed seed water rain sun basil compost spring plan budget trip Lisbon flight hotel".split()
+WORDS = [
+    "tomato",
+    "garden",
+    "bed",
+    "seed",
+    "water",
+    "rain",
+    "sun",
+    "basil",
+    "compost",
+    "spring",
+    "plan",
+    "budget",
+    "trip",
+    "Lisbon",
+    "flight",
+    "hotel",
+]
 
 
 def text(n: int, salt: int = 0) -> str:

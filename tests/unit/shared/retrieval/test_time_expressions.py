@@ -12,8 +12,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.retrieval.request import TimeRange
 from shared.retrieval import time_expressions
+from shared.retrieval.request import TimeRange
 from shared.retrieval.time_expressions import _TRIGGERS, _scan, find_time
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)  # a Wednesday
