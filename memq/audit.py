@@ -23,6 +23,7 @@ The invariants, per conversation:
 
 from __future__ import annotations
 
+import itertools
 import json
 from collections import Counter
 from dataclasses import dataclass, field
@@ -113,7 +114,7 @@ def check(f: Facts, *, stalled_after: float, expect_flushed: bool = False) -> li
     if twice:
         add("duplicate", f"message ids stored more than once: {', '.join(twice[:10])}")
     per_episode = Counter(eid for _, _, eid, _ in f.stored)
-    for eid, first, last, count in f.episodes:
+    for eid, _first, _last, count in f.episodes:
         if per_episode.get(eid, 0) != count:
             add("duplicate", f"episode {eid} says {count} messages, {per_episode.get(eid, 0)} are stored under it")
 
@@ -126,7 +127,7 @@ def check(f: Facts, *, stalled_after: float, expect_flushed: bool = False) -> li
         previous = (seq, ts)
     by_seq = {seq: eid for seq, _, eid, _ in f.stored}
     ranges = sorted((first, last, eid) for eid, first, last, _ in f.episodes)
-    for (a1, b1, e1), (a2, b2, e2) in zip(ranges, ranges[1:]):
+    for (a1, b1, e1), (a2, b2, e2) in itertools.pairwise(ranges):
         if a2 <= b1:
             add("order", f"episodes {e1} ({a1}-{b1}) and {e2} ({a2}-{b2}) overlap")
     for eid, first, last, _ in f.episodes:

@@ -4,6 +4,7 @@ processes, once per process."""
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 
@@ -92,9 +93,7 @@ def mark_ready() -> None:
 
     from shared.connections import redis_client
 
-    try:
+    with contextlib.suppress(Exception):  # bookkeeping only: never keep a worker from starting
         redis_client(settings()).set(
             ready_key(settings().key_prefix, socket.gethostname(), os.getpid()), repr(time.time()), ex=READY_TTL_SECONDS
         )
-    except Exception:  # bookkeeping only: never keep a worker from starting
-        pass

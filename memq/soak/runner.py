@@ -208,7 +208,7 @@ def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
             progress(f"soak: phase {fault.name}: {fault.label}")
             recovery = Recovery(driver, verifier, conversations, config.recovery_timeout)
             try:
-                outcome = _phase(ctx, fault, config, on_healed=lambda o: recovery.watch(o, windows, confirmed))
+                outcome = _phase(ctx, fault, config, on_healed=lambda o: recovery.watch(o, windows, confirmed))  # noqa: B023 - called by _phase, in this iteration
             except Exception as exc:  # the harness could not apply the fault: say so, restore, go on
                 log.exception("soak_fault_failed", fault=fault.name)
                 _restore(ctx)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import secrets
 import signal
@@ -197,10 +198,8 @@ class SoakServices:
 
     def _shutdown(self) -> None:
         """SHUTDOWN (the AOF flushed), and wait until the server is gone."""
-        try:
+        with contextlib.suppress(redis.RedisError):
             self.client().shutdown(nosave=False)
-        except redis.RedisError:
-            pass
         self._wait_gone()
 
     def _wait_gone(self) -> None:
@@ -221,9 +220,7 @@ class SoakServices:
         self.marker.stop()
         self.proxy.stop()
         if self.redis.pid() is not None:
-            try:
+            with contextlib.suppress(redis.RedisError):
                 self.client().shutdown(nosave=True)
-            except redis.RedisError:
-                pass
             self._wait_gone()
         self.postgres.stop()

@@ -3,6 +3,7 @@ fault can kill, stop or terminate a worker together with its pool children."""
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -23,7 +24,7 @@ class Process:
 
     def start(self) -> None:
         self.log.parent.mkdir(parents=True, exist_ok=True)
-        out = open(self.log, "ab")
+        out = open(self.log, "ab")  # noqa: SIM115 - the worker owns it for its lifetime
         self.proc = subprocess.Popen(
             self.argv, env=self.env, stdout=out, stderr=subprocess.STDOUT, start_new_session=True
         )
@@ -35,10 +36,8 @@ class Process:
 
     def signal(self, sig: int) -> None:
         if self.proc is not None and self.proc.poll() is None:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(self.proc.pid, sig)
-            except ProcessLookupError:
-                pass
 
     def wait(self, timeout: float) -> bool:
         if self.proc is None:

@@ -22,6 +22,7 @@ Reply kinds accepted by ``push`` / ``default``:
 from __future__ import annotations
 
 import collections
+import contextlib
 import json
 import socket
 import threading
@@ -181,11 +182,10 @@ class _Handler(BaseHTTPRequestHandler):
         if not isinstance(reply, Reply):
             reply = Reply(content=reply)
 
-        if reply.delay and reply.delay > 0:
-            if self.llm._stopping.wait(reply.delay):
-                # Server is shutting down: drop the connection without answering.
-                self.close_connection = True
-                return
+        if reply.delay and reply.delay > 0 and self.llm._stopping.wait(reply.delay):
+            # Server is shutting down: drop the connection without answering.
+            self.close_connection = True
+            return
 
         headers = dict(reply.headers or {})
         if reply.body is not None:
@@ -259,10 +259,8 @@ class _Server(ThreadingHTTPServer):
         with self._conns_lock:
             conns = list(self._conns)
         for conn in conns:
-            try:
+            with contextlib.suppress(OSError):
                 conn.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
 
 
 class ScriptedLLM:

@@ -12,6 +12,7 @@ until the next ``retarget`` (a backend that is down).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 import socket
 from dataclasses import dataclass, field
@@ -120,10 +121,8 @@ class TcpProxy:
 
     def stop(self) -> None:
         if self._process.is_alive():
-            try:
+            with contextlib.suppress(RuntimeError, OSError):
                 self._ask("stop")
-            except (RuntimeError, OSError):
-                pass
             self._process.join(5)
             if self._process.is_alive():
                 self._process.kill()

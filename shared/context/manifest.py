@@ -125,7 +125,7 @@ def build_manifest(
     for entry in entries:
         day = entry.start_at.astimezone(tz).date()
         if groups and groups[-1].day == day:
-            groups[-1] = ManifestGroup(groups[-1].label, day, groups[-1].entries + (entry,))
+            groups[-1] = ManifestGroup(groups[-1].label, day, (*groups[-1].entries, entry))
         else:
             groups.append(ManifestGroup(day_label(day, today), day, (entry,)))
     return Manifest(

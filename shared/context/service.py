@@ -307,7 +307,10 @@ def relevant_facts(
     if embed is None:
         from shared.embeddings import get_embedder
 
-        embed = lambda text: get_embedder(settings).embed([text])[0]  # noqa: E731
+        def embed_with_model(text):
+            return get_embedder(settings).embed([text])[0]
+
+        embed = embed_with_model
     found = search_facts(
         conn,
         tenant,

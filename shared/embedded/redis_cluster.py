@@ -14,6 +14,7 @@ clear ``ServiceError`` naming what to do. It never starts on ``memq services up`
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -187,18 +188,14 @@ class EmbeddedRedisCluster:
             try:
                 self._client(port, 5).shutdown()
             except redis.RedisError:
-                try:
+                with contextlib.suppress(ProcessLookupError):
                     os.kill(pid, signal.SIGTERM)
-                except ProcessLookupError:
-                    pass
         deadline = time.monotonic() + 15
         while time.monotonic() < deadline and self._live_nodes():
             time.sleep(0.05)
-        for port, pid in self._live_nodes():  # did not stop on SHUTDOWN/SIGTERM in time
-            try:
+        for _port, pid in self._live_nodes():  # did not stop on SHUTDOWN/SIGTERM in time
+            with contextlib.suppress(ProcessLookupError):
                 os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
         return bool(live)
 
     # -- internals ------------------------------------------------------------------

@@ -18,6 +18,7 @@ After a fork (Celery's prefork pool) the child starts its own writer on first us
 from __future__ import annotations
 
 import atexit
+import contextlib
 import itertools
 import os
 import threading
@@ -150,10 +151,8 @@ class ReviewNotes:
     def _reset_connection(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
-            try:
+            with contextlib.suppress(Exception):  # already broken
                 conn.close()
-            except Exception:  # already broken
-                pass
 
     def close(self, timeout: float = 5.0) -> None:
         """Write what is queued, then stop the writer (at exit)."""

@@ -421,7 +421,7 @@ def recent_memory(
             block = episode_block(
                 h, [], now=request.now, summary=summary, key_moment_surprise=settings.key_moment_surprise
             )
-            if count_tokens(markdown(blocks + [block], "")) <= max_tokens:
+            if count_tokens(markdown([*blocks, block], "")) <= max_tokens:
                 fits = (block, summary is not None)
                 break
         if fits is None:

@@ -17,6 +17,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -61,10 +62,8 @@ def _wait_gone(server: EmbeddedRedis) -> None:
 
 
 def _restart(server: EmbeddedRedis) -> None:
-    try:
+    with contextlib.suppress(redis.RedisError):
         redis.Redis.from_url(server.url, socket_timeout=5).shutdown(nosave=False)
-    except redis.RedisError:
-        pass
     _wait_gone(server)
     server.start()  # waits until Redis answers (after it has loaded)
 
@@ -77,10 +76,8 @@ def _fanout_consumer(url: str, transport):
     queue = Queue("restart-probe", Exchange("restart-probe", type="fanout"), auto_delete=True)
     consumer = Consumer(conn.channel(), [queue], callbacks=[lambda body, message: got.append(body)], accept=["json"])
     consumer.consume()
-    try:  # the first poll subscribes
+    with contextlib.suppress(TimeoutError):  # the first poll subscribes
         conn.drain_events(timeout=0.3)
-    except TimeoutError:
-        pass
     return conn, got
 
 
@@ -132,10 +129,8 @@ def test_memq_transport_reports_the_lost_connection_and_resubscribes(own_redis):
         KombuProducer(sender.channel(), exchange=fanout).publish({"n": 1}, declare=[fanout], serializer="json")
     deadline = time.monotonic() + 10
     while not got and time.monotonic() < deadline:
-        try:
+        with contextlib.suppress(TimeoutError):
             conn.drain_events(timeout=0.5)
-        except TimeoutError:
-            pass
     conn.release()
     assert got == [{"n": 1}]
 
@@ -224,10 +219,8 @@ class Fleet:
         self.redis.start()
 
     def move(self) -> None:
-        try:
+        with contextlib.suppress(redis.RedisError):
             redis.Redis.from_url(self.redis.url).shutdown(nosave=False)
-        except redis.RedisError:
-            pass
         _wait_gone(self.redis)
         self.redis = EmbeddedRedis(self.tmp, free_port(), folder_name="redis")
         self.redis.start()
@@ -238,10 +231,8 @@ class Fleet:
 
     def stop(self) -> None:
         for p in self.workers:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(p.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         for p in self.workers:
             try:
                 p.wait(30)
@@ -280,7 +271,7 @@ def test_workers_resume_within_seconds_after_every_kind_of_restart(tmp_path, ser
                     }
                     for i in range(per)
                 ]
-                for attempt in range(50):  # the producer may meet Redis mid-restart: send again, same ids
+                for _attempt in range(50):  # the producer may meet Redis mid-restart: send again, same ids
                     try:
                         producer.add_messages(batch, conversation_id=f"{round_name}-{c}")
                         break

@@ -113,7 +113,7 @@ def life(db, settings, tenant, embedder):
 def test_new_reinforce_update_invalidate_with_both_timelines_and_history(
     db, settings, tenant, embedder, scripted_llm, life
 ):
-    facts, eps = life
+    _facts, eps = life
 
     def answer(request):
         assert request["response_format"]["json_schema"]["name"] == "Consolidation"
@@ -210,7 +210,7 @@ def test_a_timeout_is_retried(db, settings, tenant, embedder, scripted_llm, life
 
 
 def test_a_new_fact_that_is_already_known_reinforces_it(db, settings, tenant, embedder, scripted_llm, life):
-    facts, eps = life
+    _facts, _eps = life
     scripted_llm.push(
         {
             "actions": [
@@ -231,7 +231,7 @@ def test_a_new_fact_that_is_already_known_reinforces_it(db, settings, tenant, em
 
 
 def test_only_the_related_facts_shown_can_be_touched(db, settings, tenant, embedder, scripted_llm, life):
-    facts, eps = life
+    _facts, _eps = life
     unrelated = [
         seed_fact(db, embedder, tenant, text, "interest")
         for text in (

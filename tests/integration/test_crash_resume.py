@@ -39,7 +39,7 @@ def test_commit_is_fenced_by_lock_token_version_and_inbox_front(producer, settin
     assert store.acquire()
     snap = sync_with_database(store, store.snapshot(), _connect(settings))
     first, second = store.peek_inbox_raw(2)
-    store_args = dict(drop=0, segment=None, state=snap.event, fence=snap.fence)
+    store_args = {"drop": 0, "segment": None, "state": snap.event, "fence": snap.fence}
     with pytest.raises(InboxMoved):
         store.commit(head_raw=second, push=None, **store_args)
     other = _store(producer, settings, tenant, "fence")

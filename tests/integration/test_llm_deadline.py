@@ -24,7 +24,7 @@ def test_a_slow_llm_is_cut_off_at_the_deadline(settings, scripted_llm, monkeypat
     scripted_llm.push(*[Reply(content={"word": "late"}, delay=20)] * 4)
     import_litellm()  # its import takes seconds; not what is measured
     started = time.monotonic()
-    with deadline.within(2.5), pytest.raises(LLMError, match="Timeout|deadline"):
+    with deadline.within(2.5), pytest.raises(LLMError, match=r"Timeout|deadline"):
         complete_json(settings, [{"role": "user", "content": "hi"}], Answer, purpose="test")
     assert time.monotonic() - started < 8.0  # 2.5 s and some slack on a loaded machine, not 4 attempts x 30 s
 

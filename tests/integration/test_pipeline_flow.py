@@ -125,6 +125,6 @@ def test_episode_creation_is_idempotent_on_redelivery(worker, producer, db, sett
         ),
     )
     for _ in range(2):
-        celery_app.send_task(tasks.EPISODE_CREATION, args=[tenant, conv, episode_id]).id
+        celery_app.send_task(tasks.EPISODE_CREATION, args=[tenant, conv, episode_id])
     producer.wait_idle(conv, timeout=60)
     assert db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0] == 1

@@ -11,7 +11,7 @@ from worker.segmentation.detectors.registry import build_detector
 def test_every_labelled_file_is_scored_with_baselines(tmp_path):
     seg = tmp_path / "segmentation"
     seg.mkdir()
-    utt = [["a long enough utterance number %d about the garden and its plants" % i, "0"] for i in range(12)]
+    utt = [[f"a long enough utterance number {i} about the garden and its plants", "0"] for i in range(12)]
     utt[0][1] = "-1"
     utt[6][1] = "1"
     (seg / "mine.json").write_text(json.dumps({"d1": utt}))
@@ -33,5 +33,5 @@ def test_every_labelled_file_is_scored_with_baselines(tmp_path):
     assert sorted({r.file for r in rows}) == ["mine.json", "other.jsonl"]
     methods = [r.method for r in rows if r.file == "mine.json"]
     assert methods == ["baseline: no boundaries", "baseline: every 4th", "baseline: every boundary", "rules"]
-    rules = [r for r in rows if r.method == "rules" and r.file == "mine.json"][0]
+    rules = next(r for r in rows if r.method == "rules" and r.file == "mine.json")
     assert rules.boundaries == 0 and rules.gold == 1 and rules.recall == 0.0

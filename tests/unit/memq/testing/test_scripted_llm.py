@@ -33,6 +33,7 @@ import os
 
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
 
+import contextlib
 import json
 import threading
 import time
@@ -214,7 +215,5 @@ def test_stop_interrupts_delayed_reply():
 
 
 def _http_quiet(url: str) -> None:
-    try:
+    with contextlib.suppress(Exception):
         _http(url, {"model": "m", "messages": MESSAGES})
-    except Exception:
-        pass

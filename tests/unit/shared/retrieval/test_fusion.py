@@ -3,6 +3,8 @@ found a candidate, so agreement between legs beats a single good rank."""
 
 from __future__ import annotations
 
+import itertools
+
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -61,4 +63,4 @@ def test_scores_are_the_sum_over_legs_and_sorted_best_first(rankings, k):
         assert f.score == pytest.approx(sum(1 / (k + r) for r in f.ranks.values()))
         for leg, rank in f.ranks.items():
             assert list(dict.fromkeys(rankings[leg])).index(f.id) + 1 == rank
-    assert all(a.score >= b.score for a, b in zip(fused, fused[1:]))
+    assert all(a.score >= b.score for a, b in itertools.pairwise(fused))

@@ -39,26 +39,26 @@ def hit(surprise: float = 0.2, messages: int = 6, **kw) -> EpisodeHit:
         )
         for i in range(messages)
     ]
-    fields = dict(
-        id="e-1",
-        conversation_id="c-1",
-        title="Planting tomatoes in raised beds",
-        summary="They planned the beds.",
-        start_at=START,
-        end_at=START + timedelta(minutes=40),
-        surprise=surprise,
-        message_count=messages,
-        first_seq=10,
-        last_seq=10 + messages - 1,
-        summary_source="extractive",
-        ranks={"episode_vector": 3, "message_lexical": 1},
-        rrf=0.0325,
-        retrievability=0.8123456,
-        time_boost=1.5,
-        final=0.0396,
-        rank=2,
-        messages=views,
-    )
+    fields = {
+        "id": "e-1",
+        "conversation_id": "c-1",
+        "title": "Planting tomatoes in raised beds",
+        "summary": "They planned the beds.",
+        "start_at": START,
+        "end_at": START + timedelta(minutes=40),
+        "surprise": surprise,
+        "message_count": messages,
+        "first_seq": 10,
+        "last_seq": 10 + messages - 1,
+        "summary_source": "extractive",
+        "ranks": {"episode_vector": 3, "message_lexical": 1},
+        "rrf": 0.0325,
+        "retrievability": 0.8123456,
+        "time_boost": 1.5,
+        "final": 0.0396,
+        "rank": 2,
+        "messages": views,
+    }
     fields.update(kw)
     return EpisodeHit(**fields)
 

@@ -3,6 +3,7 @@ and by a time the query names (``service.rerank``)."""
 
 from __future__ import annotations
 
+import itertools
 import zlib
 from datetime import UTC, datetime, timedelta
 
@@ -87,7 +88,7 @@ def test_retrievability_decreases_with_time_since_the_memory_formed(cfg):
     hits = rerank([candidate(f"a{a}", a, cfg=cfg) for a in ages], {f"a{a}": 0.01 for a in ages}, cfg, NOW, None)
     assert [h.id for h in hits] == [f"a{a}" for a in ages]
     values = [h.retrievability for h in hits]
-    assert all(a > b for a, b in zip(values[1:], values[2:])) and values[0] == pytest.approx(1.0)
+    assert all(a > b for a, b in itertools.pairwise(values[1:])) and values[0] == pytest.approx(1.0)
 
 
 def test_a_flashbulb_memory_never_falls_below_the_floor(cfg):
@@ -118,4 +119,4 @@ def test_ranks_are_numbered_from_one_in_final_order(cfg):
     cands = [candidate(f"e{i}", i, cfg=cfg) for i in range(5)]
     hits = rerank(cands, {f"e{i}": 0.01 * (5 - i) for i in range(5)}, cfg, NOW, None)
     assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
-    assert all(a.final >= b.final for a, b in zip(hits, hits[1:]))
+    assert all(a.final >= b.final for a, b in itertools.pairwise(hits))

@@ -121,7 +121,7 @@ def test_no_three_plain_words_name_a_time():
                 assert _scan(f"{a} {b} {c}", NOW) is None, (a, b, c)
 
 
-@given(st.lists(st.sampled_from(_PLAIN + [",", "-", "."]), min_size=4, max_size=8))
+@given(st.lists(st.sampled_from([*_PLAIN, ",", "-", "."]), min_size=4, max_size=8))
 @settings(max_examples=1000, deadline=None)
 def test_no_longer_query_of_plain_words_names_a_time(words):
     assert _scan(" ".join(words), NOW) is None

@@ -1,6 +1,16 @@
+import time
 from pathlib import Path
 
-from worker.episodes.extractive import extractive_summary, extractive_title, keywords
+import pytest
+
+from worker.episodes.extractive import (
+    QUOTE_MAX_CHARS,
+    TITLE_MAX_CHARS,
+    content_words,
+    extractive_summary,
+    extractive_title,
+    keywords,
+)
 
 CONV = [
     {"role": "user", "content": "My sourdough loaf came out flat and dense again this morning."},
@@ -75,12 +85,6 @@ def test_the_same_messages_give_the_same_summary_in_every_process():
     }
     assert len(outputs) == 1, outputs
 
-
-import time  # noqa: E402
-
-import pytest  # noqa: E402
-
-from worker.episodes.extractive import QUOTE_MAX_CHARS, TITLE_MAX_CHARS, content_words  # noqa: E402
 
 N = 100_000
 

@@ -1,3 +1,5 @@
+import pytest
+
 from worker.episodes.tools_used import tools_used
 
 
@@ -18,9 +20,6 @@ def test_tool_messages_and_tool_calls_deduplicated_in_order():
 
 def test_no_tools():
     assert tools_used([{"role": "user", "content": "hi"}]) == []
-
-
-import pytest  # noqa: E402
 
 
 @pytest.mark.parametrize(

@@ -85,7 +85,10 @@ def test_units_and_budget_fill(tmp_path):
     assert [len(u.turns) for u in make_units(conv, "session")] == [2, 1]
     assert [len(u.turns) for u in make_units(conv, "window8")] == [2, 1]
     units = make_units(conv, "turn")
-    count = lambda text: len(text.split())  # noqa: E731
+
+    def count(text):
+        return len(text.split())
+
     text = fill(units, 12, count)  # "[08 May 2023 13:56]" + "- Ann: I adopted a cat." is 10 words
     assert count(text) <= 12 and "I adopted a cat." in text and "Nice!" not in text
     assert fill(units, 1, count) == ""
