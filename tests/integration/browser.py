@@ -30,7 +30,7 @@ def missing_browser() -> str | None:
     if missing:
         return f"no headless browser ({', '.join(missing)} not on PATH): apt-get install -y {APT_PACKAGES}"
     try:
-        import selenium  # noqa: F401
+        import selenium  # noqa: F401 - imported only to learn whether it is installed
     except ImportError:
         return "selenium is not installed: pip install -e '.[dev]'"
     return None

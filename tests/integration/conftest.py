@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 TEST_REDIS_DB = 15
 sys.path.insert(0, str(ROOT / "tests" / "integration"))  # for invariants and conftest helpers
 
-import cluster_mode  # noqa: E402
+import cluster_mode  # noqa: E402 - found through the sys.path entry just above
 
 
 def _with_db(url: str, db: int) -> str:
