@@ -161,7 +161,8 @@ def check(f: Facts, *, stalled_after: float, expect_flushed: bool = False) -> li
             add(
                 "accepted",
                 f"{f.accepted} accepted but only {reachable} numbered, in the inbox or quarantined "
-                f"(numbered {f.numbered}, rewind gaps {rewind_gaps}, inbox {f.inbox}, quarantined {quarantined_messages})",
+                f"(numbered {f.numbered}, rewind gaps {rewind_gaps}, inbox {f.inbox}, "
+                f"quarantined {quarantined_messages})",
             )
 
     # stuck
@@ -190,8 +191,8 @@ def check(f: Facts, *, stalled_after: float, expect_flushed: bool = False) -> li
     if expect_flushed and (f.inbox or f.buffer_seqs or f.segments or f.flush):
         add(
             "flushed",
-            f"not empty after a flush: inbox {f.inbox}, open event {len(f.buffer_seqs)}, waiting segments {len(f.segments)}"
-            + (", flush pending" if f.flush else ""),
+            f"not empty after a flush: inbox {f.inbox}, open event {len(f.buffer_seqs)}, "
+            f"waiting segments {len(f.segments)}" + (", flush pending" if f.flush else ""),
         )
     return out
 
@@ -228,21 +229,24 @@ def gather(client, conn, settings, tenant: str, conversation_id: str) -> Facts:
     f.stored = [
         (r[0], r[1], str(r[2]), r[3])
         for r in conn.execute(
-            "SELECT seq, message_id, episode_id, ts FROM episode_message WHERE tenant_id = %s AND conversation_id = %s ORDER BY seq",
+            "SELECT seq, message_id, episode_id, ts FROM episode_message WHERE tenant_id = %s AND conversation_id = %s "
+            "ORDER BY seq",
             args,
         )
     ]
     f.episodes = [
         (str(r[0]), r[1], r[2], r[3])
         for r in conn.execute(
-            "SELECT id, first_seq, last_seq, message_count FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s",
+            "SELECT id, first_seq, last_seq, message_count FROM episodic_memory "
+            "WHERE tenant_id = %s AND conversation_id = %s",
             args,
         )
     ]
     f.gaps = [
         (r[0], r[1], r[2])
         for r in conn.execute(
-            "SELECT first_seq, last_seq, reason FROM seq_gap WHERE tenant_id = %s AND conversation_id = %s ORDER BY first_seq",
+            "SELECT first_seq, last_seq, reason FROM seq_gap WHERE tenant_id = %s AND conversation_id = %s "
+            "ORDER BY first_seq",
             args,
         )
     ]

@@ -175,7 +175,8 @@ def check_metadata(metadata: Any, settings: Settings, index: int | None = None) 
             if function is not None:
                 if not isinstance(function, dict):
                     raise ValidationError(
-                        'must be an object like {"name": "search", "arguments": "..."} (or leave it out and give "name")',
+                        'must be an object like {"name": "search", "arguments": "..."} '
+                        '(or leave it out and give "name")',
                         field=f"metadata.tool_calls[{i}].function",
                         index=index,
                     )

@@ -200,8 +200,8 @@ class Settings(BaseSettings):
         default=0.8,
         ge=0,
         le=1,
-        description="Within an episode, a message right after (or before) a relevant one shares this part of its relevance "
-        "(an answer follows its question).",
+        description="Within an episode, a message right after (or before) a relevant one shares this part of "
+        "its relevance (an answer follows its question).",
     )
     speaker_match_weight: float = Field(
         default=0.3,
@@ -233,7 +233,8 @@ class Settings(BaseSettings):
     participants_cache_seconds: float = Field(
         default=30.0,
         ge=0,
-        description="How long a process remembers the participant names of a retrieval's scope (0: read them every time).",
+        description="How long a process remembers the participant names of a retrieval's scope "
+        "(0: read them every time).",
     )
 
     # --- memory review (seed 001) ---------------------------------------------
@@ -312,7 +313,8 @@ class Settings(BaseSettings):
     forget_wait_seconds: float = Field(
         default=90.0,
         gt=0,
-        description="How long forgetting a conversation waits for a worker draining it to let go before answering busy.",
+        description="How long forgetting a conversation waits for a worker draining it to let go "
+        "before answering busy.",
     )
 
     # --- embeddings -----------------------------------------------------------

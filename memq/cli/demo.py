@@ -50,7 +50,8 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
     console = Console(width=None if sys.stdout.isatty() else 150)
     urls = services.up(settings)
     console.print(
-        f"[bold]services[/] redis {urls.redis_url} · postgres {'embedded' if urls.database_embedded else urls.database_url}"
+        f"[bold]services[/] redis {urls.redis_url} · postgres "
+        f"{'embedded' if urls.database_embedded else urls.database_url}"
     )
 
     from memq.cli.episodes import episodes_table

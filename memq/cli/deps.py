@@ -82,7 +82,8 @@ def check_deps_cmd(strict: bool) -> None:
         click.echo(f"not checked {c.name} {c.version}: {c.detail}")
     ok = len(results) - len(vulnerable) - len(unchecked)
     click.echo(
-        f"{len(results)} packages: {ok} without known vulnerabilities, {len(vulnerable)} vulnerable, {len(unchecked)} not checked"
+        f"{len(results)} packages: {ok} without known vulnerabilities, {len(vulnerable)} vulnerable, "
+        f"{len(unchecked)} not checked"
     )
     if vulnerable or (strict and unchecked):
         sys.exit(1)

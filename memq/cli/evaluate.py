@@ -64,7 +64,8 @@ def eval_cmd(
 
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM"
     console.print(
-        f"[bold]memq eval[/] data={data} profiles={', '.join(chosen)} look-ahead={w} {llm} embeddings={settings.embedding_model}"
+        f"[bold]memq eval[/] data={data} profiles={', '.join(chosen)} look-ahead={w} {llm} "
+        f"embeddings={settings.embedding_model}"
     )
     rows = evaluate(
         data,

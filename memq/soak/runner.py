@@ -346,7 +346,8 @@ def render(report: SoakReport, console) -> None:
     from rich.table import Table
 
     table = Table(
-        title=f"memq soak: {report.config.get('messages')} messages over {report.config.get('conversations')} conversations"
+        title=f"memq soak: {report.config.get('messages')} messages over "
+        f"{report.config.get('conversations')} conversations"
     )
     for col in (
         "fault",

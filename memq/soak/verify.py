@@ -32,7 +32,8 @@ class Verifier:
         out: dict[str, list[str]] = {}
         with self._connect() as conn:
             for conv, mid in conn.execute(
-                "SELECT conversation_id, message_id FROM episode_message WHERE tenant_id = %s ORDER BY conversation_id, seq",
+                "SELECT conversation_id, message_id FROM episode_message WHERE tenant_id = %s "
+                "ORDER BY conversation_id, seq",
                 (self.tenant,),
             ):
                 out.setdefault(conv, []).append(mid)

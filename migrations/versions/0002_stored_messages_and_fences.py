@@ -82,7 +82,8 @@ def upgrade() -> None:
     # Episodes written before this revision: their messages and conversations.
     op.execute(
         """
-        INSERT INTO episode_message (tenant_id, conversation_id, seq, message_id, episode_id, role, content, ts, sent_at, metadata)
+        INSERT INTO episode_message (tenant_id, conversation_id, seq, message_id, episode_id, role, content, ts,
+                                     sent_at, metadata)
         SELECT e.tenant_id, e.conversation_id, (m->>'seq')::bigint, m->>'id', e.id, m->>'role', m->>'content',
                (m->>'timestamp')::timestamptz, (m->>'sent_at')::timestamptz, m->'metadata'
         FROM episodic_memory e, jsonb_array_elements(e.messages) AS m

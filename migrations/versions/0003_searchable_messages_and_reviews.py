@@ -59,7 +59,8 @@ def upgrade() -> None:
         """
     )
     op.execute(
-        "CREATE INDEX pending_review_open ON pending_review (tenant_id, conversation_id, retrieved_at) WHERE consumed_at IS NULL"
+        "CREATE INDEX pending_review_open ON pending_review (tenant_id, conversation_id, retrieved_at) "
+        "WHERE consumed_at IS NULL"
     )
 
 

@@ -32,7 +32,8 @@ def upgrade() -> None:
     op.execute("ALTER TABLE pending_review ADD COLUMN review_id bigint")
     op.execute("DROP INDEX IF EXISTS pending_review_open")
     op.execute(
-        "CREATE INDEX pending_review_open ON pending_review (tenant_id, (coalesce(asked_in, conversation_id)), retrieved_at) "
+        "CREATE INDEX pending_review_open ON pending_review (tenant_id, (coalesce(asked_in, conversation_id)), "
+        "retrieved_at) "
         "WHERE consumed_at IS NULL"
     )
     op.execute(
@@ -115,5 +116,6 @@ def downgrade() -> None:
     op.execute("ALTER TABLE pending_review DROP COLUMN IF EXISTS review_id")
     op.execute("ALTER TABLE pending_review DROP COLUMN IF EXISTS asked_in")
     op.execute(
-        "CREATE INDEX pending_review_open ON pending_review (tenant_id, conversation_id, retrieved_at) WHERE consumed_at IS NULL"
+        "CREATE INDEX pending_review_open ON pending_review (tenant_id, conversation_id, retrieved_at) "
+        "WHERE consumed_at IS NULL"
     )

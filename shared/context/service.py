@@ -288,7 +288,8 @@ def relevant_facts(
     if (
         settings.session_facts <= 0
         or not conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s AND expired_at IS NULL)",
+            "SELECT EXISTS (SELECT 1 FROM semantic_fact "
+            "WHERE tenant_id = %s AND conversation_id = %s AND expired_at IS NULL)",
             (tenant, conversation_id),
         ).fetchone()[0]
     ):

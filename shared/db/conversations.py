@@ -77,7 +77,8 @@ def raise_fence(conn: psycopg.Connection, tenant: str, conversation_id: str, red
         for first, last in retired:
             record_gap(conn, tenant, conversation_id, first, last, "rewind")
     conn.execute(
-        "UPDATE conversation SET fence = %s, synced_at = now(), updated_at = now() WHERE tenant_id = %s AND conversation_id = %s",
+        "UPDATE conversation SET fence = %s, synced_at = now(), updated_at = now() "
+        "WHERE tenant_id = %s AND conversation_id = %s",
         (fence, tenant, conversation_id),
     )
     return SyncPlan(fence, row.last_seq, row.last_message_at, retired)
@@ -103,7 +104,8 @@ def gaps(conn: psycopg.Connection, tenant: str, conversation_id: str) -> list[tu
     return [
         (r[0], r[1], r[2])
         for r in conn.execute(
-            "SELECT first_seq, last_seq, reason FROM seq_gap WHERE tenant_id = %s AND conversation_id = %s ORDER BY first_seq",
+            "SELECT first_seq, last_seq, reason FROM seq_gap WHERE tenant_id = %s AND conversation_id = %s "
+            "ORDER BY first_seq",
             (tenant, conversation_id),
         )
     ]

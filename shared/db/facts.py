@@ -76,7 +76,8 @@ def _history(
     detail: dict[str, Any],
 ) -> None:
     conn.execute(
-        "INSERT INTO semantic_fact_history (fact_id, tenant_id, conversation_id, action, at, run_id, episode_ids, detail) "
+        "INSERT INTO semantic_fact_history "
+        "(fact_id, tenant_id, conversation_id, action, at, run_id, episode_ids, detail) "
         "VALUES (%s, %s, %s, %s, %s, %s, %s::uuid[], %s)",
         (fact_id, tenant, conversation_id, action, at, run_id, list(episode_ids), Jsonb(detail)),
     )
@@ -99,8 +100,8 @@ def add_fact(
 ) -> str:
     fact_id = str(uuid.uuid4())
     conn.execute(
-        "INSERT INTO semantic_fact (id, tenant_id, conversation_id, category, content, embedding, valid_at, created_at, "
-        "source_episode_ids, model) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s)",
+        "INSERT INTO semantic_fact (id, tenant_id, conversation_id, category, content, embedding, valid_at, "
+        "created_at, source_episode_ids, model) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s::uuid[], %s)",
         (fact_id, tenant, conversation_id, category, content, embedding, valid_at, at, list(episode_ids), model),
     )
     _history(
@@ -152,7 +153,8 @@ def retire_fact(
     """Supersede (with ``superseded_by``) or invalidate a fact: it stops being true at
     ``invalid_at`` (world time) and is retired now (``expired_at``)."""
     conn.execute(
-        "UPDATE semantic_fact SET invalid_at = %s, expired_at = %s, superseded_by = %s WHERE id = %s AND expired_at IS NULL",
+        "UPDATE semantic_fact SET invalid_at = %s, expired_at = %s, superseded_by = %s "
+        "WHERE id = %s AND expired_at IS NULL",
         (invalid_at, at, superseded_by, fact_id),
     )
     _history(

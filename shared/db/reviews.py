@@ -34,8 +34,8 @@ class ReviewNote:
 
 
 def record_pending_many(conn: psycopg.Connection, notes: Sequence[ReviewNote]) -> int:
-    """Retrievals' notes, one row per returned memory, in one statement. A memory forgotten since it was returned is skipped. Returns the rows
-    written.
+    """Retrievals' notes, one row per returned memory, in one statement. A memory forgotten since it
+    was returned is skipped. Returns the rows written.
 
     Committed without waiting for the WAL flush (``synchronous_commit = off`` for this
     statement's transaction only): a PostgreSQL crash can lose at most the last fraction
@@ -45,10 +45,11 @@ def record_pending_many(conn: psycopg.Connection, notes: Sequence[ReviewNote]) -
         return 0
     cur = conn.execute(
         "WITH relaxed AS (SELECT set_config('synchronous_commit', 'off', true)) "
-        "INSERT INTO pending_review (tenant_id, conversation_id, memory_id, query, rank, score, retrieved_at, asked_in) "
+        "INSERT INTO pending_review "
+        "(tenant_id, conversation_id, memory_id, query, rank, score, retrieved_at, asked_in) "
         "SELECT t, c, m, q, r, s, a, i FROM relaxed, "
-        "unnest(%s::text[], %s::text[], %s::uuid[], %s::text[], %s::int[], %s::float8[], %s::timestamptz[], %s::text[]) "
-        "AS u(t, c, m, q, r, s, a, i) WHERE EXISTS (SELECT 1 FROM episodic_memory e WHERE e.id = u.m)",
+        "unnest(%s::text[], %s::text[], %s::uuid[], %s::text[], %s::int[], %s::float8[], %s::timestamptz[], "
+        "%s::text[]) AS u(t, c, m, q, r, s, a, i) WHERE EXISTS (SELECT 1 FROM episodic_memory e WHERE e.id = u.m)",
         (
             [n.tenant for n, _ in rows],
             [h.conversation_id for _, h in rows],
@@ -90,8 +91,8 @@ def pending_for(conn: psycopg.Connection, tenant: str, asked_in: str, until: dat
     """Open reviews of retrievals served to ``asked_in`` up to ``until``."""
     rows = conn.execute(
         "SELECT id, memory_id::text, conversation_id, query, retrieved_at FROM pending_review "
-        "WHERE tenant_id = %s AND coalesce(asked_in, conversation_id) = %s AND consumed_at IS NULL AND retrieved_at <= %s "
-        "ORDER BY id",
+        "WHERE tenant_id = %s AND coalesce(asked_in, conversation_id) = %s AND consumed_at IS NULL "
+        "AND retrieved_at <= %s ORDER BY id",
         (tenant, asked_in, until),
     ).fetchall()
     return [Pending(*r) for r in rows]
@@ -148,9 +149,11 @@ def save_review(
 ) -> int:
     """Insert the day's review, or replace it with the merged one; apply it to the memory."""
     row = conn.execute(
-        "INSERT INTO memory_review (tenant_id, conversation_id, memory_id, review_day, reviewed_at, rating, source, detail, "
-        "card_before, card_after, reviews_merged, segment_id) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
-        "ON CONFLICT (memory_id, review_day) DO UPDATE SET reviewed_at = EXCLUDED.reviewed_at, rating = EXCLUDED.rating, "
+        "INSERT INTO memory_review (tenant_id, conversation_id, memory_id, review_day, reviewed_at, rating, "
+        "source, detail, card_before, card_after, reviews_merged, segment_id) "
+        "VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) "
+        "ON CONFLICT (memory_id, review_day) DO UPDATE SET "
+        "reviewed_at = EXCLUDED.reviewed_at, rating = EXCLUDED.rating, "
         "source = EXCLUDED.source, detail = EXCLUDED.detail, card_after = EXCLUDED.card_after, "
         "reviews_merged = EXCLUDED.reviews_merged, segment_id = EXCLUDED.segment_id, updated_at = now() RETURNING id",
         (
@@ -169,7 +172,8 @@ def save_review(
         ),
     ).fetchone()
     conn.execute(
-        "UPDATE episodic_memory SET fsrs_card = %s, stability = %s, difficulty = %s, last_reviewed_at = %s WHERE id = %s",
+        "UPDATE episodic_memory SET fsrs_card = %s, stability = %s, difficulty = %s, last_reviewed_at = %s "
+        "WHERE id = %s",
         (Jsonb(card_after), card_after["stability"], card_after["difficulty"], at, memory_id),
     )
     return row[0]

@@ -75,8 +75,8 @@ def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str
     m_scope = _scope(request, "m", "ts", "ts")
     parts = {
         "episode_vector": f"""
-            SELECT 'episode_vector' AS leg, id{cast} AS id, NULL::bigint AS seq, row_number() OVER (ORDER BY d, id) AS rank,
-                   NULL::text AS conv FROM (
+            SELECT 'episode_vector' AS leg, id{cast} AS id, NULL::bigint AS seq,
+                   row_number() OVER (ORDER BY d, id) AS rank, NULL::text AS conv FROM (
                 SELECT e.id, e.embedding <=> %(vector)s AS d FROM episodic_memory e
                 WHERE {e_scope} ORDER BY d, e.id LIMIT %(k)s) v""",
         "episode_lexical": f"""
@@ -91,7 +91,8 @@ def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str
         "message_lexical": f"""
             SELECT 'message_lexical', episode_id{cast}, seq, row_number() OVER (ORDER BY r DESC, conversation_id, seq),
                    conversation_id FROM (
-                SELECT m.episode_id, m.seq, m.conversation_id, ts_rank_cd(m.search, q.q, 1) AS r FROM episode_message m, q
+                SELECT m.episode_id, m.seq, m.conversation_id, ts_rank_cd(m.search, q.q, 1) AS r
+                FROM episode_message m, q
                 WHERE {m_scope} AND m.search @@ q.q ORDER BY r DESC, m.conversation_id, m.seq LIMIT %(k)s) ml""",
     }
     return " UNION ALL ".join(f"({parts[leg]})" for leg in legs)
@@ -128,7 +129,8 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
     scope = "%(conversations)s" if request.conversation_ids is not None else "NULL"
     return (
         f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}), "
-        "reached AS (SELECT array_agg(id ORDER BY leg, rank) AS ids, array_agg(seq ORDER BY leg, rank) AS seqs FROM ranked "
+        "reached AS (SELECT array_agg(id ORDER BY leg, rank) AS ids, array_agg(seq ORDER BY leg, rank) AS seqs "
+        "FROM ranked "
         "WHERE seq IS NOT NULL AND rank <= %(reach)s) "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
         "UNION ALL SELECT r.* FROM reached, memq_retrieval_rows(%(tenant)s, ARRAY(SELECT DISTINCT id FROM ranked), "

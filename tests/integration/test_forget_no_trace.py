@@ -125,7 +125,8 @@ def pg_traces(db, needles: list[str]) -> list[str]:
     found = []
     for table, column in columns:
         rows = db.execute(
-            f'SELECT n, count(*) FROM "{table}" x, unnest(%s::text[]) n WHERE strpos(x."{column}"::text, n) > 0 GROUP BY n',
+            f'SELECT n, count(*) FROM "{table}" x, unnest(%s::text[]) n '
+            f'WHERE strpos(x."{column}"::text, n) > 0 GROUP BY n',
             (needles,),
         ).fetchall()
         found += [f"{table}.{column}: {count} rows hold {needle!r}" for needle, count in rows]

@@ -18,7 +18,10 @@ MESSAGES = [
 ]
 GOOD = {
     "title": "Fixing a flat sourdough with a young starter",
-    "summary": "The user asked why their sourdough was flat. The assistant advised feeding the starter longer and lowering hydration to 70%.",
+    "summary": (
+        "The user asked why their sourdough was flat. "
+        "The assistant advised feeding the starter longer and lowering hydration to 70%."
+    ),
 }
 
 

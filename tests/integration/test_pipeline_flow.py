@@ -73,7 +73,8 @@ def test_episode_row_holds_messages_embedding_and_fsrs_card(worker, producer, db
     producer.wait_idle(conv, timeout=60)
     row = db.execute(
         "SELECT messages, embedding, fsrs_card, start_at, end_at, summary_source, embedding_model, boundary_reason, "
-        "vector_dims(embedding), search @@ plainto_tsquery('english', 'hike') FROM episodic_memory WHERE tenant_id = %s",
+        "vector_dims(embedding), search @@ plainto_tsquery('english', 'hike') "
+        "FROM episodic_memory WHERE tenant_id = %s",
         (tenant,),
     ).fetchone()
     messages, embedding, card, start_at, end_at, source, model, reason, dims, matches = row

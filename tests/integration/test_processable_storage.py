@@ -51,7 +51,8 @@ def extractive(settings):
     raw={
         "conversation_id": "c-edges",
         "role": "tool",
-        "content": "\x01\x7f\x85\u2028\u200b\u202e\ufeff\ufffe\uffff\U0010ffff \U0001f469\u200d\U0001f469\u200d\U0001f467 "
+        "content": "\x01\x7f\x85\u2028\u200b\u202e\ufeff\ufffe\uffff\U0010ffff "
+        "\U0001f469\u200d\U0001f469\u200d\U0001f467 "
         "\\u0000 <|endoftext|> a\u0301 \u6f22\u5b57 " + "x" * 99_900,
         "timestamp": "1900-01-01T00:00:00.000001Z",
         "metadata": {

@@ -243,10 +243,12 @@ def test_gaps_are_found_below_what_postgresql_holds(producer, db, tenant):
     with db.transaction():
         raise_fence(db, tenant, conv, 0)
     db.execute(
-        "INSERT INTO episodic_memory (id, tenant_id, conversation_id, messages, message_count, first_seq, last_seq, title, "
-        "summary, embedding, stability, difficulty, fsrs_card, boundary_reason, boundary_source, detector, summary_source, "
-        "embedding_model, start_at, end_at) VALUES (gen_random_uuid(), %s, %s, '[]', 4, 1, 12, 't', 's', "
-        "array_fill(0.1, ARRAY[384])::vector, 1, 1, '{}', 'flush', 'flush', 'rules', 'extractive', 'm', now(), now()) RETURNING id",
+        "INSERT INTO episodic_memory (id, tenant_id, conversation_id, messages, message_count, first_seq, "
+        "last_seq, title, summary, embedding, stability, difficulty, fsrs_card, boundary_reason, boundary_source, "
+        "detector, summary_source, embedding_model, start_at, end_at) "
+        "VALUES (gen_random_uuid(), %s, %s, '[]', 4, 1, 12, 't', 's', "
+        "array_fill(0.1, ARRAY[384])::vector, 1, 1, '{}', 'flush', 'flush', 'rules', 'extractive', 'm', now(), now()) "
+        "RETURNING id",
         (tenant, conv),
     )
     eid = db.execute("SELECT id FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0]
@@ -257,7 +259,8 @@ def test_gaps_are_found_below_what_postgresql_holds(producer, db, tenant):
             (tenant, conv, seq, f"m{seq}", eid),
         )
     db.execute(
-        "INSERT INTO seq_gap (tenant_id, conversation_id, first_seq, last_seq, reason) VALUES (%s, %s, 8, 9, 'duplicate')",
+        "INSERT INTO seq_gap (tenant_id, conversation_id, first_seq, last_seq, reason) "
+        "VALUES (%s, %s, 8, 9, 'duplicate')",
         (tenant, conv),
     )
     db.execute("UPDATE conversation SET last_seq = 12 WHERE tenant_id = %s AND conversation_id = %s", (tenant, conv))

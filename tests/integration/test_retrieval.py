@@ -506,9 +506,9 @@ def test_a_participant_named_in_the_query_is_searched_for_by_speaker(db, setting
 BULK_TENANT = "hnsw-bulk"  # kept between runs: the table only ever grows to the size it needs
 BULK_STEP_EPISODES, BULK_MESSAGES_PER_EPISODE, BULK_MAX_STEPS = 125, 8, 12
 _EPISODE_COPY = (
-    "COPY episodic_memory (id, tenant_id, conversation_id, messages, message_count, first_seq, last_seq, title, summary, "
-    "embedding, stability, difficulty, fsrs_card, surprise, boundary_reason, boundary_source, detector, summary_source, "
-    "embedding_model, start_at, end_at) FROM STDIN WITH (FORMAT BINARY)"
+    "COPY episodic_memory (id, tenant_id, conversation_id, messages, message_count, first_seq, last_seq, "
+    "title, summary, embedding, stability, difficulty, fsrs_card, surprise, boundary_reason, boundary_source, "
+    "detector, summary_source, embedding_model, start_at, end_at) FROM STDIN WITH (FORMAT BINARY)"
 )
 _EPISODE_TYPES = [
     "uuid",
@@ -731,8 +731,9 @@ def test_what_retrieval_reads_of_a_row_stays_in_the_row(db, settings, tenant):
         messages=said,
     )
     row = db.execute(
-        "SELECT pg_column_toast_chunk_id(summary), pg_column_toast_chunk_id(fsrs_card), pg_column_toast_chunk_id(search), "
-        "pg_column_toast_chunk_id(title), pg_column_toast_chunk_id(messages), pg_column_size(e.*) "
+        "SELECT pg_column_toast_chunk_id(summary), pg_column_toast_chunk_id(fsrs_card), "
+        "pg_column_toast_chunk_id(search), pg_column_toast_chunk_id(title), pg_column_toast_chunk_id(messages), "
+        "pg_column_size(e.*) "
         "FROM episodic_memory e WHERE id = %s",
         (episode,),
     ).fetchone()

@@ -68,7 +68,8 @@ def _episodes(conn, tenant: str, conversation_id: str, limit: int) -> list[tuple
 def _messages(conn, episode_ids: list[str], per_episode: int = 60) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for eid, who, content in conn.execute(
-        "SELECT episode_id::text, coalesce(speaker, role), content FROM episode_message WHERE episode_id = ANY(%s::uuid[]) "
+        "SELECT episode_id::text, coalesce(speaker, role), content FROM episode_message "
+        "WHERE episode_id = ANY(%s::uuid[]) "
         "ORDER BY seq",
         (episode_ids,),
     ):
@@ -134,7 +135,8 @@ def consolidate(
         locked = {
             r[0]
             for r in conn.execute(
-                "SELECT id::text FROM episodic_memory WHERE id = ANY(%s::uuid[]) AND consolidated_at IS NULL ORDER BY id "
+                "SELECT id::text FROM episodic_memory WHERE id = ANY(%s::uuid[]) AND consolidated_at IS NULL "
+                "ORDER BY id "
                 "FOR UPDATE",
                 (ids,),
             )

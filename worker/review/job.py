@@ -79,7 +79,8 @@ def _memories(conn: psycopg.Connection, ids: list[str]) -> dict[str, dict[str, A
         for r in rows
     }
     for eid, content, vector in conn.execute(
-        "SELECT episode_id::text, content, embedding FROM episode_message WHERE episode_id = ANY(%s::uuid[]) ORDER BY seq",
+        "SELECT episode_id::text, content, embedding FROM episode_message WHERE episode_id = ANY(%s::uuid[]) "
+        "ORDER BY seq",
         (ids,),
     ):
         out[eid]["text"] += " " + content

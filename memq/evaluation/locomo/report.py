@@ -86,7 +86,8 @@ def print_report(run: EvalRun, console: Console) -> None:
 
     e = run.episodes
     console.print(
-        f"[bold]episodes[/] {e.get('episodes')} ({e.get('per_conversation')}), mean {e.get('mean_messages')} messages / "
+        f"[bold]episodes[/] {e.get('episodes')} ({e.get('per_conversation')}), "
+        f"mean {e.get('mean_messages')} messages / "
         f"{e.get('mean_tokens')} tokens; summaries {e.get('summaries')}; LLM {run.llm}"
     )
     console.print(f"[bold]boundaries[/] {e.get('boundary_reasons')}")
@@ -96,7 +97,8 @@ def print_report(run: EvalRun, console: Console) -> None:
         console.print(
             f"[bold]latency[/] retrieve_memory p50 {lat['retrieve_p50']:.1f} ms / p99 {lat['retrieve_p99']:.1f} ms; "
             f"legs' SQL alone p50 {lat['legs_sql_p50']:.1f} ms / p99 {lat['legs_sql_p99']:.1f} ms; ratio "
-            f"{lat['ratio_p50']:.2f} / {lat['ratio_p99']:.2f} ({lat['queries']} queries x {lat.get('passes', 1)} passes at "
+            f"{lat['ratio_p50']:.2f} / {lat['ratio_p99']:.2f} ({lat['queries']} queries x "
+            f"{lat.get('passes', 1)} passes at "
             f"{lat['budget']} tokens; "
             f"query embedding {lat['embed_per_question']:.1f} ms each, not included)"
         )
@@ -108,7 +110,8 @@ def print_report(run: EvalRun, console: Console) -> None:
             if name in t:
                 b = t[name]
                 console.print(
-                    f"[bold]target vs {name}[/]: R@1000 − baseline = {b['recall_at_1000_minus_baseline']:+.3f} (≥ 0.10: "
+                    f"[bold]target vs {name}[/]: "
+                    f"R@1000 − baseline = {b['recall_at_1000_minus_baseline']:+.3f} (≥ 0.10: "
                     f"{mark[b['at_least_0.10_above_at_1000']]}); at or above it at every budget: "
                     f"{mark[b['at_or_above_every_budget']]}"
                 )

@@ -134,7 +134,8 @@ class UnitIndex:
                ORDER BY {column} <=> %(vector)s, id LIMIT %(k)s)
             UNION ALL
             (SELECT 'lexical', id FROM (SELECT id, ts_rank_cd(search, q.q, 1) AS r FROM eval_unit, q
-               WHERE kind = %(kind)s AND conversation = %(conv)s AND search @@ q.q ORDER BY r DESC, id LIMIT %(k)s) l)""",
+               WHERE kind = %(kind)s AND conversation = %(conv)s AND search @@ q.q
+               ORDER BY r DESC, id LIMIT %(k)s) l)""",
             {"kind": kind, "conv": conversation, "query": query, "vector": vector, "k": candidates},
         ).fetchall()
         rankings: dict[str, list[str]] = {"vector": [], "lexical": []}

@@ -54,7 +54,8 @@ def test_joints_that_could_merge_are_counted_whole(chunks):
 def test_retrieved_markdown_counts_exactly_line_by_line():
     text = (
         "### 7 May 2023 18:00 UTC (3 days ago) · Career talk\nSummary: Caroline asked …\n…\n- Caroline: I'm keen on "
-        "counseling!\n- Melanie: That's great.\n…\n\n### Hiking\n8 May 2023 09:00 UTC (2 days ago)\nSummary: They hiked."
+        "counseling!\n- Melanie: That's great.\n…\n\n"
+        "### Hiking\n8 May 2023 09:00 UTC (2 days ago)\nSummary: They hiked."
     )
     lines = text.split("\n")
     chunks = [line + "\n" for line in lines[:-1]] + [lines[-1]]

@@ -22,7 +22,8 @@ from worker.segmentation.signals import discourse_marker
 
 _YOU_QUESTION = re.compile(r"\b(?:do|what|how|are|have|did|would|can|could|where|which|who) you\b", re.IGNORECASE)
 _ACK = re.compile(
-    r"^\W*(?:yes|no|yeah|yep|nope|sure|i do|i am|me too|that is|that's|cool|nice|wow|oh|ok|okay|great|thanks|lol|haha)\b",
+    r"^\W*(?:yes|no|yeah|yep|nope|sure|i do|i am|me too|that is|that's|"
+    r"cool|nice|wow|oh|ok|okay|great|thanks|lol|haha)\b",
     re.IGNORECASE,
 )
 _GREETING = re.compile(r"^\W*(?:hi|hello|hey|good (?:morning|evening|afternoon))\b", re.IGNORECASE)

@@ -48,7 +48,8 @@ def learned(settings: Settings, name: str, default_lookahead: int) -> LearnedDet
     if f"tiage_w{w}" not in available:
         raise ConfigError(
             f"no learned boundary model for look-ahead {w} (have: {', '.join(available)}); "
-            f"set MEMQ_LOOKAHEAD_MESSAGES to one of those or train one: memq eval --train tiage_train.json --lookahead {w}"
+            f"set MEMQ_LOOKAHEAD_MESSAGES to one of those or train one: "
+            f"memq eval --train tiage_train.json --lookahead {w}"
         )
     return LearnedDetector(load_model(f"tiage_w{w}"), name=name)
 
