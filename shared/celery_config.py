@@ -10,6 +10,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from redis.backoff import ExponentialBackoff
+from redis.retry import Retry
+
 from shared import tasks
 from shared.broker_transport import TRANSPORT_PATH
 from shared.settings import Settings
@@ -61,14 +64,16 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         "enable_utc": True,
         "beat_scheduler": "redbeat.RedBeatScheduler",
         "redbeat_redis_url": broker_url,
-        # The beat is no event loop: its Redis calls may wait for a restarting Redis (RedBeat
-        # retries connection errors, LOADING included, for retry_period seconds).
+        # The beat is no event loop: every Redis call it makes, the renewal of its lock
+        # included (RedBeat's own retry_period does not cover that one), waits out a
+        # restarting Redis (connection errors and LOADING) for about 35 s, well within its
+        # 150 s lock, instead of crashing the beat.
         "redbeat_redis_options": {
-            "socket_timeout": 10,
+            "socket_timeout": 5,
             "socket_connect_timeout": 5,
             "socket_keepalive": True,
             "health_check_interval": 25,
-            "retry_period": 60,
+            "retry": Retry(ExponentialBackoff(cap=2.0, base=0.25), 20),
         },
         "redbeat_key_prefix": f"{settings.key_prefix}:redbeat",
         "beat_max_loop_interval": 30,

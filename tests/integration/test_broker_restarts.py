@@ -314,3 +314,58 @@ def test_workers_resume_within_seconds_after_every_kind_of_restart(tmp_path, ser
         assert len(beats) == 2 and all(time.time() - b.stat().st_mtime < 10 for b in beats)
     finally:
         fleet.stop()
+
+
+def test_beat_rides_through_a_restart_while_redis_loads(tmp_path, own_redis, service_env):
+    """The beat renews its RedBeat lock on every tick; a renewal that met a loading Redis
+    used to crash the beat (the lock's calls bypass RedBeat's own retries)."""
+    from memq.cli.worker_commands import celery_argv
+
+    direct = redis.Redis.from_url(own_redis.url)
+    ballast = redis.Redis.from_url(own_redis.url.rsplit("/", 1)[0] + "/1", socket_timeout=120)
+    ballast.execute_command("DEBUG", "POPULATE", BALLAST_KEYS, "ballast", 64)
+    direct.bgrewriteaof()
+    while direct.info("persistence").get("aof_rewrite_in_progress") or direct.info("persistence").get(
+        "aof_rewrite_scheduled"
+    ):
+        time.sleep(0.1)
+    env = {
+        **{k: v for k, v in os.environ.items() if not k.startswith(("MEMQ_", "REDIS_URL", "DATABASE_URL"))},
+        "REDIS_URL": own_redis.url,
+        "DATABASE_URL": service_env["DATABASE_URL"],
+        "MEMQ_DATA_DIR": str(tmp_path / "data"),
+        "MEMQ_COLLAPSE_CHECK_SECONDS": "1",  # a task every second, nobody consumes them
+        "PYTHONWARNINGS": "ignore",
+    }
+    log = tmp_path / "beat.log"
+    with open(log, "ab") as out:
+        beat = subprocess.Popen(
+            celery_argv("beat", "-S", "redbeat.RedBeatScheduler", "-l", "INFO"),
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    try:
+
+        def queued() -> int:
+            return int(direct.llen("memq.maintenance"))
+
+        deadline = time.monotonic() + 60
+        while queued() == 0:
+            assert beat.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
+            time.sleep(0.2)
+        _restart(own_redis)  # seconds of LOADING; the beat ticks every second meanwhile
+        direct = redis.Redis.from_url(own_redis.url)
+        before = queued()
+        deadline = time.monotonic() + 30
+        while queued() <= before:
+            assert beat.poll() is None, f"the beat died: {log.read_text()[-3000:]}"
+            assert time.monotonic() < deadline, "the beat sends no more tasks"
+            time.sleep(0.2)
+    finally:
+        try:
+            os.killpg(beat.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            pass
+        beat.wait(30)
