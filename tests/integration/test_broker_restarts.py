@@ -364,8 +364,6 @@ def test_beat_rides_through_a_restart_while_redis_loads(tmp_path, own_redis, ser
             assert time.monotonic() < deadline, "the beat sends no more tasks"
             time.sleep(0.2)
     finally:
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(beat.pid, signal.SIGTERM)
-        except ProcessLookupError:
-            pass
         beat.wait(30)
