@@ -12,7 +12,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from producer.client import AddResult, ConversationStatus, Producer, default_producer
+from producer.client import AddResult, Producer, default_producer
+from shared.mailbox.status import ConversationStatus
 
 __all__ = ["AddResult", "ConversationStatus", "Producer", "add_message", "add_messages", "flush"]
 

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -30,7 +30,7 @@ from celery import Celery
 from producer.validation import ValidMessage, check_conversation_id, validate_message
 from shared import tasks
 from shared.celery_config import celery_config
-from shared.connections import mailbox_client, service_urls
+from shared.connections import MailboxClient, mailbox_client, service_urls
 from shared.errors import BatchIncomplete, BatchRejected, ValidationError
 from shared.ids import check_tenant
 from shared.mailbox.codec import encode_payload, to_micros
@@ -65,7 +65,7 @@ class AddResult:
 
 
 class Producer:
-    def __init__(self, settings: Settings | None = None, client=None):
+    def __init__(self, settings: Settings | None = None, client: MailboxClient | None = None) -> None:
         self.settings = settings or get_settings()
         self.redis = client if client is not None else mailbox_client(self.settings)
         self.scripts = Scripts.register(self.redis)
@@ -219,7 +219,12 @@ class Producer:
         return conversation_status(self.redis, conversation_keys(self.settings, tenant, conversation_id))
 
     def wait_idle(
-        self, conversation_id: str, *, tenant: str | None = None, timeout: float = 300.0, on_progress=None
+        self,
+        conversation_id: str,
+        *,
+        tenant: str | None = None,
+        timeout: float = 300.0,
+        on_progress: Callable[[ConversationStatus], object] | None = None,
     ) -> ConversationStatus:
         """Block until every accepted message of the conversation is in an episode (or
         in the quarantine)."""

@@ -66,8 +66,8 @@ class ResubscribingPubSub(redis.client.PubSub):
     def parse_response(self, block: bool = True, timeout: float = 0) -> Any:
         if block:
             wait = getattr(self._connection, "socket_timeout", None) or DEFAULT_READ_WAIT
-            return super().parse_response(block=False, timeout=wait)
-        return super().parse_response(block=block, timeout=timeout)
+            return super().parse_response(block=False, timeout=wait)  # type: ignore[no-untyped-call]  # redis-py: unannotated
+        return super().parse_response(block=block, timeout=timeout)  # type: ignore[no-untyped-call]  # redis-py: unannotated
 
 
 class BrokerRedis(redis.Redis):
@@ -89,7 +89,7 @@ class Channel(kombu_redis.Channel):
         return BrokerRedis
 
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
-        params = super()._connparams(asynchronous=asynchronous)
+        params: dict[str, Any] = super()._connparams(asynchronous=asynchronous)  # type: ignore[no-untyped-call]  # kombu: unannotated
         params["retry"] = no_retries()
         return params
 

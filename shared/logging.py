@@ -18,7 +18,7 @@ def configure_logging(settings: Settings, *, force: bool = False) -> None:
     global _configured
     if _configured and not force:
         return
-    shared_processors = [
+    shared_processors: list[structlog.typing.Processor] = [
         structlog.contextvars.merge_contextvars,
         structlog.stdlib.add_log_level,
         structlog.stdlib.add_logger_name,

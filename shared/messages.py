@@ -23,4 +23,5 @@ def indexed_text(message: dict[str, Any]) -> str:
     the vector: all-MiniLM-L6-v2 reads a short message mostly by a name put in front of
     it. Measured on LoCoMo: with names taken out of queries, content-only vectors match
     or beat "speaker (day): content" at every budget."""
-    return message["content"]
+    content: str = message["content"]
+    return content

@@ -12,6 +12,10 @@ import importlib.util
 import os
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tiktoken import Encoding
 
 
 def _point_tiktoken_at_bundled_cache() -> None:
@@ -25,7 +29,7 @@ def _point_tiktoken_at_bundled_cache() -> None:
 
 
 @functools.lru_cache(maxsize=4)
-def _encoding(name: str):
+def _encoding(name: str) -> Encoding:
     _point_tiktoken_at_bundled_cache()
     import tiktoken
 

@@ -13,11 +13,13 @@ and a session context with nothing in it: the same answer, so nothing is reveale
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+import numpy as np
 import psycopg
 
 from shared.context.manifest import Manifest, build_manifest, render_markdown
@@ -30,6 +32,9 @@ from shared.mailbox.keys import ConversationKeys, conversation_keys
 from shared.mailbox.open_segment import read_unstored
 from shared.settings import Settings, get_settings
 from shared.tokens import count_tokens_cached
+
+if TYPE_CHECKING:
+    from shared.connections import MailboxClient
 
 
 def timezone(name: Any) -> tuple[tzinfo, str]:
@@ -64,7 +69,7 @@ def _now(now: datetime | None) -> datetime:
 _EPISODE = "id::text, title, summary, start_at, end_at, message_count, surprise, tools_used"
 
 
-def _episode(row: tuple) -> EpisodeView:
+def _episode(row: tuple[Any, ...]) -> EpisodeView:
     return EpisodeView(row[0], row[1], row[2], row[3], row[4], row[5], row[6], tuple(row[7] or ()))
 
 
@@ -88,7 +93,7 @@ def last_messages(conn: psycopg.Connection, tenant: str, conversation_id: str, l
     return [Said(*r) for r in reversed(rows)]
 
 
-def open_segment(client, keys: ConversationKeys, limit: int) -> tuple[OpenSegment, int, Said | None]:
+def open_segment(client: MailboxClient, keys: ConversationKeys, limit: int) -> tuple[OpenSegment, int, Said | None]:
     """The newest ``limit`` messages not yet in an episode, how many there are, the first."""
     read = read_unstored(client, keys, limit)
     said = tuple(Said(m.role, m.speaker, m.content, m.timestamp) for m in read.messages)
@@ -105,7 +110,7 @@ def _fingerprint(conn: psycopg.Connection, tenant: str, conversation_id: str) ->
 
 
 def _cached_episodes(
-    client, conn, keys: ConversationKeys, depth: int, settings: Settings
+    client: MailboxClient, conn: psycopg.Connection, keys: ConversationKeys, depth: int, settings: Settings
 ) -> tuple[list[EpisodeView], int, bool]:
     """(newest episodes, how many in all, whether the cache answered)."""
     fingerprint = _fingerprint(conn, keys.tenant, keys.conversation_id)
@@ -156,7 +161,7 @@ def _cached_episodes(
     return episodes[:depth], total, False
 
 
-def invalidate_manifest(client, keys: ConversationKeys) -> None:
+def invalidate_manifest(client: MailboxClient, keys: ConversationKeys) -> None:
     client.delete(keys.manifest)
 
 
@@ -188,7 +193,7 @@ def manifest(
     now: datetime | None = None,
     settings: Settings | None = None,
     conn: psycopg.Connection | None = None,
-    client=None,
+    client: MailboxClient | None = None,
 ) -> ManifestResult:
     """The conversation's episodes as a tree by relative date (newest first), the open
     segment marked Active, in markdown (seed 002's tree) and JSON."""
@@ -227,8 +232,8 @@ def session_context(
     now: datetime | None = None,
     settings: Settings | None = None,
     conn: psycopg.Connection | None = None,
-    client=None,
-    embed=None,
+    client: MailboxClient | None = None,
+    embed: Callable[[str], np.ndarray] | None = None,
 ) -> SessionContext:
     """What an agent puts at the top of a new session (seed 002), within ``max_tokens``.
     ``embed``: text -> vector for finding the relevant facts (default: the embedding model,
@@ -271,13 +276,13 @@ def session_context(
 
 
 def relevant_facts(
-    conn,
+    conn: psycopg.Connection,
     settings: Settings,
     tenant: str,
     conversation_id: str,
     segment: OpenSegment,
     recent: list[EpisodeView],
-    embed=None,
+    embed: Callable[[str], np.ndarray] | None = None,
 ) -> list[str]:
     """The conversation's active facts most relevant to where it is now (the open
     segment's newest messages, else the latest episode), as lines; the most reinforced
@@ -285,14 +290,15 @@ def relevant_facts(
     from shared.db.facts import list_facts, search_facts
     from shared.retrieval.facts_section import fact_line
 
-    if (
-        settings.session_facts <= 0
-        or not conn.execute(
-            "SELECT EXISTS (SELECT 1 FROM semantic_fact "
-            "WHERE tenant_id = %s AND conversation_id = %s AND expired_at IS NULL)",
-            (tenant, conversation_id),
-        ).fetchone()[0]
-    ):
+    if settings.session_facts <= 0:
+        return []
+    row = conn.execute(
+        "SELECT EXISTS (SELECT 1 FROM semantic_fact "
+        "WHERE tenant_id = %s AND conversation_id = %s AND expired_at IS NULL)",
+        (tenant, conversation_id),
+    ).fetchone()
+    assert row is not None  # EXISTS always gives a row
+    if not row[0]:
         return []
     if segment.messages:
         about = " ".join(m.content for m in segment.messages[-3:])
@@ -308,8 +314,9 @@ def relevant_facts(
     if embed is None:
         from shared.embeddings import get_embedder
 
-        def embed_with_model(text):
-            return get_embedder(settings).embed([text])[0]
+        def embed_with_model(text: str) -> np.ndarray:
+            vector: np.ndarray = get_embedder(settings).embed([text])[0]
+            return vector
 
         embed = embed_with_model
     found = search_facts(
@@ -327,17 +334,18 @@ def relevant_facts(
 class _resources:
     """The caller's connection and Redis client, or our own for the call."""
 
-    def __init__(self, settings: Settings, conn, client):
+    def __init__(self, settings: Settings, conn: psycopg.Connection | None, client: MailboxClient | None) -> None:
         self.settings, self.conn, self.client = settings, conn, client
-        self._own = None
+        self._own: psycopg.Connection | None = None
 
-    def __enter__(self):
+    def __enter__(self) -> tuple[psycopg.Connection, MailboxClient]:
         from shared.connections import mailbox_client, pg_connect
 
-        if self.conn is None:
-            self._own = pg_connect(self.settings, autocommit=True)
-        return (self.conn or self._own), (self.client or mailbox_client(self.settings))
+        conn = self.conn
+        if conn is None:
+            conn = self._own = pg_connect(self.settings, autocommit=True)
+        return conn, (self.client or mailbox_client(self.settings))
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, *exc: object) -> None:
         if self._own is not None:
             self._own.close()

@@ -146,7 +146,7 @@ def build_session_context(
             "search them with retrieve_memory.]"
         )
     boundary = None
-    if gap is not None:
+    if gap is not None and last_before is not None:  # both set or neither
         since = f"{human_gap(gap)} since the last message ({_when(last_before, tz)})"
         boundary = f"[Session boundary: {since}.]" if active else f"[Session boundary: new session, {since}.]"
 

@@ -31,12 +31,13 @@ def create_key(conn: psycopg.Connection, tenant: str, name: str = "") -> tuple[N
         "RETURNING id, tenant_id, name, created_at, revoked_at",
         (new.id, tenant, name, new.hash),
     ).fetchone()
+    assert row is not None  # RETURNING gives the inserted row
     return new, KeyRow(*row)
 
 
 def list_keys(conn: psycopg.Connection, tenant: str | None = None) -> list[KeyRow]:
     sql = "SELECT id, tenant_id, name, created_at, revoked_at FROM api_key"
-    args: tuple = ()
+    args: tuple[str, ...] = ()
     if tenant is not None:
         sql += " WHERE tenant_id = %s"
         args = (tenant,)
@@ -47,7 +48,7 @@ def revoke_key(conn: psycopg.Connection, key_id: str, tenant: str | None = None)
     """Revoke a key (idempotent: an already revoked key keeps its first revocation time).
     With ``tenant``, only that tenant's key."""
     sql = "UPDATE api_key SET revoked_at = coalesce(revoked_at, now()) WHERE id = %s"
-    args: tuple = (key_id,)
+    args: tuple[str, ...] = (key_id,)
     if tenant is not None:
         sql += " AND tenant_id = %s"
         args += (tenant,)

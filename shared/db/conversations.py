@@ -29,6 +29,7 @@ def lock_conversation(conn: psycopg.Connection, tenant: str, conversation_id: st
         "WHERE tenant_id = %s AND conversation_id = %s FOR UPDATE",
         (tenant, conversation_id),
     ).fetchone()
+    assert row is not None  # inserted just above if it was missing
     return ConversationRow(*row)
 
 
@@ -52,7 +53,9 @@ def raise_fence(conn: psycopg.Connection, tenant: str, conversation_id: str, red
     row = lock_conversation(conn, tenant, conversation_id)
     # from one sequence for all conversations: a fence is never handed out twice, even to
     # a conversation forgotten and started again under the same id (migration 0006)
-    fence = conn.execute("SELECT nextval('conversation_fence')").fetchone()[0]
+    fence_row = conn.execute("SELECT nextval('conversation_fence')").fetchone()
+    assert fence_row is not None  # nextval always answers
+    fence = fence_row[0]
     retired: list[tuple[int, int]] = []
     if redis_seq < row.last_seq:
         # One ordered pass over what is known above Redis' counter; a hole is a gap.

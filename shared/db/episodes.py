@@ -101,7 +101,7 @@ def check_stored(
         "AND (seq = ANY(%s) OR message_id = ANY(%s))",
         (tenant, conversation_id, seqs, ids),
     ).fetchall()
-    by_seq = dict(rows)
+    by_seq: dict[int, str] = dict(rows)
     by_id = {mid: seq for seq, mid in rows}
     stored, duplicates, collisions = set(), [], []
     for m in messages:

@@ -12,6 +12,7 @@ from datetime import datetime
 from typing import Any
 
 import numpy as np
+import psycopg
 from psycopg.types.json import Jsonb
 
 from shared.db.lexical import OR_QUERY
@@ -65,7 +66,7 @@ class Fact:
 
 
 def _history(
-    conn,
+    conn: psycopg.Connection,
     fact_id: str,
     tenant: str,
     conversation_id: str,
@@ -84,7 +85,7 @@ def _history(
 
 
 def add_fact(
-    conn,
+    conn: psycopg.Connection,
     *,
     tenant: str,
     conversation_id: str,
@@ -119,7 +120,7 @@ def add_fact(
 
 
 def reinforce_fact(
-    conn,
+    conn: psycopg.Connection,
     fact_id: str,
     *,
     tenant: str,
@@ -138,7 +139,7 @@ def reinforce_fact(
 
 
 def retire_fact(
-    conn,
+    conn: psycopg.Connection,
     fact_id: str,
     *,
     tenant: str,
@@ -170,7 +171,7 @@ def retire_fact(
     )
 
 
-def lock_facts(conn, ids: Sequence[str]) -> dict[str, Fact]:
+def lock_facts(conn: psycopg.Connection, ids: Sequence[str]) -> dict[str, Fact]:
     rows = conn.execute(
         f"SELECT {_FACT} FROM semantic_fact WHERE id = ANY(%s::uuid[]) ORDER BY id FOR UPDATE", (list(ids),)
     ).fetchall()
@@ -178,7 +179,7 @@ def lock_facts(conn, ids: Sequence[str]) -> dict[str, Fact]:
 
 
 def list_facts(
-    conn, tenant: str, conversation_id: str, *, include_retired: bool = False, limit: int = 500
+    conn: psycopg.Connection, tenant: str, conversation_id: str, *, include_retired: bool = False, limit: int = 500
 ) -> list[Fact]:
     sql = f"SELECT {_FACT} FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s"
     if not include_retired:
@@ -186,14 +187,14 @@ def list_facts(
     return [Fact(*r) for r in conn.execute(sql + " ORDER BY created_at, id LIMIT %s", (tenant, conversation_id, limit))]
 
 
-def get_fact(conn, tenant: str, fact_id: str) -> Fact | None:
+def get_fact(conn: psycopg.Connection, tenant: str, fact_id: str) -> Fact | None:
     row = conn.execute(
         f"SELECT {_FACT} FROM semantic_fact WHERE tenant_id = %s AND id = %s::uuid", (tenant, fact_id)
     ).fetchone()
     return Fact(*row) if row else None
 
 
-def fact_history(conn, tenant: str, fact_id: str) -> list[dict[str, Any]]:
+def fact_history(conn: psycopg.Connection, tenant: str, fact_id: str) -> list[dict[str, Any]]:
     rows = conn.execute(
         "SELECT action, at, run_id::text, episode_ids::text[], detail FROM semantic_fact_history "
         "WHERE tenant_id = %s AND fact_id = %s::uuid ORDER BY at, id",
@@ -202,7 +203,9 @@ def fact_history(conn, tenant: str, fact_id: str) -> list[dict[str, Any]]:
     return [{"action": r[0], "at": r[1].isoformat(), "run_id": r[2], "episode_ids": r[3], "detail": r[4]} for r in rows]
 
 
-def nearest_active(conn, tenant: str, conversation_id: str, vector: np.ndarray) -> tuple[str, float] | None:
+def nearest_active(
+    conn: psycopg.Connection, tenant: str, conversation_id: str, vector: np.ndarray
+) -> tuple[str, float] | None:
     """The active fact of the conversation closest to ``vector``: (id, cosine)."""
     row = conn.execute(
         "SELECT id::text, 1 - (embedding <=> %s) FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s "
@@ -243,7 +246,9 @@ def fuse_fact_legs(
     return [(f, scores[f], ranks[f]) for f in best]
 
 
-def facts_by_id(conn, fused: Sequence[tuple[str, float, dict[str, int]]]) -> list[tuple[Fact, float, dict[str, int]]]:
+def facts_by_id(
+    conn: psycopg.Connection, fused: Sequence[tuple[str, float, dict[str, int]]]
+) -> list[tuple[Fact, float, dict[str, int]]]:
     """The rows of fused facts, in the same order, with their scores (a fact gone since is left out)."""
     if not fused:
         return []
@@ -255,7 +260,7 @@ def facts_by_id(conn, fused: Sequence[tuple[str, float, dict[str, int]]]) -> lis
 
 
 def search_facts(
-    conn,
+    conn: psycopg.Connection,
     tenant: str,
     conversation_ids: Sequence[str] | None,
     queries: Sequence[tuple[str, np.ndarray]],
@@ -284,11 +289,14 @@ def search_facts(
     return facts_by_id(conn, fuse_fact_legs(found, k, limit))
 
 
-def unconsolidated(conn, tenant: str, conversation_id: str, flashbulb_surprise: float) -> tuple[int, bool]:
+def unconsolidated(
+    conn: psycopg.Connection, tenant: str, conversation_id: str, flashbulb_surprise: float
+) -> tuple[int, bool]:
     """(episodes waiting for consolidation, whether one of them is a flashbulb)."""
     row = conn.execute(
         "SELECT count(*), coalesce(bool_or(surprise >= %s), false) FROM episodic_memory "
         "WHERE tenant_id = %s AND conversation_id = %s AND consolidated_at IS NULL",
         (flashbulb_surprise, tenant, conversation_id),
     ).fetchone()
+    assert row is not None  # an aggregate always gives a row
     return row[0], row[1]

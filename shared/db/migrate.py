@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from shared.connections import service_urls
 from shared.settings import Settings
+
+if TYPE_CHECKING:
+    from alembic.config import Config
 
 MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 
@@ -18,7 +22,7 @@ def sqlalchemy_url(settings: Settings) -> str:
     return url
 
 
-def alembic_config(settings: Settings):
+def alembic_config(settings: Settings) -> Config:
     from alembic.config import Config
 
     cfg = Config(str(MIGRATIONS / "alembic.ini"))

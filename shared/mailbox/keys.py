@@ -28,6 +28,10 @@ from __future__ import annotations
 
 import zlib
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shared.settings import Settings
 
 
 def member(tenant: str, conversation_id: str) -> str:
@@ -130,5 +134,5 @@ class ConversationKeys:
         return [self.inbox, self.buffer, self.state, self.ids, self.segments, self.lock, self.quarantine, self.manifest]
 
 
-def conversation_keys(settings, tenant: str, conversation_id: str) -> ConversationKeys:
+def conversation_keys(settings: Settings, tenant: str, conversation_id: str) -> ConversationKeys:
     return ConversationKeys(settings.key_prefix, tenant, conversation_id, settings.redis_shards)

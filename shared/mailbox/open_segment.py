@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from shared.mailbox.codec import decode_buffer_item, decode_inbox_item, parse_segment
+from shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item, parse_segment
 from shared.mailbox.keys import ConversationKeys
 from shared.messages import speaker_of
+
+if TYPE_CHECKING:
+    from shared.connections import MailboxClient
 
 
 @dataclass(frozen=True)
@@ -42,7 +45,7 @@ class UnstoredRead:
     first: Unstored | None  # the oldest
 
 
-def read_unstored(client, keys: ConversationKeys, limit: int) -> UnstoredRead:
+def read_unstored(client: MailboxClient, keys: ConversationKeys, limit: int) -> UnstoredRead:
     """Messages not yet in an episode: closed segments (oldest first), the open event,
     the inbox; the inbox read only from its newest ``limit`` (and its first item)."""
     pipe = client.pipeline(transaction=True)
@@ -63,5 +66,5 @@ def read_unstored(client, keys: ConversationKeys, limit: int) -> UnstoredRead:
     return UnstoredRead(out[-limit:] if limit else [], stored + inbox_total, first)
 
 
-def _from_queued(m) -> Unstored:
+def _from_queued(m: QueuedMessage) -> Unstored:
     return Unstored(m.role, speaker_of({"role": m.role, "metadata": m.metadata}), m.content, m.timestamp, m.seq)

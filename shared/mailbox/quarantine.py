@@ -5,10 +5,15 @@ conversation carries on. Listed per shard index; put back with ``retry``."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, cast
 
 from shared.mailbox.keys import ConversationKeys, all_shards, conversation_keys, split_member
 from shared.mailbox.scripts import Scripts
 from shared.mailbox.status import QuarantineEntry, parse_quarantine
+
+if TYPE_CHECKING:
+    from shared.connections import MailboxClient
+    from shared.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -19,21 +24,21 @@ class Quarantined:
 
 
 def list_quarantined(
-    client, settings, tenant: str | None = None, conversation_id: str | None = None
+    client: MailboxClient, settings: Settings, tenant: str | None = None, conversation_id: str | None = None
 ) -> list[Quarantined]:
     if conversation_id is not None:
         members = [f"{tenant or settings.tenant}/{conversation_id}"]
     else:
         members = []
         for shard in all_shards(settings.key_prefix, settings.redis_shards):
-            members += client.zrange(shard.quarantined, 0, -1)
+            members += cast(list[str], client.zrange(shard.quarantined, 0, -1))
     out: list[Quarantined] = []
     for member in sorted(members):
         t, c = split_member(member)
         if tenant is not None and t != tenant:
             continue
         keys = conversation_keys(settings, t, c)
-        out += [Quarantined(t, c, e) for e in parse_quarantine(client.hgetall(keys.quarantine))]
+        out += [Quarantined(t, c, e) for e in parse_quarantine(cast(dict[str, str], client.hgetall(keys.quarantine)))]
     return out
 
 
@@ -44,7 +49,7 @@ class Retried:
     publish: bool  # the caller must publish a drain (message) or an episode creation (segment)
 
 
-def retry(client, scripts: Scripts, keys: ConversationKeys, field: str) -> Retried | None:
+def retry(client: MailboxClient, scripts: Scripts, keys: ConversationKeys, field: str) -> Retried | None:
     """Put one quarantined item back to work; None when there is no such item."""
     reply = scripts.quarantine_retry(
         keys=[

@@ -5,9 +5,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, fields
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
+from redis.client import Pipeline
 from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
+
+if TYPE_CHECKING:
+    from shared.connections import MailboxClient
 
 LUA = Path(__file__).parent / "lua"
 
@@ -33,11 +38,11 @@ class Scripts:
     unlock: Script
 
     @classmethod
-    def register(cls, client) -> Scripts:
+    def register(cls, client: MailboxClient) -> Scripts:
         return cls(**{f.name: client.register_script(source(f.name)) for f in fields(cls)})
 
 
-def queue(script: Script, pipe, keys: list, args: list) -> None:
+def queue(script: Script, pipe: Pipeline | ClusterPipeline, keys: list[str], args: list[Any]) -> None:
     """Queue a script call on a pipeline (``pipeline(transaction=False)``).
 
     redis-py's ``ClusterPipeline`` refuses EVALSHA and cannot load scripts beforehand, so

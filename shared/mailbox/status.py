@@ -5,9 +5,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from shared.mailbox.keys import ConversationKeys
+
+if TYPE_CHECKING:
+    from shared.connections import MailboxClient
+    from shared.mailbox.scripts import Scripts
+    from shared.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -64,7 +69,7 @@ def parse_quarantine(raw: dict[str, str]) -> list[QuarantineEntry]:
     return out
 
 
-def conversation_status(client, keys: ConversationKeys) -> ConversationStatus:
+def conversation_status(client: MailboxClient, keys: ConversationKeys) -> ConversationStatus:
     pipe = client.pipeline(transaction=False)
     pipe.llen(keys.inbox)
     pipe.llen(keys.buffer)
@@ -99,7 +104,7 @@ class MailboxOverview:
     quarantined: int  # conversations with quarantined items
 
 
-def mailbox_overview(client, scripts, settings) -> MailboxOverview:
+def mailbox_overview(client: MailboxClient, scripts: Scripts, settings: Settings) -> MailboxOverview:
     from shared.mailbox.keys import all_shards
 
     totals = [0] * 6

@@ -154,7 +154,7 @@ class LegResults:
     episodes: dict[str, list[str]]  # leg -> episode ids, best first
     messages: dict[str, dict[int, dict[str, int]]]  # episode id -> seq -> "vector" / "lexical" -> 1-based rank
     hits: dict[str, EpisodeHit] = field(default_factory=dict)  # episode id -> its row, unscored (``full``)
-    shown: dict[str, list[tuple]] = field(
+    shown: dict[str, list[tuple[Any, ...]]] = field(
         default_factory=dict
     )  # episode id -> (seq, role, speaker, content, ts) (``full``)
     facts: list[tuple[str, str, int]] = field(default_factory=list)  # (fact leg, fact id, rank) (``full`` with facts)
@@ -186,13 +186,13 @@ def run_legs(
     return read_rows(rows, legs)
 
 
-def read_rows(rows: list[tuple], legs: tuple[str, ...]) -> LegResults:
+def read_rows(rows: list[tuple[Any, ...]], legs: tuple[str, ...]) -> LegResults:
     """What the rows of ``legs_sql`` or ``retrieval_sql`` say (see it for the columns)."""
     ranked: dict[str, list[tuple[int, str]]] = {leg: [] for leg in legs}
     names = {leg: leg.removeprefix("message_") for leg in legs}
     messages: dict[str, dict[int, dict[str, int]]] = {}
     hits: dict[str, EpisodeHit] = {}
-    shown: dict[str, list[tuple]] = {}
+    shown: dict[str, list[tuple[Any, ...]]] = {}
     fact_rows: list[tuple[str, str, int]] = []
     for row in rows:
         kind = row[0]
@@ -259,7 +259,7 @@ def participants(conn: psycopg.Connection, request: RetrievalRequest, limit: int
     """Names of the participants of the conversations in scope (``conversation_participant``)."""
     if request.conversation_ids is None:
         sql = "SELECT DISTINCT name FROM conversation_participant WHERE tenant_id = %s LIMIT %s"
-        args: tuple = (request.tenant, limit)
+        args: tuple[Any, ...] = (request.tenant, limit)
     else:
         sql = (
             "SELECT DISTINCT name FROM conversation_participant WHERE tenant_id = %s AND conversation_id = ANY(%s) "
@@ -284,9 +284,9 @@ def recent_candidates(
     return [EpisodeHit(*r) for r in rows]
 
 
-def fetch_messages(conn: psycopg.Connection, episode_ids: list[str]) -> dict[str, list[tuple]]:
+def fetch_messages(conn: psycopg.Connection, episode_ids: list[str]) -> dict[str, list[tuple[Any, ...]]]:
     """Every message of the given episodes: episode id -> (seq, role, speaker, content, ts) in seq order."""
-    out: dict[str, list[tuple]] = {}
+    out: dict[str, list[tuple[Any, ...]]] = {}
     for row in conn.execute(
         "SELECT episode_id::text, seq, role, speaker, content, ts FROM episode_message "
         "WHERE episode_id = ANY(%s::uuid[]) ORDER BY episode_id, seq",

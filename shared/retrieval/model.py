@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -14,7 +15,7 @@ class MessageView:
     content: str
     ts: datetime
     relevance: float = 0.0  # the priority it competes for the budget with (``relevance.py``)
-    ranks: dict[str, int] = field(default_factory=dict)  # "vector" / "lexical" -> 1-based rank in the message legs
+    ranks: Mapping[str, int] = field(default_factory=dict)  # "vector" / "lexical" -> 1-based rank in the message legs
     speaker_match: bool = False  # said by a participant the query names
 
     @property

@@ -66,7 +66,7 @@ def episode_relevance(
         s = 0.0
         for rank in mine.values():
             s += 1.0 / (k + rank)
-        match = check_speaker and speakers[i] in named
+        match = check_speaker and speakers is not None and speakers[i] in named  # check_speaker: speakers given
         if match:
             s += bonus
         own[seq] = s

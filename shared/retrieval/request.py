@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from shared.errors import ValidationError
 from shared.ids import check_conversation_id, check_tenant
@@ -126,7 +126,7 @@ def build_request(
             window = TimeRange(_aware(time_range[0], "time_range.start"), _aware(time_range[1], "time_range.end"))
         if window.start and window.end and window.start >= window.end:
             raise ValidationError("start must be before end", field="time_range")
-    now = _aware(now, "now") if now is not None else datetime.now(UTC)
+    now = cast(datetime, _aware(now, "now")) if now is not None else datetime.now(UTC)  # a time in, a time out
     if asked_in is not None:
         asked_in = check_conversation_id(asked_in, settings.conversation_id_max_length, field="asked_in")
     elif scope is not None and len(scope) == 1:

@@ -12,9 +12,10 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import Any
+from typing import Any, cast
 
 from fsrs import Card, Scheduler, State
+from fsrs.card import CardDict
 
 
 @functools.lru_cache(maxsize=4)
@@ -24,7 +25,7 @@ def _scheduler(desired_retention: float) -> Scheduler:
 
 def card_state(card: dict[str, Any]) -> tuple[float | None, datetime | None]:
     """(stability, last review) of a card stored as ``Card.to_dict()``."""
-    c = Card.from_dict(card)
+    c = Card.from_dict(cast(CardDict, card))  # as Card.to_dict() wrote it
     return c.stability, c.last_review
 
 

@@ -48,7 +48,7 @@ class ReviewNotes:
         self.dropped = 0  # notes lost (queue full, or refused by the database)
         self.batches = 0  # statements written
         self._thread: threading.Thread | None = None
-        self._conn = None
+        self._conn: psycopg.Connection | None = None
         self._closed = False
         self._flushing = 0  # callers waiting in ``flush``: write at once
 

@@ -17,6 +17,7 @@ import bisect
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 from shared.retrieval.model import EpisodeHit, MessageView
 from shared.retrieval.render import GAP, episode_lines, markdown, message_line, shown_header
@@ -204,7 +205,9 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     # no budget holds more than max_tokens / (tokens of the shortest line) messages: past a
     # few times that, the rest of the ranking cannot be reached
     message_items.sort()
-    items: list = message_items[: 4 * p.max_tokens // smallest] + [h for h in first_headers if h[0] <= 0]
+    items: list[tuple[Any, ...]] = message_items[: 4 * p.max_tokens // smallest] + [
+        h for h in first_headers if h[0] <= 0
+    ]
     items.sort()
     items += sorted(h for h in first_headers if h[0] > 0) + sorted(last_headers)
 

@@ -129,7 +129,8 @@ def rerank(
 
 def multiplier(hit: EpisodeHit, settings: Settings) -> float:
     """What an episode's FSRS retrievability and a time the query names do to its scores."""
-    return (hit.retrievability**settings.retrievability_weight) * hit.time_boost
+    m: float = (hit.retrievability**settings.retrievability_weight) * hit.time_boost
+    return m
 
 
 def relevance_params(settings: Settings) -> RelevanceParams:
@@ -144,7 +145,7 @@ def relevance_params(settings: Settings) -> RelevanceParams:
 
 
 def attach_messages(
-    shown: dict[str, list[tuple]],
+    shown: dict[str, list[tuple[Any, ...]]],
     hits: list[EpisodeHit],
     message_ranks: dict[str, dict[int, dict[str, int]]],
     named: frozenset[str],
@@ -217,7 +218,8 @@ def retrieve(
         embedder = get_embedder(settings)
 
         def embed(text: str) -> np.ndarray:
-            return embedder.embed([text])[0]
+            vector: np.ndarray = embedder.embed([text])[0]
+            return vector
 
     named = find_time(request.query, request.now) if request.time_range is None else None
     with _connection(conn, settings) as c:
@@ -282,6 +284,7 @@ def retrieve(
             text = facts_text if not chosen else f"{facts_text}\n\n{text}"
             tokens = count_tokens(text)
             if tokens > request.max_tokens:  # never expected; the budget holds on what is returned, whatever happens
+                assert selection is not None  # facts alone fit in a third of the budget
                 facts_text, fact_records, text, tokens = "", [], selection.text, selection.tokens
         t4 = time.perf_counter()
         timings["select"] = (t4 - t3) * 1000
@@ -401,6 +404,7 @@ def recent_memory(
     )
     if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days <= 36_500:
         raise ValidationError("must be a number of days above 0", field="days")
+    assert request.conversation_ids is not None  # built from one conversation_id
     tenant, conversation_id, limit, max_tokens = (
         request.tenant,
         request.conversation_ids[0],

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import calendar
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
@@ -110,7 +111,7 @@ def _shift_months(d: datetime, months: int) -> datetime:
     return datetime(year, month + 1, min(d.day, calendar.monthrange(year, month + 1)[1]), tzinfo=UTC)
 
 
-def _relative(now: datetime):
+def _relative(now: datetime) -> list[tuple[str, Callable[[re.Match[str]], TimeRange]]]:
     today = _day(now)
     week = today - timedelta(days=today.weekday())
     return [
@@ -167,7 +168,7 @@ def find_time(query: str, now: datetime) -> NamedTime | None:
 def _scan(text: str, now: datetime) -> NamedTime | None:
     found: list[tuple[int, str, TimeRange]] = []
 
-    def add(m: re.Match, window: TimeRange | None) -> None:
+    def add(m: re.Match[str], window: TimeRange | None) -> None:
         if window is not None:
             found.append((m.start(), m.group(0), window))
 
