@@ -23,7 +23,7 @@ import random
 import time
 from dataclasses import dataclass
 from types import ModuleType
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import structlog
 from pydantic import BaseModel, ValidationError
@@ -60,9 +60,12 @@ def import_litellm() -> ModuleType:
     return litellm
 
 
+M = TypeVar("M", bound=BaseModel)
+
+
 @dataclass(frozen=True)
-class LLMResult:
-    value: BaseModel
+class LLMResult(Generic[M]):
+    value: M
     model: str
     attempts: int
     seconds: float
@@ -77,10 +80,10 @@ def _schema_for(model_cls: type[BaseModel]) -> dict[str, Any]:
 def complete_json(
     settings: Settings,
     messages: list[dict[str, str]],
-    output: type[BaseModel],
+    output: type[M],
     *,
     purpose: str,
-) -> LLMResult:
+) -> LLMResult[M]:
     """Ask the configured model for a JSON object shaped like ``output``."""
     if not settings.llm_enabled:
         raise LLMError("no LLM configured (MEMQ_LLM_MODEL is unset)")

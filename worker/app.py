@@ -9,6 +9,8 @@ to task and conversation ids.
 from __future__ import annotations
 
 import warnings
+from collections.abc import Sequence
+from typing import Any
 
 import structlog
 from celery import Celery, signals
@@ -80,7 +82,7 @@ def _setup_logging(**_: object) -> None:
 
 
 @signals.task_prerun.connect
-def _bind_task(task_id=None, task=None, args=None, **_: object) -> None:
+def _bind_task(task_id: str | None = None, task: object = None, args: Sequence[Any] | None = None, **_: object) -> None:
     structlog.contextvars.clear_contextvars()
     context = {"task_id": task_id, "task_name": getattr(task, "name", None)}
     if args and len(args) >= 2:

@@ -13,6 +13,8 @@ drain or an episode creation are harmless anyway.
 
 from __future__ import annotations
 
+from typing import Any
+
 import structlog
 from celery import bootsteps
 
@@ -26,10 +28,10 @@ log = structlog.get_logger("memq.recovery")
 class SweepAfterReconnect(bootsteps.StartStopStep):
     requires = ("celery.worker.consumer.tasks:Tasks",)
 
-    def __init__(self, c, **kwargs) -> None:
+    def __init__(self, c: Any, **kwargs: Any) -> None:
         self.starts = 0
 
-    def start(self, c) -> None:
+    def start(self, c: Any) -> None:
         self.starts += 1
         settings = get_settings()
         if self.starts == 1 or settings.recovery_sweep_window_seconds <= 0:

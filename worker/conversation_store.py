@@ -25,9 +25,10 @@ import json
 import secrets
 import uuid
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NoReturn
 
 import redis
+from redis.commands.core import Script
 
 from shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item, parse_segment
 from shared.mailbox.keys import conversation_keys
@@ -157,10 +158,11 @@ class ConversationStore:
         return [decode_inbox_item(i) for i in self.peek_inbox_raw(count)]
 
     def flush_requested(self) -> str | None:
-        return self.client.hget(self.keys.state, "flush")
+        flush: str | None = self.client.hget(self.keys.state, "flush")
+        return flush
 
     # -- writing ------------------------------------------------------------------
-    def _raise_fence_error(self, exc: redis.ResponseError):
+    def _raise_fence_error(self, exc: redis.ResponseError) -> NoReturn:
         text = str(exc)
         if "LOCK" in text:
             raise LockLost(self.keys.member) from exc
@@ -170,7 +172,7 @@ class ConversationStore:
             raise StateChanged(self.keys.member) from exc
         raise exc
 
-    def _fenced(self, script, keys: list[str], args: list[Any]) -> int:
+    def _fenced(self, script: Script, keys: list[str], args: list[Any]) -> int:
         try:
             self.version = int(script(keys=keys, args=args))
         except redis.ResponseError as exc:
@@ -193,9 +195,9 @@ class ConversationStore:
         """Apply one step atomically; return the episode id of a closed segment."""
         episode_id, payload = "", ""
         if segment is not None:
-            episode_id = episode_id_for(
-                self.tenant, self.conversation_id, segment.messages[0].seq, segment.messages[-1].seq
-            )
+            first, last = segment.messages[0].seq, segment.messages[-1].seq
+            assert first is not None and last is not None  # a closed segment's messages are numbered
+            episode_id = episode_id_for(self.tenant, self.conversation_id, first, last)
             record = json.dumps(self.segment_record(episode_id, segment), ensure_ascii=False, separators=(",", ":"))
             payload = f"{fence} {record}"
         self._fenced(

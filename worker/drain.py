@@ -22,6 +22,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import numpy as np
 import structlog
 
 from shared import deadline
@@ -32,7 +33,7 @@ from shared.tokens import message_tokens
 from worker.conversation_store import ConversationStore, Snapshot
 from worker.failures import STOP, describe, is_transient
 from worker.segmentation.detectors.base import Detector
-from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
+from worker.segmentation.engine import Buffered, ClosedSegment, OverlapParams, Step, close_open_event, step
 from worker.segmentation.rules import RuleParams
 
 log = structlog.get_logger("memq.segmentation")
@@ -57,7 +58,7 @@ class DrainOutcome:
     flushed: bool = False
 
 
-def log_boundary_score(seq: int, result) -> None:
+def log_boundary_score(seq: int | None, result: Step) -> None:
     """Seed 004's debug line: ``Boundary score: 0.85 (pred=.., drift=..) -> TRIGGER``."""
     v = result.verdict
     if v is None:
@@ -92,11 +93,11 @@ def _decode(raws: list[str]) -> list[QueuedMessage | _Unusable]:
     return out
 
 
-def _embed(embedder: Embedder, messages: list[QueuedMessage | _Unusable]) -> list:
+def _embed(embedder: Embedder, messages: list[QueuedMessage | _Unusable]) -> list[np.ndarray | _Unusable | None]:
     """One batch call; when it fails for a non-transient reason, one call per message so
     that only the message that cannot be embedded is marked."""
     usable = [(i, m) for i, m in enumerate(messages) if isinstance(m, QueuedMessage)]
-    vectors: list = [m if isinstance(m, _Unusable) else None for m in messages]
+    vectors: list[np.ndarray | _Unusable | None] = [m if isinstance(m, _Unusable) else None for m in messages]
     try:
         batch = embedder.embed([m.content for _, m in usable])
         for (i, _), v in zip(usable, batch):
@@ -207,6 +208,7 @@ def drain(
             if settings.boundary_verbose:
                 log_boundary_score(message.seq, result)
             if episode_id:
+                assert result.segment is not None  # an episode id comes with its segment
                 _closed(episode_id, result.segment, outcome, on_episode)
 
     if store.peek_inbox_raw(1):
@@ -214,25 +216,26 @@ def drain(
     flush = store.flush_requested()
     if flush is not None:
         reason = "inactivity" if flush.endswith(":inactivity") else "flush"
-        result = close_open_event(buffer, state, detector, overlap, reason=reason)
-        if result is None:
+        closing = close_open_event(buffer, state, detector, overlap, reason=reason)
+        if closing is None:
             store.commit(head_raw=None, push=None, drop=0, segment=None, state=state, fence=fence, clear_flush=flush)
         else:
             episode_id = store.commit(
                 head_raw=None,
                 push=None,
-                drop=result.drop,
-                segment=result.segment,
-                state=result.state,
+                drop=closing.drop,
+                segment=closing.segment,
+                state=closing.state,
                 fence=fence,
                 clear_flush=flush,
             )
-            _closed(episode_id, result.segment, outcome, on_episode)
+            assert episode_id is not None and closing.segment is not None  # closing a non-empty event
+            _closed(episode_id, closing.segment, outcome, on_episode)
         outcome.flushed = True
     return outcome
 
 
-def _closed(episode_id: str, segment, outcome: DrainOutcome, on_episode: Callable[[str], None]) -> None:
+def _closed(episode_id: str, segment: ClosedSegment, outcome: DrainOutcome, on_episode: Callable[[str], None]) -> None:
     log.info(
         "segment_closed",
         episode_id=episode_id,

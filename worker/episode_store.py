@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+import psycopg
 import structlog
 
 from shared.db.episodes import StoredChanged, check_stored, store_episode
@@ -34,7 +35,9 @@ class Created:
     duplicates: int = 0
 
 
-def create_episode(store: ConversationStore, conn, segment_id: str, settings: Settings, embedder: Embedder) -> Created:
+def create_episode(
+    store: ConversationStore, conn: psycopg.Connection, segment_id: str, settings: Settings, embedder: Embedder
+) -> Created:
     segment = store.segment(segment_id)
     if segment is None:
         return Created("gone")

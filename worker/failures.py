@@ -52,4 +52,5 @@ def describe(exc: BaseException) -> str:
 
 def backoff_seconds(attempt: int, base: float, cap: float) -> float:
     """Exponential backoff with jitter: base x 2^attempt, at most cap."""
-    return min(cap, base * 2 ** max(0, attempt)) * (0.75 + random.random() / 2)
+    seconds: float = min(cap, base * 2 ** max(0, attempt)) * (0.75 + random.random() / 2)
+    return seconds

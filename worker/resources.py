@@ -10,7 +10,7 @@ import os
 
 import psycopg
 
-from shared.connections import mailbox_client, pg_connect
+from shared.connections import MailboxClient, mailbox_client, pg_connect
 from shared.embeddings import Embedder, get_embedder
 from shared.mailbox.scripts import Scripts
 from shared.settings import Settings, get_settings
@@ -20,7 +20,7 @@ from worker.segmentation.detectors.registry import build_detector
 
 
 @functools.lru_cache(maxsize=4)
-def _mailbox(pid: int, settings: Settings):
+def _mailbox(pid: int, settings: Settings) -> tuple[MailboxClient, Scripts]:
     client = mailbox_client(settings)
     return client, Scripts.register(client)
 
@@ -29,7 +29,7 @@ def settings() -> Settings:
     return get_settings()
 
 
-def mailbox():
+def mailbox() -> tuple[MailboxClient, Scripts]:
     """(client, scripts) for this process."""
     return _mailbox(os.getpid(), settings())
 

@@ -24,8 +24,10 @@ their segment's episode is created and are not stored twice.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import replace
 
+import psycopg
 import structlog
 
 from shared.db.conversations import raise_fence
@@ -35,7 +37,9 @@ from worker.conversation_store import ConversationStore, Snapshot
 log = structlog.get_logger("memq.sync")
 
 
-def sync_with_database(store: ConversationStore, snapshot: Snapshot, connect) -> Snapshot:
+def sync_with_database(
+    store: ConversationStore, snapshot: Snapshot, connect: Callable[[], psycopg.Connection]
+) -> Snapshot:
     """Return the snapshot, synced (a no-op when it already is). ``connect()`` gives an
     autocommit PostgreSQL connection."""
     if snapshot.synced:

@@ -30,6 +30,8 @@ import time
 from dataclasses import dataclass
 from enum import Enum
 from pathlib import Path
+from types import FrameType
+from typing import Any
 
 import structlog
 from celery import bootsteps
@@ -70,7 +72,7 @@ def heartbeat_path(settings: Settings, node: str) -> Path:
     return folder / f"{safe}.alive"
 
 
-def where(frame) -> list[str]:
+def where(frame: FrameType | None) -> list[str]:
     """The innermost frames of a stack as ``file:line function`` (no values)."""
     out: list[str] = []
     while frame is not None and len(out) < 8:
@@ -80,8 +82,8 @@ def where(frame) -> list[str]:
     return out
 
 
-def _function_names(frame) -> set[str]:
-    names = set()
+def _function_names(frame: FrameType | None) -> set[str]:
+    names: set[str] = set()
     while frame is not None:
         names.add(frame.f_code.co_name)
         frame = frame.f_back
@@ -175,25 +177,25 @@ class WatchdogStep(bootsteps.StartStopStep):
 
     requires = ("celery.worker.consumer.tasks:Tasks",)
 
-    def __init__(self, c, **kwargs) -> None:
+    def __init__(self, c: Any, **kwargs: Any) -> None:
         settings = get_settings()
         self.enabled = settings.worker_heartbeat_seconds > 0 and getattr(c, "timer", None) is not None
         self.watchdog = Watchdog(settings, getattr(c, "hostname", None) or "worker") if self.enabled else None
         self.entry = None
 
-    def start(self, c) -> None:
+    def start(self, c: Any) -> None:
         if self.watchdog is None:
             return
         self.watchdog.tick()
         self.entry = c.timer.call_repeatedly(self.watchdog.settings.worker_heartbeat_seconds, self.watchdog.tick)
         self.watchdog.start()
 
-    def stop(self, c) -> None:
+    def stop(self, c: Any) -> None:
         if self.entry is not None:
             c.timer.cancel(self.entry)
             self.entry = None
 
-    def shutdown(self, c) -> None:
+    def shutdown(self, c: Any) -> None:
         self.stop(c)
         if self.watchdog is not None:
             self.watchdog.stop()

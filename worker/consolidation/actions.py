@@ -20,7 +20,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import BaseModel, Field, model_validator
 
@@ -29,7 +29,7 @@ from shared.db.facts import CATEGORIES
 Category = Literal[
     "identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline"
 ]
-assert set(Category.__args__) == set(CATEGORIES)
+assert set(get_args(Category)) == set(CATEGORIES)
 
 
 class Action(BaseModel):
@@ -138,7 +138,7 @@ class Plan:
 def plan(answer: BaseModel, shown: Shown) -> Plan:
     """The validated answer with local numbers resolved to ids."""
     steps = []
-    for a in answer.actions:
+    for a in answer.actions:  # type: ignore[attr-defined]  # the model answer_model built
         episode_id = shown.episodes[a.episode - 1][0]
         target = shown.facts[a.target - 1][0] if a.target else None
         text = " ".join(a.fact.split()) if a.fact else None

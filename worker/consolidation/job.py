@@ -22,14 +22,15 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import psycopg
 import structlog
 
-from shared.db.facts import add_fact, lock_facts, nearest_active, reinforce_fact, retire_fact, search_facts
+from shared.db.facts import Fact, add_fact, lock_facts, nearest_active, reinforce_fact, retire_fact, search_facts
 from shared.embeddings import Embedder
 from shared.llm import LLMError, complete_json
 from shared.settings import Settings
-from worker.consolidation.actions import Shown, answer_model, plan
+from worker.consolidation.actions import Shown, Step, answer_model, plan
 
 log = structlog.get_logger("memq.consolidation")
 
@@ -57,7 +58,7 @@ class ConsolidationOutcome:
     run_id: str | None = None
 
 
-def _episodes(conn, tenant: str, conversation_id: str, limit: int) -> list[tuple]:
+def _episodes(conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int) -> list[tuple[Any, ...]]:
     return conn.execute(
         "SELECT id::text, title, summary, start_at, end_at, embedding FROM episodic_memory "
         "WHERE tenant_id = %s AND conversation_id = %s AND consolidated_at IS NULL ORDER BY start_at, id LIMIT %s",
@@ -65,7 +66,7 @@ def _episodes(conn, tenant: str, conversation_id: str, limit: int) -> list[tuple
     ).fetchall()
 
 
-def _messages(conn, episode_ids: list[str], per_episode: int = 60) -> dict[str, list[str]]:
+def _messages(conn: psycopg.Connection, episode_ids: list[str], per_episode: int = 60) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {}
     for eid, who, content in conn.execute(
         "SELECT episode_id::text, coalesce(speaker, role), content FROM episode_message "
@@ -80,7 +81,9 @@ def _messages(conn, episode_ids: list[str], per_episode: int = 60) -> dict[str, 
     return out
 
 
-def render(episodes: list[tuple], messages: dict[str, list[str]], facts: list) -> str:
+def render(
+    episodes: list[tuple[Any, ...]], messages: dict[str, list[str]], facts: list[tuple[Fact, float, dict[str, int]]]
+) -> str:
     parts = ["NEW EPISODES:"]
     for i, (eid, title, summary, start, end, _) in enumerate(episodes, start=1):
         parts.append(f"E{i} ({start:%Y-%m-%d %H:%M}–{end:%H:%M} UTC): {title}\nSummary: {summary}")
@@ -160,10 +163,18 @@ def consolidate(
     return ConsolidationOutcome("done", len(ids), counts, run_id=run_id)
 
 
-def _apply(conn, step, vectors, common: dict[str, Any], settings: Settings, model: str) -> str:
+def _apply(
+    conn: psycopg.Connection,
+    step: Step,
+    vectors: dict[str, np.ndarray],
+    common: dict[str, Any],
+    settings: Settings,
+    model: str,
+) -> str:
     episodes = [step.episode_id]
     tenant, conversation_id = common["tenant"], common["conversation_id"]
     if step.kind == "reinforce":
+        assert step.target_id is not None  # validated: reinforce names a known fact
         reinforce_fact(
             conn,
             step.target_id,
@@ -175,6 +186,7 @@ def _apply(conn, step, vectors, common: dict[str, Any], settings: Settings, mode
         )
         return "reinforced"
     if step.kind == "invalidate":
+        assert step.target_id is not None  # validated: invalidate names a known fact
         retire_fact(
             conn,
             step.target_id,
@@ -186,6 +198,7 @@ def _apply(conn, step, vectors, common: dict[str, Any], settings: Settings, mode
             run_id=common["run_id"],
         )
         return "invalidated"
+    assert step.fact is not None and step.category is not None  # validated: new and update carry both
     vector = vectors[step.fact]
     near = nearest_active(conn, tenant, conversation_id, vector)
     if (
@@ -220,6 +233,7 @@ def _apply(conn, step, vectors, common: dict[str, Any], settings: Settings, mode
         detail={"as": step.kind},
     )
     if step.kind == "update":
+        assert step.target_id is not None  # validated: update names a known fact
         retire_fact(
             conn,
             step.target_id,

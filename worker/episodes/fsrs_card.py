@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from typing import Any, cast
 
 from fsrs import Card, Rating, Scheduler
 
@@ -30,9 +30,12 @@ def initial_memory(
 ) -> InitialMemory:
     scheduler = Scheduler(desired_retention=desired_retention, learning_steps=(), enable_fuzzing=False)
     card, _ = scheduler.review_card(Card(card_id=card_id), Rating.Good, review_datetime=formed_at)
+    assert card.stability is not None and card.difficulty is not None  # set by the first review
     card.stability = float(card.stability) * (1.0 + boost * max(0.0, min(1.0, surprise)))
     card.due = formed_at + timedelta(days=due_in_days(scheduler, card.stability))
-    return InitialMemory(stability=card.stability, difficulty=float(card.difficulty), card=card.to_dict())
+    return InitialMemory(
+        stability=card.stability, difficulty=float(card.difficulty), card=cast(dict[str, Any], card.to_dict())
+    )
 
 
 def due_in_days(scheduler: Scheduler, stability: float) -> int:

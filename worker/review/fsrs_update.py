@@ -12,9 +12,10 @@ from __future__ import annotations
 import functools
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, cast
 
 from fsrs import Card, Rating, Scheduler
+from fsrs.card import CardDict
 
 RATINGS = {"again": 1, "hard": 2, "good": 3, "easy": 4}
 NAMES = {v: k for k, v in RATINGS.items()}
@@ -52,8 +53,8 @@ def apply_rating(
         rating, merged = max(previous, rating), merged + 1
     else:
         before, merged = card, 1
-    start = Card.from_dict(before)
+    start = Card.from_dict(cast(CardDict, before))  # as Card.to_dict() wrote it
     if start.last_review is not None and at < start.last_review:
         at = start.last_review  # a review cannot precede the one before it
     after, _ = scheduler(desired_retention).review_card(start, Rating(rating), review_datetime=at)
-    return Applied(before, after.to_dict(), rating, merged)
+    return Applied(before, cast(dict[str, Any], after.to_dict()), rating, merged)

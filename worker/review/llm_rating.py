@@ -74,4 +74,4 @@ def llm_ratings(
         answer_model(len(memories)),
         purpose="memory_review",
     )
-    return {r.memory: (RATINGS[r.rating], r.reason[:300]) for r in result.value.ratings}, result.model
+    return {r.memory: (RATINGS[r.rating], r.reason[:300]) for r in result.value.ratings}, result.model  # type: ignore[attr-defined]  # the model answer_model built

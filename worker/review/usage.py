@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -148,7 +149,7 @@ class UsageRating:
     closeness: float
     taken_up: list[str] = field(default_factory=list)
 
-    def detail(self) -> dict:
+    def detail(self) -> dict[str, Any]:
         return {"closeness": round(self.closeness, 4), "taken_up": self.taken_up, "rating": NAMES[self.rating]}
 
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 
@@ -47,7 +48,7 @@ class ClosedSegment:
     surprise: float
     detector: str
     source: str  # what decided: rules, embedding, llm, hysteresis, flush
-    overlap: tuple[dict, ...]  # previous segment's tail, context only
+    overlap: tuple[dict[str, Any], ...]  # previous segment's tail, context only
     token_count: int
 
 

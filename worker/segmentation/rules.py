@@ -28,6 +28,10 @@ import enum
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from shared.settings import Settings
 
 
 class RuleAction(enum.Enum):
@@ -53,7 +57,7 @@ class RuleParams:
     min_message_chars: int = 5
 
     @classmethod
-    def from_settings(cls, s) -> RuleParams:
+    def from_settings(cls, s: Settings) -> RuleParams:
         return cls(
             min_messages=s.min_messages,
             max_messages=s.max_messages,

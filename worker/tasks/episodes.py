@@ -10,6 +10,8 @@ retried without end.
 
 from __future__ import annotations
 
+from typing import Any
+
 import structlog
 from billiard.exceptions import SoftTimeLimitExceeded
 
@@ -27,7 +29,7 @@ log = structlog.get_logger("memq.tasks")
 
 
 @app.task(name=tasks.EPISODE_CREATION, acks_late=True)
-def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt: int = 0) -> dict:
+def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt: int = 0) -> dict[str, Any]:
     settings = resources.settings()
     try:
         tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
@@ -44,6 +46,7 @@ def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt
         with resources.database() as conn:
             created = create_episode(store, conn, episode_id, settings, resources.embedder())
         if created.status == "created":  # the chain goes on: what was retrieved before this segment is reviewed
+            assert created.episode_id is not None  # a created episode has its id
             publish.review(tenant, conversation_id, created.episode_id)
         return {"status": created.status, "episode_id": created.episode_id, "summary_source": created.summary_source}
     except StaleSegment as exc:

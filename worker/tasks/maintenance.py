@@ -18,6 +18,8 @@ time comparison happens inside Redis, on its own clock.
 
 from __future__ import annotations
 
+from typing import Any
+
 import structlog
 
 from shared import tasks
@@ -33,7 +35,7 @@ RECOVERY_SWEEP_KEY = "{prefix}:recovery-sweep"
 
 
 @app.task(name=tasks.COLLAPSE_IDLE, acks_late=True)
-def collapse_idle() -> dict:
+def collapse_idle() -> dict[str, Any]:
     settings = resources.settings()
     _, scripts = resources.mailbox()
     timeout = settings.segment_timeout_minutes * 60
@@ -55,7 +57,7 @@ def collapse_idle() -> dict:
 
 
 @app.task(name=tasks.SWEEP_STALLED, acks_late=True)
-def sweep_stalled(age: float | None = None, once_per_seconds: float = 0.0) -> dict:
+def sweep_stalled(age: float | None = None, once_per_seconds: float = 0.0) -> dict[str, Any]:
     """``age``: re-publish what waited at least this long (default MEMQ_STALLED_AFTER_SECONDS).
     ``once_per_seconds``: skip when another sweep so marked ran within that time (the
     sweeps every reconnecting worker asks for: the first one does the work)."""

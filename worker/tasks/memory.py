@@ -11,6 +11,9 @@ failures (PostgreSQL, Redis) are retried with backoff; both jobs are idempotent.
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING, Any
+
+import psycopg
 import structlog
 from billiard.exceptions import SoftTimeLimitExceeded
 
@@ -25,16 +28,19 @@ from worker.review.job import review_segment
 from worker.tasks import publish
 from worker.tasks.arguments import conversation_args, episode_arg, refused
 
+if TYPE_CHECKING:
+    from shared.settings import Settings
+
 log = structlog.get_logger("memq.tasks")
 
 
-def _due(conn, settings, tenant: str, conversation_id: str) -> bool:
+def _due(conn: psycopg.Connection, settings: Settings, tenant: str, conversation_id: str) -> bool:
     waiting, flashbulb = unconsolidated(conn, tenant, conversation_id, settings.flashbulb_surprise)
     return waiting >= settings.consolidation_threshold or (waiting > 0 and flashbulb)
 
 
 @app.task(name=tasks.MEMORY_REVIEW, acks_late=True)
-def memory_review(tenant: str, conversation_id: str, episode_id: str, attempt: int = 0) -> dict:
+def memory_review(tenant: str, conversation_id: str, episode_id: str, attempt: int = 0) -> dict[str, Any]:
     settings = resources.settings()
     try:
         tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
@@ -60,7 +66,7 @@ def memory_review(tenant: str, conversation_id: str, episode_id: str, attempt: i
 
 
 @app.task(name=tasks.SEMANTIC_CONSOLIDATION, acks_late=True)
-def semantic_consolidation(tenant: str, conversation_id: str, attempt: int = 0) -> dict:
+def semantic_consolidation(tenant: str, conversation_id: str, attempt: int = 0) -> dict[str, Any]:
     settings = resources.settings()
     try:
         tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
@@ -90,6 +96,6 @@ def semantic_consolidation(tenant: str, conversation_id: str, attempt: int = 0) 
     return {"status": outcome.status, "episodes": outcome.episodes, **outcome.counts}
 
 
-def _again(task, args: tuple, attempt: int, settings) -> None:
+def _again(task: Any, args: tuple[str, ...], attempt: int, settings: Settings) -> None:
     delay = backoff_seconds(attempt, settings.retry_backoff_seconds, settings.retry_backoff_max_seconds)
     task.apply_async(args=args, kwargs={"attempt": attempt + 1}, countdown=delay)

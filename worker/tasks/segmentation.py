@@ -12,6 +12,7 @@ time limit, SIGKILL) is found and re-published by the stalled-work sweeper.
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
 
 import structlog
 from billiard.exceptions import SoftTimeLimitExceeded
@@ -27,13 +28,16 @@ from worker.sync import sync_with_database
 from worker.tasks import publish
 from worker.tasks.arguments import conversation_args, refused
 
+if TYPE_CHECKING:
+    from worker.conversation_store import ConversationStore
+
 log = structlog.get_logger("memq.tasks")
 
 BUSY_RETRIES = 3
 
 
 @app.task(name=tasks.EVENT_SEGMENTATION, acks_late=True)
-def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> dict:
+def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> dict[str, Any]:
     settings = resources.settings()
     try:
         tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
@@ -49,7 +53,7 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
             publish.drain(tenant, conversation_id, countdown=wait + 0.2, attempt=attempt + 1)
         return {"status": "busy"}
 
-    result: dict = {"status": "drained"}
+    result: dict[str, Any] = {"status": "drained"}
     delay, next_attempt = 0.0, 0
     lookahead = 0
 
@@ -123,7 +127,7 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
     return result
 
 
-def release(store, lookahead: int, retry_seconds: float) -> bool:
+def release(store: ConversationStore, lookahead: int, retry_seconds: float) -> bool:
     """``store.release``, tried again while Redis is unreachable or loading its data (a
     restart takes seconds), for at most ``retry_seconds`` and never past the task's soft
     time limit: the drain that follows is published as soon as Redis is back."""

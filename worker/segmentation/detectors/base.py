@@ -42,7 +42,11 @@ class Verdict:
 class Detector(Protocol):
     name: str
     needs_embeddings: bool
-    lookahead: int  # messages after the new one the detector wants to see (0 = streaming)
+
+    @property
+    def lookahead(self) -> int:
+        """Messages after the new one the detector wants to see (0 = streaming)."""
+        ...
 
     def check(self, data: DetectionInput) -> Verdict:
         """Decide whether ``data.new`` starts a new event."""

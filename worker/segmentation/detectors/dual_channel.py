@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 import structlog
@@ -60,7 +61,8 @@ class DualChannelDetector:
         return getattr(self.hysteresis, "lookahead", 0)
 
     def check(self, data: DetectionInput) -> Verdict:
-        e, state, p = data.embedding, data.state, self.params
+        # needs_embeddings: the drain embeds every message for this detector
+        e, state, p = cast(np.ndarray, data.embedding), data.state, self.params
         surprise = 0.0
         factors: dict[str, float] = {}
         if state.event_model_embedding is not None:
@@ -133,7 +135,7 @@ class DualChannelDetector:
         state = remember(state, embedding, self.hysteresis.keep)
         return state.evolve(last_embedding=embedding if last is None else last)
 
-    def observe(self, message, embedding, state: EventState) -> EventState:
+    def observe(self, message: QueuedMessage, embedding: np.ndarray | None, state: EventState) -> EventState:
         state = state.evolve(extras={**state.extras, "prev_text": message.content[:500]})
         if embedding is None:
             return remember(state, None, self.hysteresis.keep)
@@ -142,7 +144,7 @@ class DualChannelDetector:
         )
         return self._absorb(state, embedding, last)
 
-    def start_event(self, edge, embedding, state: EventState) -> EventState:
+    def start_event(self, edge: QueuedMessage | None, embedding: np.ndarray | None, state: EventState) -> EventState:
         next_model = state.extras.get("next_event_model")
         fresh = new_event(state.evolve(extras={}), edge, embedding, self.hysteresis.keep)
         if edge is not None:

@@ -22,6 +22,7 @@ to the verbose log: ``Boundary score: 0.85 (pred=.., drift=..) -> TRIGGER``.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import cast
 
 import numpy as np
 
@@ -60,6 +61,7 @@ def factors(
     )
     left = mean_vector(state.recent[-window:]) if window else None
     right = mean_vector([embedding, *lookahead])
+    assert right is not None  # the mean of at least the message's own vector
     drift = 0.0 if left is None else max(0.0, 1.0 - cosine(left, right))
     drop = 0.0 if not state.recent else max(0.0, 1.0 - cosine(state.recent[-1], embedding))
     return {
@@ -119,7 +121,7 @@ class HysteresisDetector:
         f = factors(
             data.state,
             data.new.content,
-            data.embedding,
+            cast(np.ndarray, data.embedding),  # needs_embeddings: the drain embeds every message
             list(data.lookahead),
             self.params.window,
             self.params.time_interval,
@@ -148,8 +150,8 @@ class HysteresisDetector:
             factors=f,
         )
 
-    def observe(self, message, embedding, state: EventState) -> EventState:
+    def observe(self, message: QueuedMessage, embedding: np.ndarray | None, state: EventState) -> EventState:
         return remember(state, embedding, self.keep)
 
-    def start_event(self, edge, embedding, state: EventState) -> EventState:
+    def start_event(self, edge: QueuedMessage | None, embedding: np.ndarray | None, state: EventState) -> EventState:
         return new_event(state, edge, embedding, self.keep)

@@ -14,11 +14,12 @@ import functools
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import numpy as np
 
 from shared.errors import ConfigError
+from shared.mailbox.codec import QueuedMessage
 from worker.segmentation.detectors.base import DetectionInput, Verdict
 from worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_vector
 from worker.segmentation.detectors.hysteresis import new_event, remember
@@ -41,7 +42,8 @@ class LinearModel:
 
     def probability(self, x: np.ndarray) -> float:
         z = float(((x - self.mean) / self.scale) @ self.weights + self.bias)
-        return 1.0 / (1.0 + np.exp(-z))
+        p: float = 1.0 / (1.0 + np.exp(-z))
+        return p
 
     def to_json(self) -> str:
         return json.dumps(
@@ -99,7 +101,12 @@ class LearnedDetector:
             return False, 0.0, {}, state
         prev_text = state.extras.get("prev_text", "")
         x = feature_vector(
-            state.recent, data.embedding, list(data.lookahead), data.new.content, prev_text, right=self.model.lookahead
+            state.recent,
+            cast(np.ndarray, data.embedding),  # needs_embeddings: the drain embeds every message
+            list(data.lookahead),
+            data.new.content,
+            prev_text,
+            right=self.model.lookahead,
         )
         p = float(self.model.probability(x))
         armed = state.armed
@@ -116,7 +123,7 @@ class LearnedDetector:
         trigger, p, f, state = self.evaluate(data)
         surprise = 0.0
         if state.event_model_embedding is not None:
-            surprise = min(1.0, max(0.0, 1.0 - cosine(state.event_model_embedding, data.embedding)))
+            surprise = min(1.0, max(0.0, 1.0 - cosine(state.event_model_embedding, cast(np.ndarray, data.embedding))))
         if not trigger:
             state = self.observe(data.new, data.embedding, state)
         return Verdict(
@@ -129,11 +136,11 @@ class LearnedDetector:
             factors=f,
         )
 
-    def observe(self, message, embedding, state: EventState) -> EventState:
+    def observe(self, message: QueuedMessage, embedding: np.ndarray | None, state: EventState) -> EventState:
         state = remember(state, embedding, self.keep)
         return state.evolve(extras={**state.extras, "prev_text": message.content[:500]})
 
-    def start_event(self, edge, embedding, state: EventState) -> EventState:
+    def start_event(self, edge: QueuedMessage | None, embedding: np.ndarray | None, state: EventState) -> EventState:
         fresh = new_event(state, edge, embedding, self.keep)
         if edge is not None:
             fresh = fresh.evolve(extras={**fresh.extras, "prev_text": edge.content[:500]})

@@ -8,18 +8,20 @@ candidates; without one, the hysteresis detector does.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 
 from shared.errors import ConfigError
+from shared.mailbox.codec import QueuedMessage
 from shared.settings import Settings
 from worker.segmentation.detectors.base import Detector
-from worker.segmentation.detectors.dual_channel import DualChannelDetector, DualChannelParams
+from worker.segmentation.detectors.dual_channel import ConfirmFn, DualChannelDetector, DualChannelParams
 from worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams
 from worker.segmentation.detectors.learned import MODELS, LearnedDetector, load_model
 from worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from worker.segmentation.detectors.topic_shift_llm import TopicShift
 
 EmbedText = Callable[[str], np.ndarray]
 
@@ -58,12 +60,14 @@ def _lookahead(settings: Settings) -> int:
     return settings.lookahead_messages or 0
 
 
-def _dual(settings: Settings, fallback, embed_text, use_llm: bool) -> DualChannelDetector:
-    confirm = None
+def _dual(
+    settings: Settings, fallback: HysteresisDetector | LearnedDetector, embed_text: EmbedText | None, use_llm: bool
+) -> DualChannelDetector:
+    confirm: ConfirmFn | None = None
     if use_llm and settings.llm_enabled:
         from worker.segmentation.detectors.topic_shift_llm import llm_topic_shift
 
-        def confirm(event_model, history, new):
+        def confirm(event_model: str | None, history: Sequence[QueuedMessage], new: QueuedMessage) -> TopicShift:
             return llm_topic_shift(settings, event_model, history, new)
 
     return DualChannelDetector(

@@ -6,6 +6,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
+from shared.mailbox.codec import QueuedMessage
 from worker.segmentation.detectors.base import DetectionInput, Verdict
 from worker.segmentation.event_state import EventState
 
@@ -19,8 +22,8 @@ class RulesOnlyDetector:
     def check(self, data: DetectionInput) -> Verdict:
         return Verdict(boundary=False, state=data.state, reason="no_detector", source="rules")
 
-    def observe(self, message, embedding, state: EventState) -> EventState:
+    def observe(self, message: QueuedMessage, embedding: np.ndarray | None, state: EventState) -> EventState:
         return state
 
-    def start_event(self, edge, embedding, state: EventState) -> EventState:
+    def start_event(self, edge: QueuedMessage | None, embedding: np.ndarray | None, state: EventState) -> EventState:
         return state.evolve(event_model=None, event_model_embedding=None, last_embedding=None, armed=True, extras={})
