@@ -28,6 +28,7 @@ import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import cast
 
 from shared.mailbox.codec import decode_buffer_item
 from shared.mailbox.keys import all_shards, conversation_keys, split_member
@@ -285,7 +286,7 @@ def gather(client, conn, settings, tenant: str, conversation_id: str) -> Facts:
     f.accepted, f.numbered = int(accepted or 0), int(seq or 0)
     f.drain_flag, f.flush = drain is not None, flush is not None
     f.inbox = inbox
-    f.buffer_seqs = [decode_buffer_item(item).seq for item in buffer]
+    f.buffer_seqs = cast(list[int], [decode_buffer_item(item).seq for item in buffer])  # numbered when buffered
     f.segments = {
         eid: [m["seq"] for m in json.loads(raw.partition(" ")[2])["messages"]] for eid, raw in segments.items()
     }

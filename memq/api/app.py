@@ -43,7 +43,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     @asynccontextmanager
     async def lifespan(app: FastAPI):
         own = services is None
-        svc = services or await anyio.to_thread.run_sync(Services.start, settings)
+        svc = services if services is not None else await anyio.to_thread.run_sync(Services.start, settings)
         holder["services"] = app.state.services = svc
         try:
             async with mcp.session_manager.run():

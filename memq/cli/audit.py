@@ -35,6 +35,7 @@ def audit_cmd(
     scope_tenant = None if all_tenants else (tenant or settings.tenant)
     with pg_connect(settings, autocommit=True) as conn:
         if conversation_ids:
+            assert scope_tenant is not None  # --all-tenants takes no conversation ids
             targets = [
                 (scope_tenant, check_conversation_id(c, settings.conversation_id_max_length)) for c in conversation_ids
             ]

@@ -149,7 +149,7 @@ def eval_locomo_cmd(
     through the producer to real workers, ask every question of categories 1-4 through
     retrieve_memory and through single-turn / 8-turn / session baselines, and report
     evidence recall at 250 / 500 / 1,000 / 2,000 returned tokens."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
 
     from memq.evaluation.locomo.report import print_report, write_chart, write_json
     from memq.evaluation.locomo.runner import EvalConfig, run
@@ -163,7 +163,7 @@ def eval_locomo_cmd(
     )
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
     console.print(f"[bold]memq eval-locomo[/] data={data} tenant={tenant} {llm} embeddings={settings.embedding_model}")
-    tasks: dict[str, int] = {}
+    tasks: dict[str, TaskID] = {}
     try:
         with Progress(
             TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console

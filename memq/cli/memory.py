@@ -4,6 +4,7 @@ configured) and ``memq facts`` (a conversation's facts, a search, or one fact's 
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import click
 
@@ -48,7 +49,8 @@ def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
             click.echo("nothing waiting for consolidation")
             return
         embedder = get_embedder(settings)
-        done, failed, counts = 0, 0, {}
+        done, failed = 0, 0
+        counts: dict[str, int] = {}
         columns = (
             TextColumn("[bold]consolidating[/] {task.description}"),
             BarColumn(),
@@ -106,7 +108,7 @@ def facts_cmd(
             fact = get_fact(conn, tenant, fact_id) if _is_uuid(fact_id) else None
             if fact is None or fact.conversation_id != conversation_id:
                 raise click.ClickException(f"no fact {fact_id!r} in {conversation_id!r}")
-            data = {"fact": fact.to_json(), "history": fact_history(conn, tenant, fact_id)}
+            data: dict[str, Any] = {"fact": fact.to_json(), "history": fact_history(conn, tenant, fact_id)}
             if as_json:
                 click.echo(json.dumps(data, indent=2))
             else:

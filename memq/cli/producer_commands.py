@@ -158,15 +158,17 @@ def _memory_backlog(settings, tenant: str | None, conversation_id: str | None) -
         where += " AND conversation_id = %s"
         args.append(conversation_id)
     with pg_connect(settings, autocommit=True) as conn:
-        episodes = conn.execute(
+        episodes_row = conn.execute(
             f"SELECT count(*) FROM episodic_memory WHERE {where} AND consolidated_at IS NULL", args
-        ).fetchone()[0]
-        reviews = conn.execute(
+        ).fetchone()
+        reviews_row = conn.execute(
             f"SELECT count(*) FROM pending_review WHERE "
             f"{where.replace('conversation_id', 'coalesce(asked_in, conversation_id)')} "
             "AND consumed_at IS NULL",
             args,
-        ).fetchone()[0]
+        ).fetchone()
+        assert episodes_row is not None and reviews_row is not None  # count(*) always gives a row
+        episodes, reviews = episodes_row[0], reviews_row[0]
     return episodes, reviews
 
 

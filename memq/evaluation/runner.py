@@ -7,6 +7,7 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -15,6 +16,10 @@ from memq.evaluation.embedding_cache import cached_embeddings
 from memq.evaluation.metrics import aggregate, all_boundaries, every_k, no_boundaries, score_dialogue
 from memq.evaluation.segmenter_replay import segment_dialogue
 from shared.settings import Settings
+
+if TYPE_CHECKING:
+    from shared.embeddings import Embedder
+    from worker.segmentation.detectors.base import Detector
 
 
 @dataclass(frozen=True)
@@ -65,8 +70,8 @@ def evaluate(
     settings: Settings,
     profiles: Iterable[str],
     *,
-    embedder_factory: Callable[[], object],
-    build: Callable[[str], object],
+    embedder_factory: Callable[[], Embedder],
+    build: Callable[[str], Detector],
     progress: Callable[[str], None] = lambda _: None,
     files: Iterable[str] | None = None,
 ) -> list[Row]:
@@ -95,7 +100,9 @@ def evaluate(
             started = time.monotonic()
             w = detector.lookahead if detector.needs_embeddings else 0
             hyps = [
-                segment_dialogue(d, vectors[i] if detector.needs_embeddings else None, detector, settings, w)
+                segment_dialogue(
+                    d, vectors[i] if detector.needs_embeddings and vectors is not None else None, detector, settings, w
+                )
                 for i, d in enumerate(dialogues)
             ]
             label = profile + (f" (look-ahead {w})" if w else "")

@@ -107,7 +107,7 @@ def train(
         scores = []
         for k in range(folds):
             held = set(parts[k].tolist())
-            tr = [i for i in idx if i not in held]
+            tr = [int(i) for i in idx if i not in held]
             X, y = rows([dialogues[i] for i in tr], [vectors[i] for i in tr], lookahead)
             mean, scale, w, b = fit_logistic(X, y, c)
             base = LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead)
@@ -118,7 +118,7 @@ def train(
             )
         cv[c] = float(np.mean(scores))
         progress(f"C={c}: cross-validated Pk {cv[c]:.3f}")
-    c = min(cv, key=cv.get)
+    c = min(cv, key=cv.__getitem__)
     X, y = rows(dialogues, vectors, lookahead)
     mean, scale, w, b = fit_logistic(X, y, c)
     base = LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead)

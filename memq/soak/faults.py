@@ -9,8 +9,17 @@ import random
 import signal
 import time
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 import structlog
+
+if TYPE_CHECKING:
+    from celery import Celery
+
+    from memq.soak.llm import SoakLLM
+    from memq.soak.load import LoadDriver
+    from memq.soak.services import SoakServices
+    from memq.soak.workers import WorkerPool
 
 log = structlog.get_logger("memq.soak")
 
@@ -37,11 +46,11 @@ class Outcome:
 
 @dataclass
 class SoakContext:
-    services: object
-    llm: object
-    pool: object
-    driver: object
-    celery: object
+    services: SoakServices
+    llm: SoakLLM
+    pool: WorkerPool
+    driver: LoadDriver
+    celery: Celery
     timing: Timing
     rng: random.Random = field(default_factory=lambda: random.Random(11))
 

@@ -7,11 +7,16 @@ import re
 import time
 from collections import Counter
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import psycopg
 
 from shared.mailbox.codec import decode_buffer_item, decode_inbox_item
 from shared.mailbox.keys import conversation_keys
+
+if TYPE_CHECKING:
+    from shared.connections import MailboxClient
+    from shared.settings import Settings
 
 TAG = re.compile(r"\[(soak-\d+-\d+)\]$")
 
@@ -19,8 +24,8 @@ TAG = re.compile(r"\[(soak-\d+-\d+)\]$")
 @dataclass
 class Verifier:
     database_url: str
-    client: object  # redis client of the mailbox
-    settings: object
+    client: MailboxClient
+    settings: Settings
     tenant: str
     lookahead: int = 0  # inbox messages a drain leaves waiting for later ones (the detector's look-ahead)
 

@@ -102,6 +102,7 @@ def _revision_0009():
     """Migration 0009's module, whose definitions a downgrade puts back."""
     path = Path(__file__).with_name("0009_retrieval_lookups.py")
     spec = spec_from_file_location("memq_migration_0009", path)
+    assert spec is not None and spec.loader is not None  # a .py file next to this one
     module = module_from_spec(spec)
     spec.loader.exec_module(module)
     return module

@@ -61,7 +61,7 @@ def build_request(
     detail: Any = "auto",
     max_tokens: Any = None,
     time_range: tuple[Any, Any] | TimeRange | None = None,
-    now: datetime | None = None,
+    now: datetime | str | None = None,  # a datetime or an ISO-8601 string
     asked_in: str | None = None,
 ) -> RetrievalRequest:
     """``asked_in``: the conversation the retrieval serves (default: the one conversation

@@ -343,7 +343,7 @@ def retrieve_memory(
     detail: str = "auto",
     max_tokens: int | None = None,
     time_range: Any = None,
-    now: datetime | None = None,
+    now: datetime | str | None = None,  # a datetime or an ISO-8601 string
     settings: Settings | None = None,
     conn: psycopg.Connection | None = None,
     embed: Callable[[str], np.ndarray] | None = None,
@@ -385,7 +385,7 @@ def recent_memory(
     limit: int | None = None,
     days: float = 7.0,
     max_tokens: int | None = None,
-    now: datetime | None = None,
+    now: datetime | str | None = None,  # a datetime or an ISO-8601 string
     settings: Settings | None = None,
     conn: psycopg.Connection | None = None,
 ) -> RecentResult:

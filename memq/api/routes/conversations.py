@@ -22,7 +22,9 @@ from shared.ids import check_conversation_id
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 ConversationId = Path(description="1-128 letters, digits, '.', '_', ':', '-', starting with a letter or digit")
 Format = Query("json", alias="format", description="json (with the markdown in `text`) or markdown")
-MARKDOWN_OR_JSON = {200: {"content": {"application/json": {}, "text/markdown": {"schema": {"type": "string"}}}}}
+MARKDOWN_OR_JSON: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"application/json": {}, "text/markdown": {"schema": {"type": "string"}}}}
+}
 
 
 def _answer(data: dict[str, Any], text: str, fmt: str) -> Response | dict[str, Any]:

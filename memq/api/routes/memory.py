@@ -14,7 +14,9 @@ from memq.api.services import Services
 from shared.retrieval.service import RecentResult, RetrievalResult, recent_memory, retrieve_memory
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"])
-MARKDOWN = {200: {"content": {"text/markdown": {"schema": {"type": "string"}}}, "description": "markdown"}}
+MARKDOWN: dict[int | str, dict[str, Any]] = {
+    200: {"content": {"text/markdown": {"schema": {"type": "string"}}}, "description": "markdown"}
+}
 
 
 def _retrieve(body: RetrieveIn, tenant: str, svc: Services) -> RetrievalResult:
