@@ -3,7 +3,7 @@
 Celery runs a worker's consumer, its task time limits, acknowledgements and kombu's own
 health checks on one event loop in the worker's main process. Celery uses this module's
 ``Transport`` for the broker (``broker_transport`` in ``shared.celery_config``); it mends
-three things in how kombu 5.7 and redis-py 8 meet, which together stalled every worker
+four things in how kombu 5.7 and redis-py 8 meet, which stalled or stopped workers
 for minutes after a routine Redis restart (docs/broker-restarts.md tells the whole story):
 
 1. **Subscriptions lost on reconnect.** kombu attaches a connection to its pub/sub client
@@ -27,8 +27,17 @@ for minutes after a routine Redis restart (docs/broker-restarts.md tells the who
    retry inside redis-py: a lost connection surfaces at once to Celery, whose consumer
    reconnects (and says so in the log) and whose publishers retry by their own policy.
 
+4. **An acknowledgement that stopped the worker.** After a lost connection Celery
+   collects the kombu connection, which detaches it from its transport, and then closes
+   it. A message delivered on it whose task was still running is acknowledged through
+   its old channel when the task ends, and closing that channel restores what is not
+   acknowledged. Both need a Redis client, whose parameters kombu reads from the
+   detached transport: an AttributeError, which Celery takes for an unrecoverable error,
+   and the worker stopped. The channel here keeps the parameters it used.
+
 ``tests/integration/test_broker_restarts.py`` reproduces the stall on kombu's stock
-transport and shows this one recover.
+transport and shows this one recover; ``test_broker_acks_after_reconnect.py`` does the
+same for (4).
 """
 
 from __future__ import annotations
@@ -89,8 +98,21 @@ class Channel(kombu_redis.Channel):
         return BrokerRedis
 
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
+        known: dict[bool, dict[str, Any]] = self.__dict__.setdefault("_memq_connparams", {})
+        if getattr(self.connection, "client", None) is None:
+            # The kombu connection was closed under this channel: Celery, after a lost
+            # connection, collects the connection (which detaches the transport) and then
+            # closes it, which closes this channel and restores its unacknowledged
+            # messages; a task still running acknowledges through it when it ends. Both
+            # need a Redis client; kombu would fail with an AttributeError, which Celery
+            # takes for an unrecoverable error and stops the worker. The parameters are
+            # the ones this channel used; the messages' Redis structures are global.
+            if asynchronous not in known:
+                raise redis.ConnectionError("the broker connection of this channel was closed")
+            return dict(known[asynchronous])
         params: dict[str, Any] = super()._connparams(asynchronous=asynchronous)  # type: ignore[no-untyped-call]  # kombu: unannotated
         params["retry"] = no_retries()
+        known[asynchronous] = dict(params)
         return params
 
 
