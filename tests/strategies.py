@@ -717,15 +717,15 @@ def run_worker(
 
     def keep(segment) -> None:
         episode_id = episode_id_for(tenant, conversation_id, segment.messages[0].seq, segment.messages[-1].seq)
-        record = ConversationStore.segment_record(store, episode_id, segment)  # type: ignore[arg-type]
+        record = ConversationStore.segment_record(store, episode_id, segment)  # type: ignore[arg-type]  # reads tenant and id only
         raw = f"{fence} " + json.dumps(record, ensure_ascii=False, separators=(",", ":"))
         raw = raw.encode("utf-8").decode("utf-8")  # through Redis
         parsed = parse_segment(raw)
         run.segments.append(parsed)
         run.episodes.append(build_episode(parsed, settings, embedder))
 
-    for j, item in enumerate(decoded):
-        message = item.numbered(first_seq + j, last_eff)
+    for j, queued in enumerate(decoded):
+        message = queued.numbered(first_seq + j, last_eff)
         assert decode_buffer_item(message.raw) == message
         assert decode_buffer_item(message.raw.encode("utf-8")) == message
         run.messages.append(message)

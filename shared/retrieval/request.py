@@ -60,7 +60,7 @@ def build_request(
     limit: Any = None,
     detail: Any = "auto",
     max_tokens: Any = None,
-    time_range: tuple[Any, Any] | TimeRange | None = None,
+    time_range: tuple[Any, Any] | list[Any] | TimeRange | None = None,  # [start, end] as a list too
     now: datetime | str | None = None,  # a datetime or an ISO-8601 string
     asked_in: str | None = None,
 ) -> RetrievalRequest:

@@ -18,6 +18,7 @@ import urllib.error
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
+from typing import cast
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / ".memq" / "screenshots"
@@ -50,7 +51,7 @@ def chromium(authorization: str | None = None, width: int = 1440, height: int = 
     from selenium.webdriver.chrome.service import Service
 
     options = webdriver.ChromeOptions()
-    options.binary_location = shutil.which("chromium")
+    options.binary_location = cast(str, shutil.which("chromium"))  # on PATH: see missing_browser()
     for arg in (
         "--headless=new",
         "--no-sandbox",

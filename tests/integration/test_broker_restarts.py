@@ -213,7 +213,9 @@ class Fleet:
         _restart(self.redis)
 
     def kill(self) -> None:
-        os.kill(self.redis.pid(), signal.SIGKILL)
+        pid = self.redis.pid()
+        assert pid is not None
+        os.kill(pid, signal.SIGKILL)
         _wait_gone(self.redis)
         self.redis.pidfile.unlink(missing_ok=True)
         self.redis.start()

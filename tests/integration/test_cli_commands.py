@@ -18,7 +18,7 @@ class TenantRunner(CliRunner):
         super().__init__()
         self.tenant = tenant
 
-    def invoke(self, cli, args, **kw):
+    def invoke(self, cli, args, **kw):  # type: ignore[override]  # every call here passes args
         return super().invoke(cli, [*args, "--tenant", self.tenant], **kw)
 
 

@@ -74,7 +74,7 @@ def test_drainer_dies_mid_conversation_and_a_worker_resumes(worker, producer, se
     dying = _store(producer, settings, tenant, conv, lock_lease_seconds=1.0, drain_max_messages=70)
     assert dying.acquire()
     snap = sync_with_database(dying, dying.snapshot(), _connect(settings))
-    closed = []
+    closed: list[str] = []
     outcome = drain(dying, dying.settings, RulesOnlyDetector(), None, closed.append, snap)
     assert outcome.processed == 70 and outcome.more and len(closed) == 1
     assert dying.client.hlen(dying.keys.segments) == 1  # cut, but its episode was never created

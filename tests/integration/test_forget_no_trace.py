@@ -210,7 +210,7 @@ def _route(token: str):
     """The scripted LLM: titles, summaries and facts of the forgotten conversation carry the
     token (its first title answer is refused once, so the refusal's text carries it too);
     review reasons quote what the reviewer was shown, as an LLM may."""
-    refused = []
+    refused: list[int] = []
 
     def route(request: dict):
         name = request["response_format"]["json_schema"]["name"]
@@ -307,12 +307,14 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
         ).fetchall()
 
     def settled() -> bool:
-        open_ = db.execute(
+        open_row = db.execute(
             "SELECT count(*) FROM pending_review WHERE tenant_id = %s AND consumed_at IS NULL", (tenant,)
-        ).fetchone()[0]
-        waiting = db.execute(
+        ).fetchone()
+        waiting_row = db.execute(
             "SELECT count(*) FROM episodic_memory WHERE tenant_id = %s AND consolidated_at IS NULL", (tenant,)
-        ).fetchone()[0]
+        ).fetchone()
+        assert open_row is not None and waiting_row is not None
+        open_, waiting = open_row[0], waiting_row[0]
         return open_ == 0 and len(reviews()) == 3 and (waiting == 0 or not llm)
 
     with pg_connect(settings, autocommit=True) as db:
@@ -358,7 +360,9 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
         )
         tasks.settle(lambda: len(episodes(gone)) == 1, what="the forgotten conversation's episode")
         (gone_memory,) = episodes(gone)
-        title = db.execute("SELECT title FROM episodic_memory WHERE id = %s", (gone_memory,)).fetchone()[0]
+        row = db.execute("SELECT title FROM episodic_memory WHERE id = %s", (gone_memory,)).fetchone()
+        assert row is not None
+        title = row[0]
         assert token in title, title  # extractive without an LLM: a log line naming the title would carry it
 
         # 4. the other conversation asks about both (a reviewer LLM is shown the forgotten memory) and goes on
@@ -385,14 +389,11 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
                 "SELECT summary_source, summary_error FROM episodic_memory WHERE tenant_id = %s", (tenant,)
             ).fetchall()
             assert all(source == "llm" for source, _ in sources), sources
-            assert (
-                db.execute(
-                    "SELECT count(*) FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s "
-                    "AND strpos(content, %s) > 0",
-                    (tenant, gone, token),
-                ).fetchone()[0]
-                == 1
-            )
+            assert db.execute(
+                "SELECT count(*) FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s "
+                "AND strpos(content, %s) > 0",
+                (tenant, gone, token),
+            ).fetchone() == (1,)
             later = [r for r in reviews_before if r[0] == kept and r[4].get("asked_in") == kept]
             assert len(later) == 1 and token in later[0][4]["reason"]  # the reviewer quoted the forgotten memory
         else:

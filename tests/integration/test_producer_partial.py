@@ -69,9 +69,12 @@ def test_a_stalled_publish_is_confirmed_and_changes_nothing_when_nothing_was_los
 
     checked: list[int] = []
     real = producer.redis.zmscore
-    monkeypatch.setattr(
-        producer.redis, "zmscore", lambda key, members: checked.append(len(members)) or real(key, members)
-    )
+
+    def zmscore(key, members):
+        checked.append(len(members))
+        return real(key, members)
+
+    monkeypatch.setattr(producer.redis, "zmscore", zmscore)
 
     def slow(tenant, conversation):
         time.sleep(2 * settings.producer_confirm_after_ms / 1000)

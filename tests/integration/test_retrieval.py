@@ -12,6 +12,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import numpy as np
 import pytest
@@ -51,7 +52,7 @@ def axis(i: int) -> np.ndarray:
 
 def blend(*parts: tuple[np.ndarray, float]) -> np.ndarray:
     v = sum(w * p for p, w in parts)
-    return (v / np.linalg.norm(v)).astype(np.float32)
+    return cast(np.ndarray, (v / np.linalg.norm(v)).astype(np.float32))
 
 
 def fixed(vector: np.ndarray) -> Callable[[str], np.ndarray]:
@@ -617,8 +618,8 @@ def _grow_bulk(db, settings, rng: np.random.Generator, *, episodes_only: int = 0
         if not episodes_only:
             with cur.copy(_MESSAGE_COPY) as copy:
                 copy.set_types(_MESSAGE_TYPES)
-                for row in messages:
-                    copy.write_row(row)
+                for message_row in messages:
+                    copy.write_row(message_row)
 
 
 def _plan(db, settings, request, vector) -> str:

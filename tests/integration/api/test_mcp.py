@@ -13,6 +13,7 @@ from pathlib import Path
 import anyio
 import numpy as np
 import pytest
+from mcp.types import TextContent
 from test_retrieval import write_episode
 
 pytestmark = pytest.mark.integration
@@ -99,7 +100,9 @@ def test_mcp_over_http_needs_the_key(served, stored, auth):
             streamable_http_client(f"{served}/mcp", http_client=httpx2.AsyncClient(headers=headers))
         ) as c:
             listed = await c.list_tools()
-            text = (await c.call_tool("manifest", {"conversation_id": "mcp-conv"})).content[0].text
+            content = (await c.call_tool("manifest", {"conversation_id": "mcp-conv"})).content[0]
+            assert isinstance(content, TextContent)
+            text = content.text
             return {t.name for t in listed.tools}, text
 
     names, text = anyio.run(tools, auth)

@@ -37,7 +37,9 @@ def route(request: dict):
     name = request["response_format"]["json_schema"]["name"]
     text = request["messages"][-1]["content"]
     if name == "EpisodeTitleAndSummary":
-        first = re.search(r"\] \w+: (.+)", text).group(1)
+        said = re.search(r"\] \w+: (.+)", text)
+        assert said is not None, text
+        first = said.group(1)
         return {"title": "Ana talks with the assistant about her week", "summary": f"Ana said: {first}"}
     if name == "MemoryRatings":
         shown = re.findall(r"^\[(\d+)\]", text, flags=re.M)

@@ -13,6 +13,7 @@ from datetime import timedelta
 import pytest
 from click.testing import CliRunner
 from helpers import START, messages
+from mcp.types import TextContent
 
 from memq.cli import main
 
@@ -79,7 +80,9 @@ def test_mcp_over_http_is_scoped_by_the_key(served, auth, stranger, stored):
             streamable_http_client(f"{served}/mcp", http_client=httpx2.AsyncClient(headers=headers))
         ) as c:
             result = await c.call_tool(tool, args)
-            return result.content[0].text
+            content = result.content[0]
+            assert isinstance(content, TextContent)
+            return content.text
 
     mine = anyio.run(call, auth, "retrieve_memory", {"query": "seat on the train", "conversation_id": CONV})
     assert "seat 54" in mine

@@ -138,7 +138,7 @@ class _BrokenZone(tzinfo):
         ({"metadata": {"name": 3}}, "metadata.name", "must be a string"),
         # Far-future overflow said "before 1900".
         ({"timestamp": "9999-12-31T23:59:59-14:00"}, "timestamp", "in the future"),
-        ({"timestamp": datetime(2026, 5, 1, tzinfo=_BrokenZone())}, "timestamp", "unusable time zone"),
+        ({"timestamp": datetime(2026, 5, 1, tzinfo=_BrokenZone())}, "timestamp", "unusable time zone"),  # type: ignore[abstract]  # broken on purpose
         # Odd keys are quoted in the field path instead of pasted raw.
         ({"metadata": {"a key\n": float("inf")}}, "metadata['a key\\n']", "finite"),
     ],

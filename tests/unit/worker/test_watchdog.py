@@ -34,6 +34,7 @@ def test_heartbeat_file_refreshed_while_turning_and_left_to_age_when_stalled(set
     assert heartbeat_age(dog.path) is None
     dog.tick()
     now = dog.last_tick
+    assert now is not None
     assert dog.check(now + 1) is Loop.TURNING
     assert heartbeat_age(dog.path) is not None
     # the loop stops ticking; the watchdog keeps checking on time
@@ -42,7 +43,7 @@ def test_heartbeat_file_refreshed_while_turning_and_left_to_age_when_stalled(set
     dog.path.unlink()
     assert dog.check(now + 12) is Loop.STALLED and not dog.path.exists()  # no longer refreshed
     dog.tick()
-    assert dog.check(dog.last_tick + 0.5) is Loop.TURNING and dog.path.exists()
+    assert dog.last_tick is not None and dog.check(dog.last_tick + 0.5) is Loop.TURNING and dog.path.exists()
 
 
 def test_a_loop_waiting_for_the_broker_is_alive(settings):
@@ -60,6 +61,7 @@ def test_a_loop_waiting_for_the_broker_is_alive(settings):
     try:
         started.wait(5)
         now = dog.last_tick
+        assert now is not None
         for t in range(1, 15):
             state = dog.check(now + t)
         assert state is Loop.RECONNECTING and dog.path.exists()
@@ -74,6 +76,7 @@ def test_a_suspended_process_is_not_a_stalled_loop(settings):
     dog = Watchdog(settings, "w3")
     dog.tick()
     now = dog.last_tick
+    assert now is not None
     assert dog.check(now + 1) is Loop.TURNING
     assert dog.check(now + 60) is Loop.TURNING  # overslept by far more than half the stall time
     states = [dog.check(now + t) for t in range(61, 76)]

@@ -8,7 +8,12 @@ def test_unknown_key_ids_are_looked_up_at_most_so_often():
 
     asked: list[str] = []
     known = generate()
-    store = KeyStore(dict, 60.0, lambda kid: asked.append(kid) or ((known.hash, "t1") if kid == known.id else None))
+
+    def look_up(kid):
+        asked.append(kid)
+        return (known.hash, "t1") if kid == known.id else None
+
+    store = KeyStore(dict, 60.0, look_up)
     assert store.tenant_of(known.key) == "t1" and asked == [known.id]  # created a moment ago: found at once
     guesses = [generate().key for _ in range(LOOKUPS_PER_SECOND * 3)]
     assert all(store.tenant_of(g) is None for g in guesses)

@@ -113,7 +113,7 @@ def test_nltk_doctest_values() -> None:
 
 
 @pytest.mark.parametrize("metric", [pk, windowdiff])
-def test_metrics_validate_arguments(metric) -> None:  # type: ignore[no-untyped-def]
+def test_metrics_validate_arguments(metric) -> None:
     with pytest.raises(ValueError):
         metric([0, 1, 0], [0, 1], 2)
     with pytest.raises(ValueError):

@@ -28,7 +28,11 @@ def test_every_labelled_file_is_scored_with_baselines(tmp_path):
     (seg / "LICENSE").write_text("not data")
     settings = Settings(data_dir=tmp_path / "data")
     rows = evaluate(
-        tmp_path, settings, ["rules"], embedder_factory=lambda: None, build=lambda n: build_detector(settings, n)
+        tmp_path,
+        settings,
+        ["rules"],
+        embedder_factory=lambda: None,  # type: ignore[arg-type,return-value]  # rules embed nothing
+        build=lambda n: build_detector(settings, n),
     )
     assert sorted({r.file for r in rows}) == ["mine.json", "other.jsonl"]
     methods = [r.method for r in rows if r.file == "mine.json"]

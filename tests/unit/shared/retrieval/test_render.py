@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 from datetime import UTC, datetime, timedelta, timezone
+from typing import Any
 
 import pytest
 
@@ -39,7 +40,7 @@ def hit(surprise: float = 0.2, messages: int = 6, **kw) -> EpisodeHit:
         )
         for i in range(messages)
     ]
-    fields = {
+    fields: dict[str, Any] = {
         "id": "e-1",
         "conversation_id": "c-1",
         "title": "Planting tomatoes in raised beds",

@@ -14,9 +14,15 @@ from hypothesis import strategies as st
 
 from shared.retrieval import time_expressions
 from shared.retrieval.request import TimeRange
-from shared.retrieval.time_expressions import _TRIGGERS, _scan, find_time
+from shared.retrieval.time_expressions import _TRIGGERS, NamedTime, _scan, find_time
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)  # a Wednesday
+
+
+def named(query: str, now: datetime) -> NamedTime:
+    found = find_time(query, now)
+    assert found is not None, query
+    return found
 
 
 def day(month: int, d: int, year: int = 2023) -> datetime:
@@ -48,17 +54,17 @@ def test_named_times_become_windows(query, phrase, window):
 
 
 def test_a_day_without_a_year_is_the_latest_one_not_after_now():
-    assert find_time("on December 25", NOW).window == TimeRange(day(12, 25, 2022), day(12, 26, 2022))
-    assert find_time("on May 7", NOW).window == TimeRange(day(5, 7), day(5, 8))
+    assert named("on December 25", NOW).window == TimeRange(day(12, 25, 2022), day(12, 26, 2022))
+    assert named("on May 7", NOW).window == TimeRange(day(5, 7), day(5, 8))
 
 
 def test_last_weekday_on_that_weekday_is_a_week_back():
-    assert find_time("last Wednesday", NOW).window == TimeRange(day(5, 17), day(5, 18))
+    assert named("last Wednesday", NOW).window == TimeRange(day(5, 17), day(5, 18))
 
 
 def test_the_earliest_phrase_wins():
-    assert find_time("yesterday, not last week", NOW).phrase == "yesterday"
-    assert find_time("last week, not yesterday", NOW).phrase == "last week"
+    assert named("yesterday, not last week", NOW).phrase == "yesterday"
+    assert named("last week, not yesterday", NOW).phrase == "last week"
 
 
 @pytest.mark.parametrize(
@@ -77,15 +83,15 @@ def test_no_time_named_gives_none(query):
 
 
 def test_may_is_a_month_after_in_or_with_a_year():
-    assert find_time("what we planted in may", NOW).window == TimeRange(day(5, 1), day(6, 1))
-    assert find_time("may 2022 holidays", NOW).window == TimeRange(day(5, 1, 2022), day(6, 1, 2022))
+    assert named("what we planted in may", NOW).window == TimeRange(day(5, 1), day(6, 1))
+    assert named("may 2022 holidays", NOW).window == TimeRange(day(5, 1, 2022), day(6, 1, 2022))
 
 
 def test_now_in_another_timezone_is_read_in_utc():
     from datetime import timedelta, timezone
 
     late_evening_west = datetime(2023, 5, 23, 22, 0, tzinfo=timezone(timedelta(hours=-8)))  # 24 May 06:00 UTC
-    assert find_time("yesterday", late_evening_west).window == TimeRange(day(5, 23), day(5, 24))
+    assert named("yesterday", late_evening_west).window == TimeRange(day(5, 23), day(5, 24))
 
 
 def _phrase_words() -> set[str]:

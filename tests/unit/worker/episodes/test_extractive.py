@@ -1,5 +1,6 @@
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -12,7 +13,7 @@ from worker.episodes.extractive import (
     keywords,
 )
 
-CONV = [
+CONV: list[dict[str, Any]] = [
     {"role": "user", "content": "My sourdough loaf came out flat and dense again this morning."},
     {
         "role": "assistant",

@@ -1,10 +1,12 @@
+from typing import Any
+
 import pytest
 
 from worker.episodes.tools_used import tools_used
 
 
 def test_tool_messages_and_tool_calls_deduplicated_in_order():
-    messages = [
+    messages: list[dict[str, Any]] = [
         {
             "role": "assistant",
             "content": "searching",

@@ -1,9 +1,11 @@
 """A review rating applied with the fsrs package, once per memory per day."""
 
 from datetime import UTC, datetime, timedelta
+from typing import cast
 
 import pytest
 from fsrs import Card, Rating, Scheduler
+from fsrs.card import CardDict
 
 from worker.episodes.fsrs_card import initial_memory
 from worker.review.fsrs_update import apply_rating
@@ -20,7 +22,7 @@ def test_the_fsrs_packages_own_numbers(rating):
     at = FORMED + timedelta(days=5, hours=3)
     applied = apply_rating(card(), rating, at, desired_retention=0.9)
     expected, _ = Scheduler(desired_retention=0.9, learning_steps=(), enable_fuzzing=False).review_card(
-        Card.from_dict(card()), Rating(rating), review_datetime=at
+        Card.from_dict(cast(CardDict, card())), Rating(rating), review_datetime=at
     )
     assert applied.card_after == expected.to_dict() and applied.merged == 1 and applied.card_before == card()
     if rating == 4:

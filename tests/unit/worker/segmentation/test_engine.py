@@ -52,6 +52,7 @@ def test_overlap_of_a_closed_segment_is_handed_to_the_next_one():
     assert first.segment.overlap == ()
     assert [m["seq"] for m in first.state.overlap] == [3, 4]  # within 5 minutes of the end
     second = close_open_event([msg(5, 40)], first.state, RulesOnlyDetector(), OverlapParams(), reason="flush")
+    assert second is not None and second.segment is not None
     assert [m["seq"] for m in second.segment.overlap] == [3, 4]
 
 

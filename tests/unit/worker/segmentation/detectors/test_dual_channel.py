@@ -47,22 +47,25 @@ def test_same_topic_updates_last_embedding_by_rolling_average():
     last, new = axis(0), axis(0, 1, mix=0.5)
     v = d.check(data(EventState(last_embedding=last), new))
     assert not v.boundary and v.reason == "same_topic"
+    assert v.state.last_embedding is not None
     np.testing.assert_allclose(v.state.last_embedding, normalise(0.8 * last + 0.2 * new), atol=1e-6)
 
 
 def test_first_message_initialises_the_last_embedding():
     v = DualChannelDetector().check(data(EventState(), axis(2)))
     assert not v.boundary and v.reason == "topic_init"
+    assert v.state.last_embedding is not None
     np.testing.assert_allclose(v.state.last_embedding, axis(2))
 
 
 def test_topic_candidate_confirmed_by_llm_with_enough_confidence():
     calls = []
-    d = DualChannelDetector(
-        confirm_llm=lambda model, history, new: (
-            calls.append((model, [m.seq for m in history], new.seq)) or shift(True, 0.9)
-        )
-    )
+
+    def confirm(model, history, new):
+        calls.append((model, [m.seq for m in history], new.seq))
+        return shift(True, 0.9)
+
+    d = DualChannelDetector(confirm_llm=confirm)
     state = EventState(event_model="planning a trip", last_embedding=axis(0))
     v = d.check(data(state, axis(1)))
     assert (v.boundary, v.reason, v.source) == (True, "topic_shift", "llm")
@@ -77,6 +80,7 @@ def test_low_confidence_keeps_the_event_and_adopts_the_llms_event_model():
     v = d.check(data(EventState(event_model="planning a trip", last_embedding=axis(0)), axis(1)))
     assert not v.boundary and v.reason == "topic_continues"
     assert v.state.event_model == "trip planning, now about trains"
+    assert v.state.event_model_embedding is not None
     np.testing.assert_allclose(v.state.event_model_embedding, axis(5))
 
 
@@ -101,6 +105,7 @@ def test_edge_message_starts_the_next_event():
     state = EventState(event_model="old", event_model_embedding=axis(0), last_embedding=axis(0), event_size=7)
     fresh = d.start_event(message(9, "By the way, my car makes a noise"), axis(3), state)
     assert fresh.event_model is None and fresh.event_size == 1
+    assert fresh.last_embedding is not None and fresh.event_model_embedding is not None
     np.testing.assert_allclose(fresh.last_embedding, axis(3))
     assert cosine(fresh.event_model_embedding, axis(3)) == pytest.approx(1.0)  # centroid of the edge alone
     assert fresh.extras["prev_text"].startswith("By the way")
@@ -113,4 +118,5 @@ def test_next_event_model_from_the_llm_carries_over_to_the_new_event():
     v = d.check(data(EventState(event_model="trip", last_embedding=axis(0)), axis(1)))
     fresh = d.start_event(message(3), axis(1), v.state)
     assert fresh.event_model == "the user asks about car repair"
+    assert fresh.event_model_embedding is not None
     np.testing.assert_allclose(fresh.event_model_embedding, axis(6))

@@ -62,6 +62,7 @@ def test_look_ahead_setting_selects_the_matching_model_or_says_how_to_train_one(
 
     assert build_detector(Settings(_env_file=None), "learned").lookahead == 2
     assert build_detector(Settings(lookahead_messages=0), "learned").lookahead == 0
-    assert build_detector(Settings(lookahead_messages=0), "default").model.info["trained_on"] == "tiage_train.json"
+    default = build_detector(Settings(lookahead_messages=0), "default")
+    assert isinstance(default, LearnedDetector) and default.model.info["trained_on"] == "tiage_train.json"
     with pytest.raises(ConfigError, match="--lookahead 5"):
         build_detector(Settings(lookahead_messages=5), "learned")
