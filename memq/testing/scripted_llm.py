@@ -86,11 +86,12 @@ def _approx_tokens(obj: Any) -> int:
 class _Handler(BaseHTTPRequestHandler):
     server_version = "ScriptedLLM/1.0"
     protocol_version = "HTTP/1.1"  # keep-alive, like real OpenAI endpoints
+    server: _Server  # the server this handler was made by
 
     # The owning ScriptedLLM is attached to the server object.
     @property
     def llm(self) -> ScriptedLLM:
-        return self.server.scripted_llm  # type: ignore[attr-defined]
+        return self.server.scripted_llm
 
     def log_message(self, format: str, *args: Any) -> None:
         pass  # silence default stderr request logging
@@ -238,6 +239,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     block_on_close = False
+    scripted_llm: ScriptedLLM  # set by ScriptedLLM.start
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
@@ -286,7 +288,7 @@ class ScriptedLLM:
             return self
         self._stopping.clear()
         server = _Server((self._host, self._port), _Handler)
-        server.scripted_llm = self  # type: ignore[attr-defined]
+        server.scripted_llm = self
         self._server = server
         self._thread = threading.Thread(
             target=server.serve_forever,
