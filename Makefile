@@ -1,7 +1,7 @@
 # memq: two commands on a fresh machine.
 #   make demo   installs everything, starts the services, runs the sample conversation
-#   make test   runs the whole test suite (unit + real-service integration), then the
-#               integration suite again with the mailbox on a 3-node Redis Cluster
+#   make test   lints (ruff, mypy), runs the whole test suite (unit + real-service integration),
+#               then the integration suite again with the mailbox on a 3-node Redis Cluster
 # With REDIS_URL / DATABASE_URL unset, embedded servers run from .memq/ (git-ignored).
 
 PYTHON ?= python3
@@ -11,7 +11,7 @@ MEMQ   := $(VENV)/bin/memq
 STAMP  := $(VENV)/.installed-stamp
 DATA   ?= ../shared/eval
 
-.PHONY: api eval install demo test test-unit test-integration test-cluster soak check-deps services-up services-down migrate worker beat flower clean
+.PHONY: api eval install demo lint test test-unit test-integration test-cluster soak check-deps services-up services-down migrate worker beat flower clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memq needs Python >= 3.11; set PYTHON=python3.11")'
@@ -34,7 +34,14 @@ migrate: services-up
 demo: migrate
 	$(MEMQ) demo
 
-test: install
+# Lint: ruff's rules and formatting, mypy (strict on shared/, producer/, worker/); all
+# configured in pyproject.toml.
+lint: install
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
+
+test: install lint
 	$(PY) -m pytest
 	MEMQ_TEST_REDIS_CLUSTER=1 $(PY) -m pytest tests/integration -q
 

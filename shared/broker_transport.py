@@ -75,8 +75,8 @@ class ResubscribingPubSub(redis.client.PubSub):
     def parse_response(self, block: bool = True, timeout: float = 0) -> Any:
         if block:
             wait = getattr(self._connection, "socket_timeout", None) or DEFAULT_READ_WAIT
-            return super().parse_response(block=False, timeout=wait)  # type: ignore[no-untyped-call]  # redis-py: unannotated
-        return super().parse_response(block=block, timeout=timeout)  # type: ignore[no-untyped-call]  # redis-py: unannotated
+            return super().parse_response(block=False, timeout=wait)  # type: ignore[no-untyped-call]  # unannotated in redis-py
+        return super().parse_response(block=block, timeout=timeout)  # type: ignore[no-untyped-call]  # unannotated in redis-py
 
 
 class BrokerRedis(redis.Redis):
@@ -110,7 +110,7 @@ class Channel(kombu_redis.Channel):
             if asynchronous not in known:
                 raise redis.ConnectionError("the broker connection of this channel was closed")
             return dict(known[asynchronous])
-        params: dict[str, Any] = super()._connparams(asynchronous=asynchronous)  # type: ignore[no-untyped-call]  # kombu: unannotated
+        params: dict[str, Any] = super()._connparams(asynchronous=asynchronous)  # type: ignore[no-untyped-call]  # unannotated in kombu
         params["retry"] = no_retries()
         known[asynchronous] = dict(params)
         return params
