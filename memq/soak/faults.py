@@ -79,6 +79,9 @@ class Fault:
 class WorkerSigkill(Fault):
     name = "worker_sigkill"
     label = "SIGKILL of workers mid-task, repeatedly"
+    # Three workers killed one after another: each reloads its embedding model (~20 s on
+    # two loaded cores) while the conversations it held wait out their lock leases.
+    target = 90.0
 
     def apply(self, ctx):
         killed = []
