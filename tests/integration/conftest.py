@@ -149,3 +149,19 @@ def scripted_llm(settings):
             yield llm
         finally:
             settings.llm_model, settings.llm_api_base, settings.llm_api_key = saved
+
+
+@pytest.fixture
+def own_redis(tmp_path):
+    """A Redis server of the test's own (loopback, free port, AOF in tmp_path), for tests
+    that restart, kill or move it; shut down at the end if it still runs."""
+    import redis
+
+    from memq.testing.tcp_proxy import free_port
+    from shared.embedded.redis_server import EmbeddedRedis
+
+    server = EmbeddedRedis(tmp_path, free_port())
+    server.start()
+    yield server
+    if server.pid() is not None:
+        redis.Redis.from_url(server.url).shutdown(nosave=True)

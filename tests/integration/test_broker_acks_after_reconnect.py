@@ -16,21 +16,11 @@ from kombu import Connection, Consumer, Exchange, Queue
 from kombu import Producer as KombuProducer
 from kombu.transport.redis import Transport as StockTransport
 
-from memq.testing.tcp_proxy import free_port
 from shared.broker_transport import Transport as MemqTransport
-from shared.embedded.redis_server import EmbeddedRedis
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MEMQ_TEST_REDIS_CLUSTER") == "1", reason="runs its own Redis; once is enough"
 )
-
-
-@pytest.fixture
-def own_redis(tmp_path):
-    server = EmbeddedRedis(tmp_path, free_port())
-    server.start()
-    yield server
-    redis.Redis.from_url(server.url).shutdown(nosave=True)
 
 
 def _delivered_unacked(url: str, transport):

@@ -44,15 +44,6 @@ RECOVERY_BOUND = 60.0  # seconds from the heal until every worker works again an
 BALLAST_KEYS = 1_500_000  # ~1-2 s of LOADING after a restart on this machine
 
 
-@pytest.fixture
-def own_redis(tmp_path):
-    server = EmbeddedRedis(tmp_path, free_port())
-    server.start()
-    yield server
-    if server.pid() is not None:
-        redis.Redis.from_url(server.url).shutdown(nosave=True)
-
-
 def _wait_gone(server: EmbeddedRedis) -> None:
     """Until the process is gone and its port free (a killed server closes its socket last)."""
     deadline = time.monotonic() + 10
