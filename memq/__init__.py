@@ -4,3 +4,14 @@ and the shared foundation (the ``memq`` CLI, the demo, evaluation, audit and soa
 Layers run one way: ``shared`` is the foundation; ``producer`` and ``worker`` stand on
 it; this package stands on all three, and nothing below imports it.
 """
+
+from importlib.metadata import PackageNotFoundError
+from importlib.metadata import version as _distribution_version
+
+
+def version() -> str:
+    """The installed distribution's version ("0" when run from an uninstalled tree)."""
+    try:
+        return _distribution_version("memq")
+    except PackageNotFoundError:
+        return "0"

@@ -30,9 +30,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import cast
 
-from shared.mailbox.codec import decode_buffer_item
-from shared.mailbox.keys import all_shards, conversation_keys, split_member
-from shared.mailbox.status import QuarantineEntry, parse_quarantine
+from memq.shared.mailbox.codec import decode_buffer_item
+from memq.shared.mailbox.keys import all_shards, conversation_keys, split_member
+from memq.shared.mailbox.status import QuarantineEntry, parse_quarantine
 
 
 @dataclass(frozen=True)

@@ -18,12 +18,14 @@ from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field
 
-from shared.errors import MemqError
+from memq import version
+from memq.shared.errors import MemqError
 
 INSTRUCTIONS = (
     "memq is this agent's long-term memory of its conversations. At the start of a session call session_context "
     "for the conversation; call manifest to see what was talked about when; call retrieve_memory whenever earlier "
-    "conversations may hold the answer (it searches what was said, not only summaries); recent_memory lists the "
+    "conversations may hold the answer (it searches what was said, not only summaries); search_facts finds lasting "
+    "facts (preferences, plans, relationships) distilled from earlier conversations; recent_memory lists the "
     "latest episodes."
 )
 
@@ -33,7 +35,7 @@ ConversationId = Annotated[str, Field(description="The conversation's id (1-128 
 def build_server(services, *, tenant: str | None = None) -> MCPServer:
     """``services``: ``memq.api.services.Services``. ``tenant``: the fixed tenant of a stdio
     server; over HTTP the tenant comes from the request."""
-    server = MCPServer("memq", instructions=INSTRUCTIONS, version=_version())
+    server = MCPServer("memq", instructions=INSTRUCTIONS, version=version())
 
     def tenant_of(ctx: Context) -> str:
         request = getattr(ctx.request_context, "request", None) if ctx is not None else None
@@ -72,7 +74,7 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
             str | None, Field(description="The conversation you are in (default: the one searched).")
         ] = None,
     ) -> str:
-        from shared.retrieval.service import retrieve_memory as retrieve
+        from memq.shared.retrieval.service import retrieve_memory as retrieve
 
         who = tenant_of(ctx)
 
@@ -104,8 +106,8 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
         conversation_id: Annotated[str | None, Field(description="Facts of this conversation only.")] = None,
         limit: Annotated[int | None, Field(description="Most facts.")] = None,
     ) -> str:
-        from shared.retrieval.facts import find_facts
-        from shared.retrieval.facts_section import fact_line
+        from memq.shared.retrieval.facts import find_facts
+        from memq.shared.retrieval.facts_section import fact_line
 
         who = tenant_of(ctx)
 
@@ -131,7 +133,7 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
         limit: Annotated[int | None, Field(description="Most episodes.")] = None,
         max_tokens: Annotated[int | None, Field(description="Budget of the answer in tokens.")] = None,
     ) -> str:
-        from shared.retrieval.service import recent_memory as recent
+        from memq.shared.retrieval.service import recent_memory as recent
 
         who = tenant_of(ctx)
 
@@ -159,7 +161,7 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
         depth: Annotated[int | None, Field(description="Most entries shown (default 30).")] = None,
         timezone: Annotated[str | None, Field(description="IANA time zone for days and times (default UTC).")] = None,
     ) -> str:
-        from shared.context.service import manifest as read
+        from memq.shared.context.service import manifest as read
 
         who = tenant_of(ctx)
 
@@ -188,7 +190,7 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
         max_tokens: Annotated[int | None, Field(description="Budget in tokens (default 2000).")] = None,
         timezone: Annotated[str | None, Field(description="IANA time zone (default UTC).")] = None,
     ) -> str:
-        from shared.context.service import session_context as read
+        from memq.shared.context.service import session_context as read
 
         who = tenant_of(ctx)
 
@@ -207,12 +209,3 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
         return await run(call)
 
     return server
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memq")
-    except PackageNotFoundError:
-        return "0"

@@ -8,7 +8,7 @@ import subprocess
 import time
 from pathlib import Path
 
-from shared.errors import MemqError
+from memq.shared.errors import MemqError
 
 
 class WorkerNotReady(MemqError):

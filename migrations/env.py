@@ -5,8 +5,8 @@ from __future__ import annotations
 from alembic import context
 from sqlalchemy import create_engine, pool
 
-from shared.db.migrate import sqlalchemy_url
-from shared.settings import get_settings
+from memq.shared.db.migrate import sqlalchemy_url
+from memq.shared.settings import get_settings
 
 config = context.config
 url = config.get_main_option("sqlalchemy.url") or sqlalchemy_url(get_settings())

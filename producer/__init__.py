@@ -2,7 +2,7 @@
 
 Usage::
 
-    from producer import add_message
+    from memq.producer import add_message
     add_message("conv-42", "user", "Can you book the 9:40 train?")
 """
 
@@ -12,8 +12,8 @@ from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
 
-from producer.client import AddResult, Producer, default_producer
-from shared.mailbox.status import ConversationStatus
+from memq.producer.client import AddResult, Producer, default_producer
+from memq.shared.mailbox.status import ConversationStatus
 
 __all__ = ["AddResult", "ConversationStatus", "Producer", "add_message", "add_messages", "flush"]
 

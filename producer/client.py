@@ -27,17 +27,17 @@ import redis
 import structlog
 from celery import Celery
 
-from producer.validation import ValidMessage, check_conversation_id, validate_message
-from shared import tasks
-from shared.celery_config import celery_config
-from shared.connections import MailboxClient, mailbox_client, service_urls
-from shared.errors import BatchIncomplete, BatchRejected, ValidationError
-from shared.ids import check_tenant
-from shared.mailbox.codec import encode_payload, to_micros
-from shared.mailbox.keys import ConversationKeys, conversation_keys
-from shared.mailbox.scripts import Scripts, queue
-from shared.mailbox.status import ConversationStatus, conversation_status
-from shared.settings import Settings, get_settings
+from memq.producer.validation import ValidMessage, check_conversation_id, validate_message
+from memq.shared import publisher
+from memq.shared.celery_config import celery_config
+from memq.shared.connections import MailboxClient, mailbox_client, redis_url
+from memq.shared.errors import BatchIncomplete, BatchRejected, ValidationError
+from memq.shared.ids import check_tenant
+from memq.shared.mailbox.codec import encode_payload, to_micros
+from memq.shared.mailbox.keys import ConversationKeys, conversation_keys
+from memq.shared.mailbox.scripts import Scripts, queue
+from memq.shared.mailbox.status import ConversationStatus, conversation_status
+from memq.shared.settings import Settings, get_settings
 
 log = structlog.get_logger("memq.producer")
 
@@ -245,7 +245,7 @@ class Producer:
     # -- internals ----------------------------------------------------------------
     def _publish_drain(self, tenant: str, conversation_id: str) -> bool:
         try:
-            self.celery.send_task(tasks.EVENT_SEGMENTATION, args=[tenant, conversation_id])
+            publisher.drain(self.celery, tenant, conversation_id)
             return True
         except Exception as exc:  # the message is stored; the sweeper re-publishes
             log.warning(
@@ -292,7 +292,7 @@ class Producer:
     def celery(self) -> Celery:
         if self._celery is None:
             app = Celery("memq-producer", set_as_current=False)
-            app.conf.update(celery_config(self.settings, service_urls(self.settings).redis_url))
+            app.conf.update(celery_config(self.settings, redis_url(self.settings)))
             self._celery = app
         return self._celery
 

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from shared.errors import ValidationError
+from memq.shared.errors import ValidationError
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:

@@ -17,10 +17,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from shared.errors import ValidationError
-from shared.ids import check_conversation_id as _check_conversation_id
-from shared.ids import check_tenant
-from shared.settings import Settings
+from memq.shared.errors import ValidationError
+from memq.shared.ids import check_conversation_id as _check_conversation_id
+from memq.shared.ids import check_tenant
+from memq.shared.settings import Settings
 
 ROLES = ("user", "assistant", "system", "tool")
 FIELDS = frozenset({"conversation_id", "role", "content", "timestamp", "message_id", "metadata", "tenant"})

@@ -2,7 +2,7 @@
 
 Celery runs a worker's consumer, its task time limits, acknowledgements and kombu's own
 health checks on one event loop in the worker's main process. Celery uses this module's
-``Transport`` for the broker (``broker_transport`` in ``shared.celery_config``); it mends
+``Transport`` for the broker (``broker_transport`` in ``memq.shared.celery_config``); it mends
 four things in how kombu 5.7 and redis-py 8 meet, which stalled or stopped workers
 for minutes after a routine Redis restart (docs/broker-restarts.md tells the whole story):
 

@@ -13,15 +13,15 @@ from typing import Any
 from redis.backoff import ExponentialBackoff
 from redis.retry import Retry
 
-from shared import tasks
-from shared.broker_transport import TRANSPORT_PATH
-from shared.settings import Settings
+from memq.shared import tasks
+from memq.shared.broker_transport import TRANSPORT_PATH
+from memq.shared.settings import Settings
 
 
 def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
     transport = {
         "visibility_timeout": settings.visibility_timeout_seconds,
-        # The longest any broker call may hold the worker's event loop (shared.broker_transport).
+        # The longest any broker call may hold the worker's event loop (memq.shared.broker_transport).
         "socket_timeout": 10,
         "socket_connect_timeout": 5,
         "socket_keepalive": True,
@@ -48,13 +48,13 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         - max(2, min(10, settings.task_time_limit_seconds // 5)),
         "worker_prefetch_multiplier": 1,
         # A new pool process loads the embedding model and litellm before taking tasks
-        # (worker.app._warm_up): give it time, or Celery kills and re-forks it forever.
+        # (memq.worker.app._warm_up): give it time, or Celery kills and re-forks it forever.
         "worker_proc_alive_timeout": 180,
         "worker_concurrency": settings.worker_concurrency,
         "worker_hijack_root_logger": False,
         # A task in flight when the broker connection drops runs on: memq's tasks are
         # idempotent and fenced, a drain hands its conversation on as soon as Redis is back
-        # (worker.tasks.segmentation.release), and cancelling would kill the pool process
+        # (memq.worker.tasks.segmentation.release), and cancelling would kill the pool process
         # (which then reloads the embedding model) for nothing. Its unacknowledged message
         # may come back after the visibility timeout, a harmless duplicate.
         "worker_cancel_long_running_tasks_on_connection_loss": False,

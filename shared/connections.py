@@ -9,15 +9,16 @@ Cluster), else on the broker's Redis.
 from __future__ import annotations
 
 import functools
-from typing import TypeAlias
+from typing import TYPE_CHECKING, TypeAlias
 
-import psycopg
 import redis
-from pgvector.psycopg import register_vector
 from redis.cluster import RedisCluster
 
-from shared.embedded.services import ServiceUrls, resolve_urls
-from shared.settings import Settings, get_settings
+from memq.shared.embedded import services
+from memq.shared.settings import Settings, get_settings
+
+if TYPE_CHECKING:  # PostgreSQL's driver is the worker's and API's (memq[worker]), not the producer's
+    import psycopg
 
 _SOCKET = {"socket_timeout": 10, "socket_connect_timeout": 5}
 
@@ -27,30 +28,50 @@ MailboxClient: TypeAlias = redis.Redis | RedisCluster
 
 
 @functools.lru_cache(maxsize=8)
-def _urls(settings: Settings) -> ServiceUrls:
-    return resolve_urls(settings)
+def _redis_url(settings: Settings) -> str:
+    return services.redis_url(settings)
 
 
-def service_urls(settings: Settings | None = None) -> ServiceUrls:
-    return _urls(settings or get_settings())
+@functools.lru_cache(maxsize=8)
+def _database_url(settings: Settings) -> str:
+    return services.database_url(settings)
+
+
+def redis_url(settings: Settings | None = None) -> str:
+    """The broker's Redis URL (REDIS_URL, or the embedded server's in development)."""
+    return _redis_url(settings or get_settings())
+
+
+def database_url(settings: Settings | None = None) -> str:
+    """PostgreSQL's URL (DATABASE_URL, or the embedded server's in development)."""
+    return _database_url(settings or get_settings())
+
+
+def forget_urls() -> None:
+    """Forget the resolved URLs (after the embedded servers moved, e.g. in the soak)."""
+    _redis_url.cache_clear()
+    _database_url.cache_clear()
 
 
 def redis_client(settings: Settings | None = None) -> redis.Redis:
     """The broker's Redis, for short commands (no blocking calls: 10 s socket timeout)."""
-    url = service_urls(settings).redis_url
+    url = redis_url(settings)
     return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30, **_SOCKET)
 
 
 def mailbox_client(settings: Settings | None = None) -> MailboxClient:
     """The mailbox's Redis: a ``RedisCluster`` when ``MEMQ_MAILBOX_REDIS_CLUSTER`` is set."""
     settings = settings or get_settings()
-    url = settings.mailbox_redis_url or service_urls(settings).redis_url
+    url = settings.mailbox_redis_url or redis_url(settings)
     if settings.mailbox_redis_cluster:
         return RedisCluster.from_url(url, decode_responses=True, **_SOCKET)
     return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30, **_SOCKET)
 
 
 def pg_connect(settings: Settings | None = None, *, autocommit: bool = False) -> psycopg.Connection:
-    conn = psycopg.connect(service_urls(settings).database_url, autocommit=autocommit, connect_timeout=10)
+    import psycopg
+    from pgvector.psycopg import register_vector
+
+    conn = psycopg.connect(database_url(settings), autocommit=autocommit, connect_timeout=10)
     register_vector(conn)
     return conn

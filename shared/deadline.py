@@ -3,7 +3,7 @@
 A drain has a budget (``MEMQ_DRAIN_MAX_SECONDS``) and each of its steps a deadline; an
 LLM call made deep inside a detector must not outlive either, or a batch of topic
 checks overruns Celery's time limit. The caller opens a scope with ``within(seconds)``;
-``shared.llm`` reads ``remaining()`` and shortens its timeout and retries to fit, and
+``memq.shared.llm`` reads ``remaining()`` and shortens its timeout and retries to fit, and
 gives up (raising ``LLMError``, so the caller falls back) when too little is left.
 Scopes nest: an inner scope never extends an outer one.
 """

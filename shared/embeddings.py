@@ -21,8 +21,8 @@ from typing import Protocol
 import numpy as np
 import structlog
 
-from shared.errors import ConfigError
-from shared.settings import Settings
+from memq.shared.errors import ConfigError
+from memq.shared.settings import Settings
 
 log = structlog.get_logger("memq.embeddings")
 
@@ -94,7 +94,7 @@ class LiteLLMEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        from shared.llm import import_litellm
+        from memq.shared.llm import import_litellm
 
         litellm = import_litellm()
         response = litellm.embedding(

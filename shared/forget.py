@@ -61,12 +61,12 @@ from typing import TYPE_CHECKING, cast
 
 import psycopg
 
-from shared.errors import Busy
-from shared.mailbox.keys import ConversationKeys
-from shared.mailbox.scripts import Scripts
+from memq.shared.errors import Busy
+from memq.shared.mailbox.keys import ConversationKeys
+from memq.shared.mailbox.scripts import Scripts
 
 if TYPE_CHECKING:
-    from shared.connections import MailboxClient
+    from memq.shared.connections import MailboxClient
 
 
 @dataclass(frozen=True)
@@ -117,7 +117,7 @@ def _forget_redis(client: MailboxClient, keys: ConversationKeys) -> int:
 
 
 def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str) -> tuple[int, int]:
-    from shared.retrieval.review_notes import flush_review_notes
+    from memq.shared.retrieval.review_notes import flush_review_notes
 
     where = "WHERE tenant_id = %s AND conversation_id = %s"
     args = (tenant, conversation_id)

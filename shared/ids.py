@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from shared.errors import ValidationError
+from memq.shared.errors import ValidationError
 
 TENANT_PATTERN = r"^[A-Za-z0-9_\-]{1,64}$"
 CONVERSATION_ID_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9._:\-]*$"

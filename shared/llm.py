@@ -8,7 +8,7 @@ so each attempt runs with retries off and this module retries retryable failures
 (timeouts, 429, 5xx, malformed output) with a short backoff within one deadline.
 Any failure ends in ``LLMError``; callers fall back to their no-LLM path.
 
-Each attempt's timeout is shortened to fit the caller's deadline (``shared.deadline``),
+Each attempt's timeout is shortened to fit the caller's deadline (``memq.shared.deadline``),
 and no attempt starts with less than ``MIN_ATTEMPT_SECONDS`` left. Celery's soft time
 limit (``SoftTimeLimitExceeded``) is never taken for an LLM failure: it propagates, so
 the task ends cleanly instead of retrying past its budget.
@@ -28,9 +28,9 @@ from typing import Any, Generic, TypeVar
 import structlog
 from pydantic import BaseModel, ValidationError
 
-from shared import deadline
-from shared.errors import MemqError
-from shared.settings import Settings
+from memq.shared import deadline
+from memq.shared.errors import MemqError
+from memq.shared.settings import Settings
 
 log = structlog.get_logger("memq.llm")
 

@@ -9,7 +9,7 @@ import sys
 
 import structlog
 
-from shared.settings import Settings
+from memq.shared.settings import Settings
 
 _configured = False
 

@@ -1,28 +1,58 @@
-"""Publish memq's tasks by name from outside a worker (the producer, the CLI, the API):
-a publish-only Celery app on the broker, configured like the workers'."""
+"""Publishing memq's tasks by name: the one place a task message is sent. The producer, the
+CLI and the API send through a publish-only Celery app configured like the workers'
+(``publishing_app``); a worker sends through its own app. Either way the message is the
+same: the task's name, its arguments, ``attempt`` when it is a retry, a countdown when it
+waits.
+"""
 
 from __future__ import annotations
 
 import functools
+from collections.abc import Sequence
+from typing import Any
 
 from celery import Celery
 
-from shared import tasks
-from shared.celery_config import celery_config
-from shared.connections import service_urls
-from shared.settings import Settings
+from memq.shared import tasks
+from memq.shared.celery_config import celery_config
+from memq.shared.connections import redis_url
+from memq.shared.settings import Settings
 
 
 @functools.lru_cache(maxsize=4)
-def publisher(settings: Settings) -> Celery:
+def publishing_app(settings: Settings) -> Celery:
     app = Celery("memq-publisher", set_as_current=False)
-    app.conf.update(celery_config(settings, service_urls(settings).redis_url))
+    app.conf.update(celery_config(settings, redis_url(settings)))
     return app
 
 
-def publish_drain(settings: Settings, tenant: str, conversation_id: str) -> None:
-    publisher(settings).send_task(tasks.EVENT_SEGMENTATION, args=[tenant, conversation_id])
+def _send(app: Celery, name: str, args: Sequence[str], *, countdown: float, **kwargs: Any) -> None:
+    app.send_task(name, args=list(args), kwargs=kwargs or None, countdown=countdown or None)
 
 
-def publish_episode(settings: Settings, tenant: str, conversation_id: str, episode_id: str) -> None:
-    publisher(settings).send_task(tasks.EPISODE_CREATION, args=[tenant, conversation_id, episode_id])
+def _retry(attempt: int) -> dict[str, int]:
+    return {"attempt": attempt} if attempt else {}
+
+
+def drain(app: Celery, tenant: str, conversation_id: str, *, countdown: float = 0.0, attempt: int = 0) -> None:
+    _send(app, tasks.EVENT_SEGMENTATION, (tenant, conversation_id), countdown=countdown, **_retry(attempt))
+
+
+def episode(
+    app: Celery, tenant: str, conversation_id: str, episode_id: str, *, countdown: float = 0.0, attempt: int = 0
+) -> None:
+    _send(app, tasks.EPISODE_CREATION, (tenant, conversation_id, episode_id), countdown=countdown, **_retry(attempt))
+
+
+def review(
+    app: Celery, tenant: str, conversation_id: str, episode_id: str, *, countdown: float = 0.0, attempt: int = 0
+) -> None:
+    _send(app, tasks.MEMORY_REVIEW, (tenant, conversation_id, episode_id), countdown=countdown, **_retry(attempt))
+
+
+def consolidation(app: Celery, tenant: str, conversation_id: str, *, countdown: float = 0.0, attempt: int = 0) -> None:
+    _send(app, tasks.SEMANTIC_CONSOLIDATION, (tenant, conversation_id), countdown=countdown, **_retry(attempt))
+
+
+def sweep(app: Celery, *, age: float, once_per_seconds: float) -> None:
+    _send(app, tasks.SWEEP_STALLED, (), countdown=0.0, age=age, once_per_seconds=once_per_seconds)

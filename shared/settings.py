@@ -3,8 +3,9 @@
 Every value comes from an environment variable (``MEMQ_<NAME>``, except the two
 service URLs, which use the conventional ``REDIS_URL`` and ``DATABASE_URL``),
 has a documented default and is validated when the process starts. Constants
-from the seed documents are settings whose defaults are the seeds' values;
-the comment on each names the seed it comes from.
+taken from published designs are settings whose defaults are those designs' values;
+the description of each names the design (Plast Mem, MIRA, agent-memory, episodic_agent;
+see docs/architecture.md).
 """
 
 from __future__ import annotations
@@ -16,8 +17,8 @@ from typing import Literal
 from pydantic import AliasChoices, Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from shared.errors import ValidationError
-from shared.ids import check_tenant
+from memq.shared.errors import ValidationError
+from memq.shared.ids import check_tenant
 
 
 class Settings(BaseSettings):
@@ -28,7 +29,13 @@ class Settings(BaseSettings):
         validate_assignment=True,
     )
 
-    # --- services -------------------------------------------------------------
+    # --- services ---------------------------------------------------------
+    env: Literal["development", "production"] = Field(
+        default="development",
+        description="'development' may start the embedded redis-server and PostgreSQL (from the "
+        "memq[embedded] extra) when REDIS_URL / DATABASE_URL are unset; 'production' never does: "
+        "a process that needs an unset URL stops with an error saying which to set.",
+    )
     redis_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("REDIS_URL", "MEMQ_REDIS_URL"),
@@ -54,15 +61,23 @@ class Settings(BaseSettings):
         "slot. Fixed for the lifetime of the data.",
     )
     data_dir: Path = Field(default=Path(".memq"), description="Embedded services' data folder.")
-    embedded_redis_port: int = Field(default=6399, ge=1024, le=65535)
-    embedded_database_name: str = "memq"
+    embedded_redis_port: int = Field(
+        default=6399, ge=1024, le=65535, description="Loopback port of the embedded redis-server (development)."
+    )
+    embedded_database_name: str = Field(default="memq", description="Database created in the embedded PostgreSQL.")
     tenant: str = Field(default="default", description="Tenant scope used when a caller names none.")
     key_prefix: str = Field(default="memq", description="Prefix of every Redis key memq writes.")
+    migration_lock_timeout_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="How long a process starting together with others waits for their migration "
+        "(one migrates under a PostgreSQL advisory lock, the others wait) before giving up with an error.",
+    )
 
-    # --- producer validation --------------------------------------------------
-    conversation_id_max_length: int = Field(default=128, ge=8, le=512)
-    message_max_chars: int = Field(default=100_000, ge=1)
-    metadata_max_bytes: int = Field(default=16_384, ge=0)
+    # --- producer validation ----------------------------------------------
+    conversation_id_max_length: int = Field(default=128, ge=8, le=512, description="Longest conversation id accepted.")
+    message_max_chars: int = Field(default=100_000, ge=1, description="Longest message content accepted.")
+    metadata_max_bytes: int = Field(default=16_384, ge=0, description="Largest metadata object (JSON bytes).")
     out_of_order_policy: str = Field(
         default="clamp",
         description="A timestamp older than the conversation's last accepted one: 'clamp' "
@@ -88,28 +103,28 @@ class Settings(BaseSettings):
         "counters are re-derived from PostgreSQL when it returns.",
     )
 
-    # --- rule layer (seed 000, Plast Mem) -------------------------------------
-    min_messages: int = Field(default=3, ge=1, description="seed 000: fewer messages -> skip")
-    max_messages: int = Field(default=50, ge=2, description="seed 000: this many -> force-create, drain all")
-    time_gap_minutes: float = Field(default=15.0, gt=0, description="seed 000: larger gap -> time boundary")
-    min_total_chars: int = Field(default=100, ge=0, description="seed 000: fewer chars in buffer -> skip")
-    min_message_chars: int = Field(default=5, ge=0, description="seed 000: shorter latest message -> skip")
+    # --- rule layer (Plast Mem) -------------------------------------------
+    min_messages: int = Field(default=3, ge=1, description="Plast Mem: fewer messages -> skip")
+    max_messages: int = Field(default=50, ge=2, description="Plast Mem: this many -> force-create, drain all")
+    time_gap_minutes: float = Field(default=15.0, gt=0, description="Plast Mem: larger gap -> time boundary")
+    min_total_chars: int = Field(default=100, ge=0, description="Plast Mem: fewer chars in buffer -> skip")
+    min_message_chars: int = Field(default=5, ge=0, description="Plast Mem: shorter latest message -> skip")
 
-    # --- token budget and overlap (seed 003, agent-memory) --------------------
-    token_budget: int = Field(default=4000, ge=1, description="seed 003: buffer tokens -> boundary")
-    tool_result_max_chars: int = Field(default=1000, ge=1, description="seed 003: tool text counted")
-    overlap_minutes: float = Field(default=5.0, ge=0, description="seed 003: overlap time window")
-    overlap_tokens: int = Field(default=500, ge=0, description="seed 003: overlap token cap")
-    tokenizer_encoding: str = "cl100k_base"
+    # --- token budget and overlap (agent-memory) --------------------------
+    token_budget: int = Field(default=4000, ge=1, description="agent-memory: buffer tokens -> boundary")
+    tool_result_max_chars: int = Field(default=1000, ge=1, description="agent-memory: tool text counted")
+    overlap_minutes: float = Field(default=5.0, ge=0, description="agent-memory: overlap time window")
+    overlap_tokens: int = Field(default=500, ge=0, description="agent-memory: overlap token cap")
+    tokenizer_encoding: str = Field(default="cl100k_base", description="tiktoken encoding that counts tokens.")
 
-    # --- inactivity collapse (seed 002, MIRA) ---------------------------------
-    segment_timeout_minutes: float = Field(default=60.0, gt=0, description="seed 002: idle -> collapse")
-    collapse_check_seconds: float = Field(default=300.0, gt=0, description="seed 002: check every 5 min")
+    # --- inactivity collapse (MIRA) ---------------------------------------
+    segment_timeout_minutes: float = Field(default=60.0, gt=0, description="MIRA: idle -> collapse")
+    collapse_check_seconds: float = Field(default=300.0, gt=0, description="MIRA: check every 5 min")
     stalled_after_seconds: float = Field(
         default=120.0, gt=0, description="Queued drain or pending episode older than this is re-queued."
     )
 
-    # --- boundary detection (seed 000 dual channel, seed 004 hysteresis) -------
+    # --- boundary detection (Plast Mem's dual channel, episodic_agent's hysteresis) ---
     detector: str = Field(default="default", description="Detector profile (see `memq eval --list`).")
     lookahead_messages: int | None = Field(
         default=None,
@@ -119,37 +134,37 @@ class Settings(BaseSettings):
         "unset = the profile's own (2 for 'learned', 0 otherwise).",
     )
     boundary_verbose: bool = Field(default=False, description="Log every message's boundary score and factors.")
-    surprise_threshold: float = Field(default=0.35, description="seed 000: event-model cosine below -> boundary")
-    topic_threshold: float = Field(default=0.5, description="seed 000: last-embedding cosine below -> ask LLM")
-    topic_rolling_alpha: float = Field(default=0.2, ge=0, le=1, description="seed 000: rolling average")
-    llm_confidence_threshold: float = Field(default=0.7, ge=0, le=1, description="seed 000")
-    hysteresis_high: float = Field(default=0.8, description="seed 004: trigger at or above")
-    hysteresis_low: float = Field(default=0.3, description="seed 004: re-arm below")
-    hysteresis_time_interval: int = Field(default=100, ge=1, description="seed 004: time factor saturates")
-    hysteresis_prediction_weight: float = Field(default=0.3, description="seed 004 prediction_weight")
-    hysteresis_drift_weight: float = Field(default=0.5, description="seed 004 event_weight (topic drift here)")
+    surprise_threshold: float = Field(default=0.35, description="Plast Mem: event-model cosine below -> boundary")
+    topic_threshold: float = Field(default=0.5, description="Plast Mem: last-embedding cosine below -> ask LLM")
+    topic_rolling_alpha: float = Field(default=0.2, ge=0, le=1, description="Plast Mem: rolling average")
+    llm_confidence_threshold: float = Field(default=0.7, ge=0, le=1, description="Plast Mem")
+    hysteresis_high: float = Field(default=0.8, description="episodic_agent: trigger at or above")
+    hysteresis_low: float = Field(default=0.3, description="episodic_agent: re-arm below")
+    hysteresis_time_interval: int = Field(default=100, ge=1, description="episodic_agent: time factor saturates")
+    hysteresis_prediction_weight: float = Field(default=0.3, description="episodic_agent prediction_weight")
+    hysteresis_drift_weight: float = Field(default=0.5, description="episodic_agent event_weight (topic drift here)")
     hysteresis_drop_weight: float = Field(default=0.0, description="previous-message dissimilarity weight")
-    hysteresis_marker_weight: float = Field(default=1.0, description="seed 004 location_weight (discourse marker)")
-    hysteresis_time_weight: float = Field(default=0.2, description="seed 004 time factor weight")
-    hysteresis_bias: float = 0.0
+    hysteresis_marker_weight: float = Field(default=1.0, description="episodic_agent location_weight (discourse)")
+    hysteresis_time_weight: float = Field(default=0.2, description="episodic_agent time factor weight")
+    hysteresis_bias: float = Field(default=0.0, description="added to the boundary score before the thresholds")
     hysteresis_window: int = Field(default=3, ge=1, le=16, description="left-window messages for topic drift")
 
-    # --- episodes and FSRS (seeds 000/001) ------------------------------------
-    surprise_stability_boost: float = Field(default=0.5, ge=0, description="seed 000: S x (1 + boost x surprise)")
-    desired_retention: float = Field(default=0.9, gt=0, lt=1)
-    title_min_words: int = Field(default=5, ge=1, description="seed 000: title 5-15 words")
-    title_max_words: int = Field(default=15, ge=1)
+    # --- episodes and FSRS (Plast Mem) ------------------------------------
+    surprise_stability_boost: float = Field(default=0.5, ge=0, description="Plast Mem: S x (1 + boost x surprise)")
+    desired_retention: float = Field(default=0.9, gt=0, lt=1, description="FSRS: recall probability reviews aim at")
+    title_min_words: int = Field(default=5, ge=1, description="Plast Mem: title 5-15 words")
+    title_max_words: int = Field(default=15, ge=1, description="Plast Mem: title 5-15 words")
     summary_max_sentences: int = Field(default=4, ge=1, description="Extractive summary length.")
 
-    # --- retrieval (seed 001) -------------------------------------------------
+    # --- retrieval (Plast Mem) --------------------------------------------
     retrieval_limit: int = Field(default=10, ge=1, description="Episodes returned when the caller names no limit.")
     retrieval_limit_max: int = Field(default=50, ge=1, description="Largest limit a caller may ask for.")
     retrieval_max_tokens: int = Field(default=1500, ge=50, description="Token budget of the returned text by default.")
     retrieval_max_tokens_max: int = Field(default=16_000, ge=50, description="Largest budget a caller may ask for.")
     retrieval_max_conversations: int = Field(default=100, ge=1, description="Conversations one retrieval may name.")
     query_max_chars: int = Field(default=2000, ge=10, description="Longest query accepted.")
-    retrieval_candidates: int = Field(default=100, ge=1, le=1000, description="seed 001: candidates per leg")
-    rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal Rank Fusion constant (seed 001 uses k=60).")
+    retrieval_candidates: int = Field(default=100, ge=1, le=1000, description="Plast Mem: candidates per leg")
+    rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal Rank Fusion constant (Plast Mem uses k=60).")
     retrieval_legs: str = Field(
         default="episode_vector,episode_lexical,message_vector,message_lexical",
         description="Ranked legs fused by RRF: episode_vector / episode_lexical (title and summary) and "
@@ -165,21 +180,21 @@ class Settings(BaseSettings):
         "conversation's messages).",
     )
     retrievability_weight: float = Field(
-        default=1.0, ge=0, le=4, description="final = rrf x retrievability^weight (seed 001: 1; 0 switches FSRS off)."
+        default=1.0, ge=0, le=4, description="final = rrf x retrievability^weight (Plast Mem: 1; 0 switches FSRS off)."
     )
     flashbulb_surprise: float = Field(
-        default=0.85, ge=0, le=1, description="seed 000: surprise at or above is a flashbulb memory"
+        default=0.85, ge=0, le=1, description="Plast Mem: surprise at or above is a flashbulb memory"
     )
     flashbulb_floor: float = Field(
         default=0.5, ge=0, le=1, description="A flashbulb memory's retrievability never drops below."
     )
     key_moment_surprise: float = Field(
-        default=0.7, ge=0, le=1, description="seed 001: surprise at or above is a key moment"
+        default=0.7, ge=0, le=1, description="Plast Mem: surprise at or above is a key moment"
     )
-    auto_detail_rank: int = Field(default=2, ge=0, description="seed 001: detail=auto shows messages for rank <= this")
+    auto_detail_rank: int = Field(default=2, ge=0, description="Plast Mem: detail=auto shows messages for rank <= this")
     low_detail_messages: int = Field(default=3, ge=1, description="Messages per episode at detail=low.")
     display_title_words: int = Field(
-        default=8, ge=1, description="seed 002: display title of an episode shown with its messages (8 words or fewer)"
+        default=8, ge=1, description="MIRA: display title of an episode shown with its messages (8 words or fewer)"
     )
     summary_tokens_with_messages: int = Field(
         default=0,
@@ -237,7 +252,7 @@ class Settings(BaseSettings):
         "(0: read them every time).",
     )
 
-    # --- memory review (seed 001) ---------------------------------------------
+    # --- memory review (Plast Mem) ----------------------------------------
     review_easy_similarity: float = Field(default=0.75, ge=0, le=1, description="Usage signal: closeness for easy.")
     review_good_similarity: float = Field(default=0.6, ge=0, le=1, description="Usage signal: closeness for good.")
     review_hard_similarity: float = Field(default=0.45, ge=0, le=1, description="Usage signal: closeness for hard.")
@@ -245,9 +260,9 @@ class Settings(BaseSettings):
     review_good_uptake: int = Field(default=2, ge=1, description="Usage signal: distinctive words taken up for good.")
     review_hard_uptake: int = Field(default=1, ge=1, description="Usage signal: distinctive words taken up for hard.")
 
-    # --- semantic consolidation (seed 001) -------------------------------------
+    # --- semantic consolidation (Plast Mem) -------------------------------
     consolidation_threshold: int = Field(
-        default=3, ge=1, description="seed 001: unconsolidated episodes of a conversation that start a consolidation."
+        default=3, ge=1, description="Plast Mem: unconsolidated episodes of a conversation that start a consolidation."
     )
     consolidation_max_episodes: int = Field(
         default=12, ge=1, le=100, description="Episodes one consolidation run reads."
@@ -277,29 +292,29 @@ class Settings(BaseSettings):
     )
     session_facts: int = Field(default=5, ge=0, le=50, description="Active facts in a session context.")
 
-    # --- agent context (seed 002, MIRA) ---------------------------------------
-    manifest_depth: int = Field(default=30, ge=1, le=500, description="seed 002: segments shown in the manifest")
-    manifest_title_chars: int = Field(default=60, ge=10, le=500, description="seed 002: manifest title length")
+    # --- agent context (MIRA) ---------------------------------------------
+    manifest_depth: int = Field(default=30, ge=1, le=500, description="MIRA: segments shown in the manifest")
+    manifest_title_chars: int = Field(default=60, ge=10, le=500, description="MIRA: manifest title length")
     manifest_cache_seconds: float = Field(
         default=600.0,
         ge=0,
-        description="seed 002: how long a conversation's manifest stays cached in Redis (0: never cached); it is "
+        description="MIRA: how long a conversation's manifest stays cached in Redis (0: never cached); it is "
         "invalidated when an episode is created or the conversation is forgotten.",
     )
     session_summary_count: int = Field(
-        default=3, ge=0, le=50, description="seed 002: episode summaries in a session context"
+        default=3, ge=0, le=50, description="MIRA: episode summaries in a session context"
     )
     session_continuity_messages: int = Field(
-        default=6, ge=0, le=100, description="seed 002: messages before the open segment shown for continuity"
+        default=6, ge=0, le=100, description="MIRA: messages before the open segment shown for continuity"
     )
     session_max_tokens: int = Field(default=2000, ge=100, le=16_000, description="Token budget of a session context.")
     session_open_messages_max: int = Field(
         default=200, ge=1, le=5000, description="Newest messages of the open segment read for a session context."
     )
 
-    # --- HTTP API and keys ------------------------------------------------------
+    # --- HTTP API and keys ------------------------------------------------
     api_host: str = Field(default="127.0.0.1", description="Where `memq api` listens (loopback by default).")
-    api_port: int = Field(default=8765, ge=1, le=65535)
+    api_port: int = Field(default=8765, ge=1, le=65535, description="Where `memq api` listens.")
     api_auth: bool = Field(
         default=True, description="Bearer API keys required (`memq keys create`). Off only for trusted networks."
     )
@@ -317,15 +332,17 @@ class Settings(BaseSettings):
         "before answering busy.",
     )
 
-    # --- embeddings -----------------------------------------------------------
+    # --- embeddings -------------------------------------------------------
     embedding_model: str = Field(
         default="local/all-MiniLM-L6-v2",
         description="'local/all-MiniLM-L6-v2' (bundled, offline) or any litellm embedding model.",
     )
-    embedding_dim: int = Field(default=384, ge=1, le=2000)
-    embedding_api_base: str | None = None
-    embedding_api_key: str | None = None
-    embedding_batch_size: int = Field(default=64, ge=1)
+    embedding_dim: int = Field(
+        default=384, ge=1, le=2000, description="Vector size of the embedding model (the schema's, set at migration)."
+    )
+    embedding_api_base: str | None = Field(default=None, description="API base of a remote embedding model.")
+    embedding_api_key: str | None = Field(default=None, description="API key of a remote embedding model (a secret).")
+    embedding_batch_size: int = Field(default=64, ge=1, description="Texts embedded per model call.")
     embedding_max_chars: int = Field(
         default=8000,
         ge=100,
@@ -333,22 +350,27 @@ class Settings(BaseSettings):
         "pieces anyway, and a remote model refuses input beyond its context (a message may be 100,000 characters).",
     )
 
-    # --- LLM (litellm) --------------------------------------------------------
+    # --- LLM (litellm) ----------------------------------------------------
     llm_model: str | None = Field(default=None, description="litellm model name; unset = no LLM.")
-    llm_api_base: str | None = None
-    llm_api_key: str | None = None
-    llm_timeout_seconds: float = Field(default=30.0, gt=0)
-    llm_max_retries: int = Field(default=2, ge=0)
-    llm_temperature: float = Field(default=0.2, ge=0, le=2)
+    llm_api_base: str | None = Field(default=None, description="API base (an OpenAI-compatible server, a proxy).")
+    llm_api_key: str | None = Field(
+        default=None, description="API key for the LLM (a secret); or the provider's own variable."
+    )
+    llm_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="Per LLM call, shortened to fit the task's deadline."
+    )
+    llm_max_retries: int = Field(default=2, ge=0, description="Retries of a failed LLM call before the fallback.")
+    llm_temperature: float = Field(default=0.2, ge=0, le=2, description="Sampling temperature of LLM calls.")
 
-    # --- worker / Celery ------------------------------------------------------
+    # --- worker / Celery --------------------------------------------------
     drain_max_messages: int = Field(default=200, ge=1, description="Messages per drain task before re-queue.")
-    drain_max_seconds: float = Field(default=60.0, gt=0)
+    drain_max_seconds: float = Field(
+        default=60.0, gt=0, description="Seconds a drain task runs before re-queueing itself."
+    )
     embed_prefetch: int = Field(default=32, ge=1, description="Inbox messages embedded per batch.")
     lock_lease_seconds: float = Field(
         default=60.0, gt=0, description="Conversation lock lease, renewed at every committed step."
     )
-    lock_retry_seconds: float = Field(default=1.0, gt=0)
     release_retry_seconds: float = Field(
         default=30.0,
         ge=0,
@@ -381,9 +403,17 @@ class Settings(BaseSettings):
         ge=0,
         description="A worker process stalled this long exits (code 70) for its supervisor to replace it. 0 = never.",
     )
-    task_time_limit_seconds: int = Field(default=300, ge=5)
-    visibility_timeout_seconds: int = Field(default=900, ge=10)
-    worker_concurrency: int = Field(default=2, ge=1)
+    task_time_limit_seconds: int = Field(
+        default=300,
+        ge=5,
+        description="Hard limit of a task (the soft limit comes a little earlier); a warm shutdown lasts at most this.",
+    )
+    visibility_timeout_seconds: int = Field(
+        default=900,
+        ge=10,
+        description="An unacknowledged task is redelivered after this (at least twice the task limit).",
+    )
+    worker_concurrency: int = Field(default=2, ge=1, description="Pool processes per worker (each loads the model).")
     quarantine_after_failures: int = Field(
         default=3,
         ge=1,
@@ -392,10 +422,17 @@ class Settings(BaseSettings):
     )
     retry_backoff_seconds: float = Field(default=2.0, gt=0, description="First delay before a failed task runs again.")
     retry_backoff_max_seconds: float = Field(default=60.0, gt=0, description="Longest delay between retries.")
+    memory_retry_limit: int = Field(
+        default=20,
+        ge=0,
+        description="Transient failures in a row after which a review or consolidation task gives up (logged as "
+        "failed; consolidation is taken up again by the conversation's next one or `memq consolidate`). Drains and "
+        "episode creation retry transient failures for as long as they last.",
+    )
 
-    # --- logging --------------------------------------------------------------
+    # --- logging ----------------------------------------------------------
     log_format: str = Field(default="console", description="'console' or 'json'")
-    log_level: str = "INFO"
+    log_level: str = Field(default="INFO", description="DEBUG, INFO, WARNING or ERROR.")
 
     @field_validator("out_of_order_policy")
     @classmethod

@@ -1,4 +1,4 @@
-"""Token counting with tiktoken (seed 003), offline.
+"""Token counting with tiktoken (agent-memory), offline.
 
 tiktoken downloads encodings on first use; this machine has no internet, so the
 encoding files that litellm ships inside its wheel are used as tiktoken's cache. A

@@ -26,7 +26,7 @@ from typing import Any
 import numpy as np
 from hypothesis import strategies as st
 
-from producer.validation import ROLES
+from memq.producer.validation import ROLES
 
 #: The clock the property tests validate against (a fixed instant: reproducible).
 NOW = datetime(2026, 5, 1, 12, 0, tzinfo=UTC)
@@ -600,7 +600,7 @@ def fake_unit_vector(text: str, dim: int) -> np.ndarray:
 
 
 class FakeEmbedder:
-    """Stands in for ``shared.embeddings.Embedder``: unit rows, float32, deterministic."""
+    """Stands in for ``memq.shared.embeddings.Embedder``: unit rows, float32, deterministic."""
 
     name = "test/hash-embedder"
 
@@ -625,7 +625,7 @@ def inbox_item(
     message_id: str, role: str, content: str, sent_us: int | None, metadata, *, arrival_us: int, last_us: int | None
 ) -> str:
     """The inbox item ``enqueue.lua`` pushes (clamp policy): "<effective_us> <arrival_us> <json>"."""
-    from shared.mailbox.codec import encode_payload
+    from memq.shared.mailbox.codec import encode_payload
 
     payload = encode_payload(message_id, role, content, sent_us, metadata)
     effective = lua_number(arrival_us if sent_us is None else sent_us)
@@ -663,14 +663,12 @@ def run_worker(
     ``gap_seconds`` apart before it (a negative gap makes its timestamp get clamped), one
     after, each a step of the engine; then a flush closes the open event. Every closed
     segment goes through its Redis record into ``build_episode``."""
-    from shared.mailbox.codec import decode_buffer_item, decode_inbox_item, parse_segment, to_micros
-    from shared.tokens import message_tokens
-    from worker.conversation_store import ConversationStore, episode_id_for
-    from worker.episodes.builder import build_episode
-    from worker.segmentation.detectors.registry import build_detector
-    from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
-    from worker.segmentation.event_state import EventState
-    from worker.segmentation.rules import RuleParams
+    from memq.shared.mailbox.codec import decode_buffer_item, decode_inbox_item, parse_segment, to_micros
+    from memq.worker.conversation_store import ConversationStore, episode_id_for
+    from memq.worker.episodes.builder import build_episode
+    from memq.worker.segmentation.detectors.registry import build_detector
+    from memq.worker.segmentation.event_state import EventState
+    from memq.worker.segmentation.segmenter import Segmenter
 
     embedder = embedder or FakeEmbedder(settings.embedding_dim)
     arrival_us = to_micros(NOW)
@@ -691,16 +689,7 @@ def run_worker(
         last = int(item.split(" ", 1)[0])
 
     detector = build_detector(settings, detector_name, embed_text=lambda t: fake_unit_vector(t, embedder.dim))
-    rules = RuleParams.from_settings(settings)
-    overlap = OverlapParams(timedelta(minutes=settings.overlap_minutes), settings.overlap_tokens)
-
-    def tokens(m) -> int:
-        return message_tokens(
-            m.role,
-            m.content,
-            tool_result_max_chars=settings.tool_result_max_chars,
-            encoding=settings.tokenizer_encoding,
-        )
+    segmenter = Segmenter.from_settings(settings, detector)
 
     decoded = []
     for item in items:
@@ -711,8 +700,6 @@ def run_worker(
 
     run = WorkerRun(items, [])
     store = SimpleNamespace(tenant=tenant, conversation_id=conversation_id)
-    buffer: list[Buffered] = []
-    state = EventState()
     last_eff: int | None = None
 
     def keep(segment) -> None:
@@ -729,16 +716,14 @@ def run_worker(
         assert decode_buffer_item(message.raw) == message
         assert decode_buffer_item(message.raw.encode("utf-8")) == message
         run.messages.append(message)
-        new = Buffered(message, tokens(message))
         ahead = [v for v in vectors[j + 1 : j + 1 + detector.lookahead] if v is not None]
-        result = step(buffer, new, vectors[j], state, detector, rules, overlap, ahead)
+        result = segmenter.advance(message, vectors[j], ahead)
         run.steps.append(result)
         last_eff = to_micros(message.timestamp)
-        buffer = buffer[result.drop :] + ([new] if result.push else [])
-        state = EventState.from_json(result.state.to_json())  # persisted in Redis between steps
+        segmenter.state = EventState.from_json(segmenter.state.to_json())  # persisted in Redis between steps
         if result.segment is not None:
             keep(result.segment)
-    closing = close_open_event(buffer, state, detector, overlap, reason="flush")
+    closing = segmenter.close("flush")
     if closing is not None:
         run.steps.append(closing)
         EventState.from_json(closing.state.to_json())

@@ -1,9 +1,9 @@
 """The Celery application: settings map one-to-one onto Celery's configuration
-(``shared.celery_config``), tasks come from ``worker.tasks``, and logging is bound
+(``memq.shared.celery_config``), tasks come from ``memq.worker.tasks``, and logging is bound
 to task and conversation ids.
 
-    celery -A worker.app worker      # or: memq worker
-    celery -A worker.app beat        # or: memq beat (one per deployment; RedBeat locks)
+    celery -A memq.worker.app worker      # or: memq worker
+    celery -A memq.worker.app beat        # or: memq beat (one per deployment; RedBeat locks)
 """
 
 from __future__ import annotations
@@ -16,13 +16,13 @@ import structlog
 from celery import Celery, signals
 from celery.exceptions import CPendingDeprecationWarning
 
-from shared import tasks
-from shared.celery_config import celery_config
-from shared.connections import service_urls
-from shared.logging import configure_logging
-from shared.settings import get_settings
-from worker.broker_recovery import SweepAfterReconnect
-from worker.watchdog import WatchdogStep
+from memq.shared import tasks
+from memq.shared.celery_config import celery_config
+from memq.shared.connections import redis_url
+from memq.shared.logging import configure_logging
+from memq.shared.settings import get_settings
+from memq.worker.broker_recovery import SweepAfterReconnect
+from memq.worker.watchdog import WatchdogStep
 
 
 def create_app() -> Celery:
@@ -31,13 +31,13 @@ def create_app() -> Celery:
     app = Celery(
         "memq",
         include=[
-            "worker.tasks.segmentation",
-            "worker.tasks.episodes",
-            "worker.tasks.maintenance",
-            "worker.tasks.memory",
+            "memq.worker.tasks.segmentation",
+            "memq.worker.tasks.episodes",
+            "memq.worker.tasks.maintenance",
+            "memq.worker.tasks.memory",
         ],
     )
-    app.conf.update(celery_config(settings, service_urls(settings).redis_url))
+    app.conf.update(celery_config(settings, redis_url(settings)))
     app.steps["consumer"].update({WatchdogStep, SweepAfterReconnect})  # see docs/broker-restarts.md
     app.conf.beat_schedule = {
         "collapse-idle-conversations": {"task": tasks.COLLAPSE_IDLE, "schedule": settings.collapse_check_seconds},
@@ -55,7 +55,7 @@ app = create_app()
 @signals.worker_ready.connect
 def _quiet_cancel_notice(**_: object) -> None:
     """memq keeps tasks running across a lost broker connection on purpose
-    (shared.celery_config); Celery's notice about that default would be logged at every
+    (memq.shared.celery_config); Celery's notice about that default would be logged at every
     reconnect. Set once the worker is up: Celery's logging setup puts its own 'always'
     filter for the warning in front of any set earlier."""
     warnings.filterwarnings(
@@ -71,7 +71,7 @@ def _warm_up(**_: object) -> None:
     in each pool process before it takes a task: a first task must not spend its time
     budget importing, and a soft time limit must never interrupt an import halfway
     (that leaves a half-initialised module behind for every later task)."""
-    from worker import resources
+    from memq.worker import resources
 
     resources.warm_up()
 

@@ -18,9 +18,9 @@ from typing import Any
 import structlog
 from celery import bootsteps
 
-from shared import tasks
-from shared.settings import get_settings
-from worker.failures import describe
+from memq.shared import publisher
+from memq.shared.settings import get_settings
+from memq.worker.failures import describe
 
 log = structlog.get_logger("memq.recovery")
 
@@ -37,9 +37,7 @@ class SweepAfterReconnect(bootsteps.StartStopStep):
         if self.starts == 1 or settings.recovery_sweep_window_seconds <= 0:
             return
         try:
-            c.app.send_task(
-                tasks.SWEEP_STALLED, kwargs={"age": 0.0, "once_per_seconds": settings.recovery_sweep_window_seconds}
-            )
+            publisher.sweep(c.app, age=0.0, once_per_seconds=settings.recovery_sweep_window_seconds)
             log.warning(
                 "recovery_sweep_requested",
                 reconnects=self.starts - 1,

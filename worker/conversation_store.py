@@ -30,12 +30,12 @@ from typing import Any, NoReturn
 import redis
 from redis.commands.core import Script
 
-from shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item, parse_segment
-from shared.mailbox.keys import conversation_keys
-from shared.mailbox.scripts import Scripts
-from shared.settings import Settings
-from worker.segmentation.engine import ClosedSegment
-from worker.segmentation.event_state import EventState
+from memq.shared.mailbox.codec import QueuedMessage, decode_buffer_item, parse_segment
+from memq.shared.mailbox.keys import conversation_keys
+from memq.shared.mailbox.scripts import Scripts
+from memq.shared.settings import Settings
+from memq.worker.segmentation.engine import ClosedSegment
+from memq.worker.segmentation.event_state import EventState
 
 
 class LockLost(Exception):
@@ -154,9 +154,6 @@ class ConversationStore:
     def peek_inbox_raw(self, count: int) -> list[str]:
         return list(self.client.lrange(self.keys.inbox, 0, count - 1))
 
-    def peek_inbox(self, count: int) -> list[QueuedMessage]:
-        return [decode_inbox_item(i) for i in self.peek_inbox_raw(count)]
-
     def flush_requested(self) -> str | None:
         flush: str | None = self.client.hget(self.keys.state, "flush")
         return flush
@@ -230,7 +227,7 @@ class ConversationStore:
         return episode_id or None
 
     def sync(self, *, run_id: str, fence: int, seq_floor: int, last_eff_floor: int | None) -> int:
-        """Apply a sync (``worker.sync``); returns how many waiting segments were re-stamped."""
+        """Apply a sync (``memq.worker.sync``); returns how many waiting segments were re-stamped."""
         try:
             version, restamped = self.scripts.sync(
                 keys=[self.keys.state, self.keys.lock, self.keys.segments],

@@ -1,10 +1,10 @@
 """Draining one conversation's inbox through the segmenter (orchestration only:
-policy lives in ``worker.segmentation``, storage in ``worker.conversation_store``).
+policy lives in ``memq.worker.segmentation``, storage in ``memq.worker.conversation_store``).
 
 Runs under the conversation lock, from a ``Snapshot`` already synced with PostgreSQL
-(``worker.sync``). Reads inbox messages in order in small batches (embedded together
-when the detector needs embeddings), numbers each, runs one engine step and commits
-it atomically before the next. Bounded in messages and time, checked before every
+(``memq.worker.sync``). Reads inbox messages in order in small batches (embedded together
+when the detector needs embeddings), numbers each, advances the ``Segmenter`` by it
+and commits the step atomically before the next. Bounded in messages and time, checked before every
 message, and every step runs under a deadline that slow calls (the LLM topic check)
 respect, so a drain ends on its own budget far below Celery's time limit; the task
 queues another drain for what is left.
@@ -20,21 +20,19 @@ import hashlib
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import timedelta
 
 import numpy as np
 import structlog
 
-from shared import deadline
-from shared.embeddings import Embedder
-from shared.mailbox.codec import QueuedMessage, decode_inbox_item, to_micros
-from shared.settings import Settings
-from shared.tokens import message_tokens
-from worker.conversation_store import ConversationStore, Snapshot
-from worker.failures import STOP, describe, is_transient
-from worker.segmentation.detectors.base import Detector
-from worker.segmentation.engine import Buffered, ClosedSegment, OverlapParams, Step, close_open_event, step
-from worker.segmentation.rules import RuleParams
+from memq.shared import deadline
+from memq.shared.embeddings import Embedder
+from memq.shared.mailbox.codec import QueuedMessage, decode_inbox_item, to_micros
+from memq.shared.settings import Settings
+from memq.worker.conversation_store import ConversationStore, Snapshot
+from memq.worker.failures import STOP, describe, is_transient
+from memq.worker.segmentation.detectors.base import Detector
+from memq.worker.segmentation.engine import ClosedSegment, Step
+from memq.worker.segmentation.segmenter import Segmenter
 
 log = structlog.get_logger("memq.segmentation")
 
@@ -59,7 +57,7 @@ class DrainOutcome:
 
 
 def log_boundary_score(seq: int | None, result: Step) -> None:
-    """Seed 004's debug line: ``Boundary score: 0.85 (pred=.., drift=..) -> TRIGGER``."""
+    """episodic_agent's debug line: ``Boundary score: 0.85 (pred=.., drift=..) -> TRIGGER``."""
     v = result.verdict
     if v is None:
         log.info(f"seq {seq}: rule layer -> {result.action}", seq=seq, action=result.action)
@@ -128,19 +126,8 @@ def drain(
     on_episode: Callable[[str], None],
     snapshot: Snapshot,
 ) -> DrainOutcome:
-    rules = RuleParams.from_settings(settings)
-    overlap = OverlapParams(timedelta(minutes=settings.overlap_minutes), settings.overlap_tokens)
-
-    def tokens(m: QueuedMessage) -> int:
-        return message_tokens(
-            m.role,
-            m.content,
-            tool_result_max_chars=settings.tool_result_max_chars,
-            encoding=settings.tokenizer_encoding,
-        )
-
-    buffer = [Buffered(m, tokens(m)) for m in snapshot.buffer]
-    state, seq, last_eff, fence = snapshot.event, snapshot.seq, snapshot.last_eff_us, snapshot.fence
+    segmenter = Segmenter.from_settings(settings, detector, snapshot.buffer, snapshot.event)
+    seq, last_eff, fence = snapshot.seq, snapshot.last_eff_us, snapshot.fence
     outcome = DrainOutcome()
     ends_at = time.monotonic() + settings.drain_max_seconds
     step_seconds = settings.lock_lease_seconds / 2  # a step never outlives half the lock's lease
@@ -175,14 +162,13 @@ def drain(
                 if isinstance(vector, _Unusable):
                     raise vector.exc
                 message = item.numbered(seq + 1, last_eff)
-                new = Buffered(message, tokens(message))
                 ahead = []
                 for v in vectors[j + 1 : j + 1 + lookahead]:
                     if v is None or isinstance(v, _Unusable):
                         break
                     ahead.append(v)
                 with deadline.within(min(step_seconds, ends_at - time.monotonic())):
-                    result = step(buffer, new, vector, state, detector, rules, overlap, ahead)
+                    result = segmenter.advance(message, vector, ahead)
             except STOP:
                 raise
             except Exception as exc:
@@ -202,8 +188,6 @@ def drain(
                 seq=seq,
                 last_eff_us=last_eff,
             )
-            buffer = buffer[result.drop :] + ([new] if result.push else [])
-            state = result.state
             outcome.processed += 1
             if settings.boundary_verbose:
                 log_boundary_score(message.seq, result)
@@ -216,9 +200,11 @@ def drain(
     flush = store.flush_requested()
     if flush is not None:
         reason = "inactivity" if flush.endswith(":inactivity") else "flush"
-        closing = close_open_event(buffer, state, detector, overlap, reason=reason)
+        closing = segmenter.close(reason)
         if closing is None:
-            store.commit(head_raw=None, push=None, drop=0, segment=None, state=state, fence=fence, clear_flush=flush)
+            store.commit(
+                head_raw=None, push=None, drop=0, segment=None, state=segmenter.state, fence=fence, clear_flush=flush
+            )
         else:
             episode_id = store.commit(
                 head_raw=None,

@@ -18,11 +18,11 @@ from typing import Any
 import psycopg
 import structlog
 
-from shared.db.episodes import StoredChanged, check_stored, store_episode
-from shared.embeddings import Embedder
-from shared.settings import Settings
-from worker.conversation_store import ConversationStore, episode_id_for
-from worker.episodes.builder import build_episode
+from memq.shared.db.episodes import StoredChanged, check_stored, store_episode
+from memq.shared.embeddings import Embedder
+from memq.shared.settings import Settings
+from memq.worker.conversation_store import ConversationStore, episode_id_for
+from memq.worker.episodes.builder import build_episode
 
 log = structlog.get_logger("memq.episodes")
 

@@ -16,6 +16,8 @@ import psycopg
 import redis
 from billiard.exceptions import SoftTimeLimitExceeded
 
+from memq.shared.settings import Settings
+
 # "Stop now" signals, never a failure of the input: Celery's soft time limit.
 STOP: tuple[type[BaseException], ...] = (SoftTimeLimitExceeded,)
 
@@ -48,6 +50,20 @@ def is_transient(exc: BaseException) -> bool:
 def describe(exc: BaseException) -> str:
     text = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
     return f"{type(exc).__name__}: {text}"[:2000] if text else type(exc).__name__
+
+
+def retry_delay(settings: Settings, attempt: int) -> float:
+    """The one backoff of every task that runs again: MEMQ_RETRY_BACKOFF_SECONDS, doubling
+    with each attempt, at most MEMQ_RETRY_BACKOFF_MAX_SECONDS."""
+    return backoff_seconds(attempt, settings.retry_backoff_seconds, settings.retry_backoff_max_seconds)
+
+
+def gives_up(settings: Settings, exc: BaseException, attempt: int) -> bool:
+    """Whether a review or consolidation stops retrying: at once for an error that is not
+    transient, after MEMQ_MEMORY_RETRY_LIMIT transient failures in a row otherwise. (Drains
+    and episode creation never give up on transient failures: their work is the mailbox's,
+    kept until done; a persistent error quarantines it instead.)"""
+    return not is_transient(exc) or attempt >= settings.memory_retry_limit
 
 
 def backoff_seconds(attempt: int, base: float, cap: float) -> float:

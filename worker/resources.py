@@ -10,13 +10,13 @@ import os
 
 import psycopg
 
-from shared.connections import MailboxClient, mailbox_client, pg_connect
-from shared.embeddings import Embedder, get_embedder
-from shared.mailbox.scripts import Scripts
-from shared.settings import Settings, get_settings
-from worker.conversation_store import ConversationStore
-from worker.segmentation.detectors.base import Detector
-from worker.segmentation.detectors.registry import build_detector
+from memq.shared.connections import MailboxClient, mailbox_client, pg_connect
+from memq.shared.embeddings import Embedder, get_embedder
+from memq.shared.mailbox.scripts import Scripts
+from memq.shared.settings import Settings, get_settings
+from memq.worker.conversation_store import ConversationStore
+from memq.worker.segmentation.detectors.base import Detector
+from memq.worker.segmentation.detectors.registry import build_detector
 
 
 @functools.lru_cache(maxsize=4)
@@ -59,17 +59,17 @@ def detector() -> Detector:
 
 
 def warm_up() -> None:
-    """Load everything a task may need, once per process (see ``worker.app``)."""
+    """Load everything a task may need, once per process (see ``memq.worker.app``)."""
     import structlog
 
-    from shared.tokens import count_tokens
+    from memq.shared.tokens import count_tokens
 
     s = settings()
     embedder()
     detector()
     count_tokens("warm up", s.tokenizer_encoding)
     if s.llm_enabled:
-        from shared.llm import import_litellm
+        from memq.shared.llm import import_litellm
 
         import_litellm()
     mark_ready()
@@ -91,7 +91,7 @@ def mark_ready() -> None:
     import socket
     import time
 
-    from shared.connections import redis_client
+    from memq.shared.connections import redis_client
 
     with contextlib.suppress(Exception):  # bookkeeping only: never keep a worker from starting
         redis_client(settings()).set(

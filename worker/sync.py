@@ -30,9 +30,9 @@ from dataclasses import replace
 import psycopg
 import structlog
 
-from shared.db.conversations import raise_fence
-from shared.mailbox.codec import to_micros
-from worker.conversation_store import ConversationStore, Snapshot
+from memq.shared.db.conversations import raise_fence
+from memq.shared.mailbox.codec import to_micros
+from memq.worker.conversation_store import ConversationStore, Snapshot
 
 log = structlog.get_logger("memq.sync")
 

@@ -36,7 +36,7 @@ from typing import Any
 import structlog
 from celery import bootsteps
 
-from shared.settings import Settings, get_settings
+from memq.shared.settings import Settings, get_settings
 
 log = structlog.get_logger("memq.watchdog")
 

@@ -14,12 +14,14 @@ from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 
+from memq import version
 from memq.api import errors
 from memq.api.auth import UNAUTHORIZED, tenant_for
 from memq.api.limits import BodyLimit
-from memq.api.routes import conversations, facts, health, memory, messages
+from memq.api.request_log import RequestLog
+from memq.api.routes import conversations, facts, health, memory, messages, metrics
 from memq.api.services import Services
-from shared.settings import Settings, get_settings
+from memq.shared.settings import Settings, get_settings
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 
@@ -27,7 +29,7 @@ LOOPBACK = ("127.0.0.1", "localhost", "::1")
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
     """``services``: already started ones (tests); by default they start with the app."""
     from memq.mcp_server import build_server
-    from shared.logging import configure_logging
+    from memq.shared.logging import configure_logging
 
     settings = settings or get_settings()
     configure_logging(settings)
@@ -54,7 +56,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
 
     app = FastAPI(
         title="memq",
-        version=_version(),
+        version=version(),
         lifespan=lifespan,
         description="Long-term memory for LLM agents: add conversation messages, retrieve what matters, load the "
         "context of a new session, forget a conversation. Every route under /v1 needs "
@@ -63,7 +65,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     if services is not None:  # usable before the lifespan runs (schemathesis' ASGI client does not run it)
         holder["services"] = app.state.services = services
     errors.install(app)
-    for module in (messages, memory, conversations, facts, health):
+    for module in (messages, memory, conversations, facts, health, metrics):
         app.include_router(module.router)
     app.router.routes.append(
         Route(
@@ -74,6 +76,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         )
     )
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(RequestLog)  # outermost: times and logs every answer, refusals included
     return app
 
 
@@ -127,12 +130,3 @@ def _transport_security(settings: Settings) -> TransportSecuritySettings:
             allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
         )
     return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-
-
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("memq")
-    except PackageNotFoundError:
-        return "0"

@@ -9,7 +9,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memq.api.services import Services
-from shared.auth.api_keys import bearer
+from memq.shared.auth.api_keys import bearer
 
 scheme = HTTPBearer(auto_error=False, description="An API key from `memq keys create --tenant T`.")
 
@@ -30,4 +30,5 @@ def caller(request: Request, _: HTTPAuthorizationCredentials | None = Depends(sc
     tenant = tenant_for(services(request), request.headers.get("authorization"))
     if tenant is None:
         raise HTTPException(401, UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
+    request.state.memq_tenant = tenant  # for the request's log line (memq.api.request_log)
     return tenant

@@ -14,7 +14,7 @@ from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from shared.errors import BatchIncomplete, BatchRejected, Busy, NotFound, ServiceError, ValidationError
+from memq.shared.errors import BatchIncomplete, BatchRejected, Busy, NotFound, ServiceError, ValidationError
 
 log = structlog.get_logger("memq.api")
 

@@ -14,7 +14,7 @@ import time
 
 import structlog
 
-from shared.auth.api_keys import key_id, matches
+from memq.shared.auth.api_keys import key_id, matches
 
 log = structlog.get_logger("memq.api.keys")
 

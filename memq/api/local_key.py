@@ -10,9 +10,9 @@ from pathlib import Path
 
 import psycopg
 
-from shared.auth.api_keys import key_id, matches
-from shared.db.api_keys import active_keys, create_key
-from shared.settings import Settings
+from memq.shared.auth.api_keys import key_id, matches
+from memq.shared.db.api_keys import active_keys, create_key
+from memq.shared.settings import Settings
 
 NAME = "local (memq api)"
 

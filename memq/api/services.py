@@ -4,6 +4,7 @@ keys. Built once per process (``Services.start``)."""
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -11,10 +12,11 @@ from dataclasses import dataclass
 import psycopg
 from pgvector.psycopg import register_vector
 from psycopg_pool import ConnectionPool
+from redis import Redis
 
 from memq.api.keystore import KeyStore
-from producer.client import Producer
-from shared.settings import Settings
+from memq.producer.client import Producer
+from memq.shared.settings import Settings
 
 
 @dataclass
@@ -30,13 +32,13 @@ class Services:
 
     @classmethod
     def start(cls, settings: Settings, *, load_model: bool = True) -> Services:
-        from shared.connections import service_urls
-        from shared.db.api_keys import active_key, active_keys
-        from shared.embedded import services as embedded
+        from memq.shared.connections import database_url
+        from memq.shared.db.api_keys import active_key, active_keys
+        from memq.shared.embedded import services as embedded
 
         embedded.up(settings)
         pool = ConnectionPool(
-            service_urls(settings).database_url,
+            database_url(settings),
             min_size=1,
             max_size=10,
             kwargs={"autocommit": True},
@@ -57,10 +59,17 @@ class Services:
         keys = KeyStore(load_keys, settings.api_keys_refresh_seconds, load_key)
         keys.start()
         if load_model:  # before the first request, not during it
-            from shared.embeddings import get_embedder
+            from memq.shared.embeddings import get_embedder
 
             get_embedder(settings)
         return cls(settings, pool, Producer(settings), keys)
+
+    @functools.cached_property
+    def broker(self) -> Redis:
+        """The broker's Redis (REDIS_URL), for reading queue lengths."""
+        from memq.shared.connections import redis_client
+
+        return redis_client(self.settings)
 
     @contextmanager
     def conn(self) -> Iterator[psycopg.Connection]:

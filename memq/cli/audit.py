@@ -24,9 +24,9 @@ def audit_cmd(
     """Prove from PostgreSQL and Redis that every accepted message is in exactly one
     episode, in order, and that nothing is stuck, lost or hidden in the quarantine."""
     from memq.audit import audit, conversations_in_scope
-    from shared.connections import mailbox_client, pg_connect
-    from shared.ids import check_conversation_id
-    from shared.settings import get_settings
+    from memq.shared.connections import mailbox_client, pg_connect
+    from memq.shared.ids import check_conversation_id
+    from memq.shared.settings import get_settings
 
     settings = get_settings()
     client = mailbox_client(settings)

@@ -16,7 +16,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-SAMPLE = Path(__file__).resolve().parents[2] / "producer" / "samples" / "demo_conversation.jsonl"
+SAMPLE = Path(__file__).parents[1] / "producer" / "samples" / "demo_conversation.jsonl"  # shipped in the package
 QUESTIONS = (
     "Where is Alex going on holiday, and with whom?",
     "Which database did we pick for the payments ledger?",
@@ -40,8 +40,8 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
     """Run the pipeline end to end on the sample conversation and show its episodes."""
     import os
 
-    from shared.embedded import services
-    from shared.settings import get_settings, reset_settings
+    from memq.shared.embedded import services
+    from memq.shared.settings import get_settings, reset_settings
 
     if detector:
         os.environ["MEMQ_DETECTOR"] = detector
@@ -56,13 +56,13 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
 
     from memq.cli.episodes import episodes_table
     from memq.cli.producer_commands import replay_file
+    from memq.producer.client import Producer
+    from memq.producer.replay import read_jsonl
+    from memq.shared.connections import pg_connect
+    from memq.shared.db.episodes import list_episodes
+    from memq.shared.db.migrate import upgrade
+    from memq.shared.forget import forget_conversation
     from memq.worker_process import start_worker, stop_worker, wait_for_worker
-    from producer.client import Producer
-    from producer.replay import read_jsonl
-    from shared.connections import pg_connect
-    from shared.db.episodes import list_episodes
-    from shared.db.migrate import upgrade
-    from shared.forget import forget_conversation
 
     upgrade(settings)
     producer = Producer(settings)
@@ -113,11 +113,11 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
 
 
 def _manifest(console: Console, settings, conversations: list[str]) -> None:
-    """The manifest an agent would keep in its system prompt (seed 002)."""
+    """The manifest an agent would keep in its system prompt (MIRA)."""
     from rich.panel import Panel
     from rich.text import Text
 
-    from shared.context.service import manifest
+    from memq.shared.context.service import manifest
 
     for cid in conversations:
         result = manifest(cid, depth=12, settings=settings)
@@ -129,7 +129,7 @@ def _answer(console: Console, settings, conversations: list[str], questions: tup
     from rich.markdown import Markdown
     from rich.panel import Panel
 
-    from shared.retrieval.service import retrieve_memory
+    from memq.shared.retrieval.service import retrieve_memory
 
     for question in questions:
         result = retrieve_memory(

@@ -9,9 +9,9 @@ from rich.console import Console
 from rich.table import Table
 
 from memq.cli.options import tenant_option
-from shared.connections import pg_connect
-from shared.db.episodes import EpisodeSummary, list_episodes
-from shared.settings import get_settings
+from memq.shared.connections import pg_connect
+from memq.shared.db.episodes import EpisodeSummary, list_episodes
+from memq.shared.settings import get_settings
 
 
 def episodes_table(episodes: list[EpisodeSummary], title: str) -> Table:

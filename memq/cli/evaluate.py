@@ -41,9 +41,9 @@ def eval_cmd(
     """Score detector profiles on topic-segmentation sets (TIAGE-style JSON and
     [BOUNDARY]-marked JSONL files in DATA/segmentation or DATA)."""
     from memq.evaluation.runner import evaluate
-    from shared.embeddings import get_embedder
-    from shared.settings import get_settings
-    from worker.segmentation.detectors.registry import PROFILES, build_detector
+    from memq.shared.embeddings import get_embedder
+    from memq.shared.settings import get_settings
+    from memq.worker.segmentation.detectors.registry import PROFILES, build_detector
 
     settings = get_settings()
     console = Console(width=width)
@@ -103,8 +103,8 @@ def _train(data: Path, train_file: str, lookahead: int, model_name: str | None, 
     from memq.evaluation.datasets import load_directory
     from memq.evaluation.runner import dialogue_embeddings
     from memq.evaluation.training import train
-    from shared.embeddings import get_embedder
-    from worker.segmentation.detectors.learned import MODELS
+    from memq.shared.embeddings import get_embedder
+    from memq.worker.segmentation.detectors.learned import MODELS
 
     sets = load_directory(data / "segmentation" if (data / "segmentation").is_dir() else data)
     if train_file not in sets:
@@ -153,8 +153,8 @@ def eval_locomo_cmd(
 
     from memq.evaluation.locomo.report import print_report, write_chart, write_json
     from memq.evaluation.locomo.runner import EvalConfig, run
-    from shared.ids import check_tenant
-    from shared.settings import get_settings
+    from memq.shared.ids import check_tenant
+    from memq.shared.settings import get_settings
 
     settings = get_settings()
     console = Console(width=150)

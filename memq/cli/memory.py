@@ -10,7 +10,7 @@ import click
 
 from memq.cli.options import tenant_option
 from memq.cli.retrieve import _answer_only_on_stdout
-from shared.settings import get_settings
+from memq.shared.settings import get_settings
 
 
 @click.command("consolidate")
@@ -21,11 +21,11 @@ def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
     the LLM distils lasting facts. Needs MEMQ_LLM_MODEL."""
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from shared.connections import pg_connect
-    from shared.db.migrate import upgrade
-    from shared.embeddings import get_embedder
-    from shared.ids import check_conversation_id, check_tenant
-    from worker.consolidation.job import consolidate
+    from memq.shared.connections import pg_connect
+    from memq.shared.db.migrate import upgrade
+    from memq.shared.embeddings import get_embedder
+    from memq.shared.ids import check_conversation_id, check_tenant
+    from memq.worker.consolidation.job import consolidate
 
     settings = get_settings()
     if not settings.llm_enabled:
@@ -94,10 +94,10 @@ def facts_cmd(
     as_json: bool,
 ) -> None:
     """A conversation's facts (semantic memory)."""
-    from shared.connections import pg_connect
-    from shared.db.facts import fact_history, get_fact, list_facts
-    from shared.ids import check_conversation_id
-    from shared.retrieval.facts_section import fact_line
+    from memq.shared.connections import pg_connect
+    from memq.shared.db.facts import fact_history, get_fact, list_facts
+    from memq.shared.ids import check_conversation_id
+    from memq.shared.retrieval.facts_section import fact_line
 
     settings = get_settings()
     tenant = tenant or settings.tenant
@@ -117,7 +117,7 @@ def facts_cmd(
                     click.echo(f"  {h['at']}  {h['action']}  {json.dumps(h['detail'])}")
             return
         if query:
-            from shared.retrieval.facts import find_facts
+            from memq.shared.retrieval.facts import find_facts
 
             with _answer_only_on_stdout():
                 _, found = find_facts(

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from shared.errors import ValidationError
-from shared.ids import check_tenant
+from memq.shared.errors import ValidationError
+from memq.shared.ids import check_tenant
 
 
 def _tenant(ctx, param, value):

@@ -10,9 +10,9 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memq.cli.options import tenant_option
-from producer.client import Producer
-from producer.replay import batches, count_lines
-from shared.errors import ValidationError
+from memq.producer.client import Producer
+from memq.producer.replay import batches, count_lines
+from memq.shared.errors import ValidationError
 
 
 @click.command("send")
@@ -110,7 +110,7 @@ def status_cmd(conversation_id: str | None, tenant: str | None) -> None:
     a conversation, the whole mailbox at a glance."""
     producer = Producer()
     if conversation_id is None:
-        from shared.mailbox.status import mailbox_overview
+        from memq.shared.mailbox.status import mailbox_overview
 
         o = mailbox_overview(producer.redis, producer.scripts, producer.settings)
         click.echo(
@@ -149,7 +149,7 @@ def status_cmd(conversation_id: str | None, tenant: str | None) -> None:
 def _memory_backlog(settings, tenant: str | None, conversation_id: str | None) -> tuple[int, int]:
     """(episodes waiting for consolidation, pending reviews) of a conversation, or of a
     tenant (every tenant when neither is given)."""
-    from shared.connections import pg_connect
+    from memq.shared.connections import pg_connect
 
     where, args = "TRUE", []
     if tenant or conversation_id:

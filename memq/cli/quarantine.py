@@ -23,9 +23,9 @@ def quarantine_group() -> None:
 @click.option("--all-tenants", is_flag=True, help="Every tenant's quarantine.")
 def list_cmd(conversation_id: str | None, tenant: str | None, all_tenants: bool) -> None:
     """List quarantined items with the error that put them there."""
-    from shared.connections import mailbox_client
-    from shared.mailbox.quarantine import list_quarantined
-    from shared.settings import get_settings
+    from memq.shared.connections import mailbox_client
+    from memq.shared.mailbox.quarantine import list_quarantined
+    from memq.shared.settings import get_settings
 
     settings = get_settings()
     scope = None if all_tenants else (tenant or settings.tenant)
@@ -53,12 +53,12 @@ def list_cmd(conversation_id: str | None, tenant: str | None, all_tenants: bool)
 def retry_cmd(conversation_id: str | None, item: str | None, tenant: str | None, retry_all: bool) -> None:
     """Put quarantined items back to work: ITEM (as listed: m:<message id> or s:<episode
     id>) of CONVERSATION_ID, every item of CONVERSATION_ID, or --all."""
-    from shared.connections import mailbox_client
-    from shared.mailbox.keys import conversation_keys
-    from shared.mailbox.quarantine import list_quarantined, retry
-    from shared.mailbox.scripts import Scripts
-    from shared.publisher import publish_drain, publish_episode
-    from shared.settings import get_settings
+    from memq.shared import publisher
+    from memq.shared.connections import mailbox_client
+    from memq.shared.mailbox.keys import conversation_keys
+    from memq.shared.mailbox.quarantine import list_quarantined, retry
+    from memq.shared.mailbox.scripts import Scripts
+    from memq.shared.settings import get_settings
 
     if not conversation_id and not retry_all:
         raise click.UsageError("name a conversation (and optionally an item), or pass --all")
@@ -80,7 +80,7 @@ def retry_cmd(conversation_id: str | None, item: str | None, tenant: str | None,
             continue
         if done.publish:
             if done.kind == "message":
-                publish_drain(settings, q.tenant, q.conversation_id)
+                publisher.drain(publisher.publishing_app(settings), q.tenant, q.conversation_id)
             else:
-                publish_episode(settings, q.tenant, q.conversation_id, done.id)
+                publisher.episode(publisher.publishing_app(settings), q.tenant, q.conversation_id, done.id)
         click.echo(f"retrying {done.kind} {done.id} of {q.tenant}/{q.conversation_id}")

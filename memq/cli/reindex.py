@@ -7,10 +7,10 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memq.cli.options import tenant_option
-from shared.connections import pg_connect
-from shared.db.reindex import ReindexScope, count, reindex_messages
-from shared.embeddings import get_embedder
-from shared.settings import get_settings
+from memq.shared.connections import pg_connect
+from memq.shared.db.reindex import ReindexScope, count, reindex_messages
+from memq.shared.embeddings import get_embedder
+from memq.shared.settings import get_settings
 
 
 @click.command("reindex")

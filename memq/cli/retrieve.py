@@ -15,11 +15,11 @@ from rich.console import Console
 from rich.markdown import Markdown
 
 from memq.cli.options import tenant_option
-from shared.errors import ValidationError
-from shared.retrieval.request import DETAILS
-from shared.retrieval.review_notes import flush_review_notes
-from shared.retrieval.service import recent_memory, retrieve_memory
-from shared.settings import get_settings
+from memq.shared.errors import ValidationError
+from memq.shared.retrieval.request import DETAILS
+from memq.shared.retrieval.review_notes import flush_review_notes
+from memq.shared.retrieval.service import recent_memory, retrieve_memory
+from memq.shared.settings import get_settings
 
 
 @contextmanager

@@ -10,7 +10,7 @@ import click
 
 from memq.cli.options import tenant_option
 from memq.cli.retrieve import _answer_only_on_stdout, _print
-from shared.settings import get_settings
+from memq.shared.settings import get_settings
 
 
 @click.command("api")
@@ -26,15 +26,18 @@ def api_cmd(host: str | None, port: int | None, workers: int) -> None:
     import uvicorn
 
     from memq.api.local_key import ensure_local_key, key_file
-    from shared.connections import pg_connect
-    from shared.db.migrate import upgrade
-    from shared.embedded import services
+    from memq.shared.connections import pg_connect
+    from memq.shared.db.migrate import upgrade
+    from memq.shared.embedded import services
 
     settings = get_settings()
     host, port = host or settings.api_host, port or settings.api_port
     services.up(settings)
     upgrade(settings)
-    if settings.api_auth:
+    if settings.api_auth and settings.env == "production":
+        # Replicas come and go: no key file per start; keys are made on purpose.
+        click.echo("MEMQ_ENV=production: callers need a key from `memq keys create --tenant T`")
+    elif settings.api_auth:
         with pg_connect(settings, autocommit=True) as conn:
             _, created = ensure_local_key(settings, conn)
         click.echo(
@@ -67,11 +70,11 @@ def api_cmd(host: str | None, port: int | None, workers: int) -> None:
 @tenant_option
 def mcp_cmd(tenant: str | None) -> None:
     """Run the MCP server on stdio (for agent frameworks that start it as a subprocess).
-    Tools: retrieve_memory, recent_memory, manifest, session_context, in one tenant."""
+    Tools: retrieve_memory, search_facts, recent_memory, manifest, session_context, in one tenant."""
     from memq.api.services import Services
     from memq.mcp_server import build_server
-    from shared.db.migrate import upgrade
-    from shared.logging import configure_logging
+    from memq.shared.db.migrate import upgrade
+    from memq.shared.logging import configure_logging
 
     settings = get_settings()
     configure_logging(settings.model_copy(update={"log_level": "WARNING"}), force=True)  # stdout is the protocol
@@ -93,9 +96,9 @@ def keys_group() -> None:
 @click.option("--name", default="", help="What the key is for (shown in `memq keys list`).")
 def keys_create(tenant: str | None, name: str) -> None:
     """Create a key and print it once; only its hash is stored."""
-    from shared.connections import pg_connect
-    from shared.db.api_keys import create_key
-    from shared.db.migrate import upgrade
+    from memq.shared.connections import pg_connect
+    from memq.shared.db.api_keys import create_key
+    from memq.shared.db.migrate import upgrade
 
     settings = get_settings()
     upgrade(settings)
@@ -112,8 +115,8 @@ def keys_create(tenant: str | None, name: str) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def keys_list(tenant: str | None, as_json: bool) -> None:
     """Keys (ids, tenants, names, when created and revoked); never the keys themselves."""
-    from shared.connections import pg_connect
-    from shared.db.api_keys import list_keys
+    from memq.shared.connections import pg_connect
+    from memq.shared.db.api_keys import list_keys
 
     with pg_connect(get_settings(), autocommit=True) as conn:
         rows = list_keys(conn, tenant)
@@ -146,8 +149,8 @@ def keys_list(tenant: str | None, as_json: bool) -> None:
 @tenant_option
 def keys_revoke(key_id: str, tenant: str | None) -> None:
     """Revoke a key by its id (from `memq keys list`); the API refuses it within seconds."""
-    from shared.connections import pg_connect
-    from shared.db.api_keys import revoke_key
+    from memq.shared.connections import pg_connect
+    from memq.shared.db.api_keys import revoke_key
 
     with pg_connect(get_settings(), autocommit=True) as conn:
         row = revoke_key(conn, key_id, tenant)
@@ -162,11 +165,11 @@ def keys_revoke(key_id: str, tenant: str | None) -> None:
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 def forget_cmd(conversation_id: str, tenant: str | None, yes: bool) -> None:
     """Forget a conversation: every episode, message, review note and Redis trace of it."""
-    from producer.client import Producer
-    from shared.connections import pg_connect
-    from shared.errors import Busy
-    from shared.forget import forget_conversation
-    from shared.ids import check_conversation_id
+    from memq.producer.client import Producer
+    from memq.shared.connections import pg_connect
+    from memq.shared.errors import Busy
+    from memq.shared.forget import forget_conversation
+    from memq.shared.ids import check_conversation_id
 
     settings = get_settings()
     with _answer_only_on_stdout():
@@ -197,7 +200,7 @@ def forget_cmd(conversation_id: str, tenant: str | None, yes: bool) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def manifest_cmd(conversation_id: str, tenant: str | None, depth: int | None, tz: str | None, as_json: bool) -> None:
     """The conversation's episodes as a tree by day, the open segment marked Active."""
-    from shared.context.service import manifest
+    from memq.shared.context.service import manifest
 
     with _answer_only_on_stdout():
         result = manifest(conversation_id, tenant=tenant, depth=depth, tz=tz, settings=get_settings())
@@ -217,7 +220,7 @@ def context_cmd(
     conversation_id: str, tenant: str | None, max_tokens: int | None, tz: str | None, as_json: bool
 ) -> None:
     """What an agent reads at the top of a new session of the conversation."""
-    from shared.context.service import session_context
+    from memq.shared.context.service import session_context
 
     with _answer_only_on_stdout():
         result = session_context(conversation_id, tenant=tenant, max_tokens=max_tokens, tz=tz, settings=get_settings())

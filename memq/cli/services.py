@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import click
 
-from shared.embedded import services
-from shared.settings import get_settings
+from memq.shared.embedded import services
+from memq.shared.settings import get_settings
 
 
 @click.group("services")
@@ -38,9 +38,13 @@ def status_cmd() -> None:
 
 @click.command("migrate")
 def migrate_cmd() -> None:
-    """Bring the database schema to the newest migration (Alembic, files in migrations/)."""
-    from shared.db.migrate import current, upgrade
+    """Bring the database schema to the newest migration (Alembic, files in migrations/).
+    Safe to run from several processes at once: one migrates, the others wait for it."""
+    from memq.shared.db.migrate import upgrade
 
-    settings = get_settings()
-    upgrade(settings)
-    click.echo(f"database schema at revision {current(settings)}")
+    done = upgrade(get_settings())
+    if done.migrated:
+        click.echo(f"database schema migrated from {done.before or 'empty'} to revision {done.after}")
+    else:
+        waited = " (after waiting for another process's migration)" if done.waited else ""
+        click.echo(f"database schema already at revision {done.after}{waited}")

@@ -25,9 +25,9 @@ def soak_cmd(quick, conversations, messages_per_phase, rate, only, json_path, da
     """Replay thousands of messages over many conversations through real Redis,
     PostgreSQL, Celery workers and a scripted LLM while injecting faults; print lost,
     duplicated and time to recover per fault, and exit 1 unless nothing was lost."""
+    from memq.shared.settings import get_settings
     from memq.soak.faults import ALL
     from memq.soak.runner import SoakConfig, render, run
-    from shared.settings import get_settings
 
     config = SoakConfig.quick() if quick else SoakConfig()
     for name, value in (("conversations", conversations), ("messages_per_phase", messages_per_phase), ("rate", rate)):

@@ -3,16 +3,28 @@ over Celery's own, with memq's queues and scheduler)."""
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import sys
 
 import click
 
-from shared import tasks
+from memq.shared import tasks
+
+# What the Celery app imports when it loads (the memq[worker] extra); checked before exec so
+# that a producer-only install says which extra is missing instead of Celery's traceback.
+WORKER_STACK = ("psycopg", "pgvector", "torch", "sentence_transformers", "litellm", "fsrs", "redbeat")
+
+
+def require(*modules: str) -> None:
+    for module in modules:
+        if importlib.util.find_spec(module) is None:
+            raise ModuleNotFoundError(f"No module named {module!r}", name=module)
 
 
 def celery_argv(*args: str) -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "worker.app", *args]
+    require(*WORKER_STACK, *(("flower",) if args[:1] == ("flower",) else ()))
+    return [sys.executable, "-m", "celery", "-A", "memq.worker.app", *args]
 
 
 def worker_argv(
@@ -37,7 +49,7 @@ def worker_argv(
 def worker_cmd(concurrency, hostname, detector, verbose, extra) -> None:
     """Run a Celery worker on memq's queues."""
     if detector:
-        from worker.segmentation.detectors.registry import PROFILES
+        from memq.worker.segmentation.detectors.registry import PROFILES
 
         if detector not in PROFILES:
             raise click.BadParameter(f"choose one of: {', '.join(PROFILES)}", param_hint="--detector")
@@ -73,11 +85,11 @@ def flower_cmd(port: int, extra) -> None:
 def worker_alive_cmd(max_age: float | None) -> None:
     """Exit 0 when every worker on this machine (or in this container) has a fresh
     heartbeat file: its event loop turned recently, or it is waiting to reconnect to the
-    broker. A liveness probe that needs no broker round trip (see worker.watchdog)."""
+    broker. A liveness probe that needs no broker round trip (see memq.worker.watchdog)."""
     from pathlib import Path
 
-    from shared.settings import get_settings
-    from worker.watchdog import heartbeat_age, heartbeat_owner_gone, heartbeat_path
+    from memq.shared.settings import get_settings
+    from memq.worker.watchdog import heartbeat_age, heartbeat_owner_gone, heartbeat_path
 
     settings = get_settings()
     if settings.worker_heartbeat_seconds <= 0:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from shared.embeddings import Embedder
+from memq.shared.embeddings import Embedder
 
 
 def cached_embeddings(embedder: Embedder, texts: Sequence[str], cache_dir: Path) -> np.ndarray:

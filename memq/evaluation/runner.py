@@ -15,11 +15,11 @@ from memq.evaluation.datasets import Dialogue, load_directory
 from memq.evaluation.embedding_cache import cached_embeddings
 from memq.evaluation.metrics import aggregate, all_boundaries, every_k, no_boundaries, score_dialogue
 from memq.evaluation.segmenter_replay import segment_dialogue
-from shared.settings import Settings
+from memq.shared.settings import Settings
 
 if TYPE_CHECKING:
-    from shared.embeddings import Embedder
-    from worker.segmentation.detectors.base import Detector
+    from memq.shared.embeddings import Embedder
+    from memq.worker.segmentation.detectors.base import Detector
 
 
 @dataclass(frozen=True)

@@ -15,9 +15,9 @@ import numpy as np
 from memq.evaluation.datasets import Dialogue
 from memq.evaluation.metrics import aggregate, score_dialogue
 from memq.evaluation.segmenter_replay import segment_dialogue
-from shared.settings import Settings
-from worker.segmentation.detectors.boundary_features import feature_vector
-from worker.segmentation.detectors.learned import LearnedDetector, LinearModel
+from memq.shared.settings import Settings
+from memq.worker.segmentation.detectors.boundary_features import feature_vector
+from memq.worker.segmentation.detectors.learned import LearnedDetector, LinearModel
 
 
 def rows(dialogues: Sequence[Dialogue], vectors: Sequence[np.ndarray], lookahead: int) -> tuple[np.ndarray, np.ndarray]:

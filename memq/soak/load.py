@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 
 import structlog
 
-from producer.client import Producer
-from shared.errors import BatchIncomplete, MemqError
+from memq.producer.client import Producer
+from memq.shared.errors import BatchIncomplete, MemqError
 
 log = structlog.get_logger("memq.soak")
 

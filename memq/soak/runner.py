@@ -173,15 +173,15 @@ def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
     llm = SoakLLM(timeout_delay=8.0).start()
     env = _environment(config, services, llm)
     os.environ.update({k: v for k, v in env.items() if k.startswith(("MEMQ_", "REDIS_URL", "DATABASE_URL", "LITELLM"))})
-    from shared.settings import get_settings, reset_settings
+    from memq.shared.settings import get_settings, reset_settings
 
     reset_settings()
     settings = get_settings()
-    from shared.connections import _urls
+    from memq.shared.connections import forget_urls
 
-    _urls.cache_clear()
-    from producer.client import Producer
-    from shared.db.migrate import upgrade
+    forget_urls()
+    from memq.producer.client import Producer
+    from memq.shared.db.migrate import upgrade
 
     upgrade(settings)
     services.wipe()
@@ -194,7 +194,7 @@ def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
         pool.wait_ready(services.client(), settings.key_prefix, launched)
         driver = LoadDriver(producer, config.conversations)
         ctx = SoakContext(services, llm, pool, driver, producer.celery, config.timing)
-        from worker.segmentation.detectors.registry import build_detector
+        from memq.worker.segmentation.detectors.registry import build_detector
 
         lookahead = build_detector(settings).lookahead
         verifier = Verifier(services.database_url, producer.redis, settings, TENANT, lookahead)
@@ -332,8 +332,8 @@ def _verify(driver, verifier, phases, windows, producer, settings, conversations
             order.append(conv.id)
 
     from memq.audit import audit
-    from shared.connections import pg_connect
-    from shared.mailbox.quarantine import list_quarantined
+    from memq.shared.connections import pg_connect
+    from memq.shared.mailbox.quarantine import list_quarantined
 
     with pg_connect(settings, autocommit=True) as conn:
         result = audit(producer.redis, conn, settings, [(TENANT, c) for c in conversations], expect_flushed=True)

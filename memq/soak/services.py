@@ -13,9 +13,9 @@ from pathlib import Path
 
 import redis
 
+from memq.shared.embedded.postgres_server import EmbeddedPostgres
+from memq.shared.embedded.redis_server import EmbeddedRedis, port_in_use
 from memq.testing.tcp_proxy import TcpProxy, free_port
-from shared.embedded.postgres_server import EmbeddedPostgres
-from shared.embedded.redis_server import EmbeddedRedis, port_in_use
 
 MARK_KEY = "memq-soak:mark"
 

@@ -11,12 +11,12 @@ from typing import TYPE_CHECKING
 
 import psycopg
 
-from shared.mailbox.codec import decode_buffer_item, decode_inbox_item
-from shared.mailbox.keys import conversation_keys
+from memq.shared.mailbox.codec import decode_buffer_item, decode_inbox_item
+from memq.shared.mailbox.keys import conversation_keys
 
 if TYPE_CHECKING:
-    from shared.connections import MailboxClient
-    from shared.settings import Settings
+    from memq.shared.connections import MailboxClient
+    from memq.shared.settings import Settings
 
 TAG = re.compile(r"\[(soak-\d+-\d+)\]$")
 

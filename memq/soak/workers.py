@@ -106,7 +106,7 @@ class WorkerPool:
             self.beat.start()
 
     def stalls(self) -> int:
-        """How many times a worker's watchdog reported its event loop stalled (worker.watchdog)
+        """How many times a worker's watchdog reported its event loop stalled (memq.worker.watchdog)
         in this run (the logs are appended to across runs)."""
         count = 0
         for w in self.workers:

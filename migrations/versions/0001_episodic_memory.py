@@ -1,4 +1,4 @@
-"""Episodic memory (seed 001) with pgvector HNSW and full-text GIN indexes.
+"""Episodic memory (Plast Mem) with pgvector HNSW and full-text GIN indexes.
 
 Revision ID: 0001
 Revises:

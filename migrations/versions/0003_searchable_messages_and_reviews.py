@@ -1,4 +1,4 @@
-"""Searchable messages and pending reviews (the read side, seed 001).
+"""Searchable messages and pending reviews (the read side, Plast Mem).
 
 Revision ID: 0003
 Revises: 0002

@@ -1,4 +1,4 @@
-"""The conversation manifest (seed 002): episodes as an ASCII tree grouped by relative
+"""The conversation manifest (MIRA): episodes as an ASCII tree grouped by relative
 date, newest first, each with its time range and a short title, the still-open segment
 marked Active. Pure: the caller passes the episodes, the open segment and "now".
 
@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import Any
 
-from shared.context.model import EpisodeView, OpenSpan
+from memq.shared.context.model import EpisodeView, OpenSpan
 
 
 @dataclass(frozen=True)
@@ -144,7 +144,7 @@ def _span(entry: ManifestEntry, tz: tzinfo) -> str:
 
 
 def render_markdown(manifest: Manifest, tz: tzinfo) -> str:
-    """The ASCII tree of seed 002 (inside no code fence: an agent reads it as text)."""
+    """The ASCII tree of MIRA (inside no code fence: an agent reads it as text)."""
     lines = ["CONVERSATION MANIFEST"]
     if not manifest.groups:
         lines.append("└─ (no episodes yet)")

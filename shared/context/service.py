@@ -22,19 +22,19 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import psycopg
 
-from shared.context.manifest import Manifest, build_manifest, render_markdown
-from shared.context.manifest import to_json as manifest_json
-from shared.context.model import EpisodeView, OpenSegment, OpenSpan, Said
-from shared.context.session import SessionContext, SessionParams, build_session_context
-from shared.errors import ValidationError
-from shared.ids import check_conversation_id, check_tenant
-from shared.mailbox.keys import ConversationKeys, conversation_keys
-from shared.mailbox.open_segment import read_unstored
-from shared.settings import Settings, get_settings
-from shared.tokens import count_tokens_cached
+from memq.shared.context.manifest import Manifest, build_manifest, render_markdown
+from memq.shared.context.manifest import to_json as manifest_json
+from memq.shared.context.model import EpisodeView, OpenSegment, OpenSpan, Said
+from memq.shared.context.session import SessionContext, SessionParams, build_session_context
+from memq.shared.errors import ValidationError
+from memq.shared.ids import check_conversation_id, check_tenant
+from memq.shared.mailbox.keys import ConversationKeys, conversation_keys
+from memq.shared.mailbox.open_segment import read_unstored
+from memq.shared.settings import Settings, get_settings
+from memq.shared.tokens import count_tokens_cached
 
 if TYPE_CHECKING:
-    from shared.connections import MailboxClient
+    from memq.shared.connections import MailboxClient
 
 
 def timezone(name: Any) -> tuple[tzinfo, str]:
@@ -196,7 +196,7 @@ def manifest(
     client: MailboxClient | None = None,
 ) -> ManifestResult:
     """The conversation's episodes as a tree by relative date (newest first), the open
-    segment marked Active, in markdown (seed 002's tree) and JSON."""
+    segment marked Active, in markdown (MIRA's tree) and JSON."""
     settings = settings or get_settings()
     tenant, conversation_id = _scope(settings, tenant, conversation_id)
     depth = settings.manifest_depth if depth is None else _int(depth, "depth", 1, 500)
@@ -235,7 +235,7 @@ def session_context(
     client: MailboxClient | None = None,
     embed: Callable[[str], np.ndarray] | None = None,
 ) -> SessionContext:
-    """What an agent puts at the top of a new session (seed 002), within ``max_tokens``.
+    """What an agent puts at the top of a new session (MIRA), within ``max_tokens``.
     ``embed``: text -> vector for finding the relevant facts (default: the embedding model,
     loaded only when the conversation has facts to rank)."""
     settings = settings or get_settings()
@@ -287,8 +287,8 @@ def relevant_facts(
     """The conversation's active facts most relevant to where it is now (the open
     segment's newest messages, else the latest episode), as lines; the most reinforced
     ones when nothing is said yet."""
-    from shared.db.facts import list_facts, search_facts
-    from shared.retrieval.facts_section import fact_line
+    from memq.shared.db.facts import list_facts, search_facts
+    from memq.shared.retrieval.facts_section import fact_line
 
     if settings.session_facts <= 0:
         return []
@@ -312,7 +312,7 @@ def relevant_facts(
         facts.sort(key=lambda f: (-f.reinforcements, f.created_at))
         return [fact_line(f) for f in facts[: settings.session_facts]]
     if embed is None:
-        from shared.embeddings import get_embedder
+        from memq.shared.embeddings import get_embedder
 
         def embed_with_model(text: str) -> np.ndarray:
             vector: np.ndarray = get_embedder(settings).embed([text])[0]
@@ -339,7 +339,7 @@ class _resources:
         self._own: psycopg.Connection | None = None
 
     def __enter__(self) -> tuple[psycopg.Connection, MailboxClient]:
-        from shared.connections import mailbox_client, pg_connect
+        from memq.shared.connections import mailbox_client, pg_connect
 
         conn = self.conn
         if conn is None:

@@ -1,4 +1,4 @@
-"""The session context (seed 002, MIRA's session cache loading): what an agent puts at the
+"""The session context (MIRA, MIRA's session cache loading): what an agent puts at the
 top of a new session, in order
 
 1. a collapse marker: older history is stored as memories and can be searched;
@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from shared.context.model import EpisodeView, OpenSegment, Said
+from memq.shared.context.model import EpisodeView, OpenSegment, Said
 
 Counter = Callable[[str], int]
 
@@ -29,7 +29,7 @@ Counter = Callable[[str], int]
 @dataclass(frozen=True)
 class SessionParams:
     max_tokens: int
-    summary_count: int = 3  # seed 002: session_summary_count
+    summary_count: int = 3  # MIRA: session_summary_count
     continuity_messages: int = 6
 
 

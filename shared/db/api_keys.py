@@ -8,7 +8,7 @@ from datetime import datetime
 
 import psycopg
 
-from shared.auth.api_keys import NewKey, generate
+from memq.shared.auth.api_keys import NewKey, generate
 
 
 @dataclass(frozen=True)

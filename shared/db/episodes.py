@@ -16,9 +16,9 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from shared.db.conversations import lock_conversation, record_gap
-from shared.errors import MemqError
-from shared.messages import speaker_of
+from memq.shared.db.conversations import lock_conversation, record_gap
+from memq.shared.errors import MemqError
+from memq.shared.messages import speaker_of
 
 
 class StaleSegment(MemqError):

@@ -15,7 +15,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
-from shared.db.lexical import OR_QUERY
+from memq.shared.db.lexical import OR_QUERY
 
 CATEGORIES = ("identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline")
 

@@ -1,21 +1,30 @@
-"""Run the Alembic migrations in ``migrations/`` against the configured database."""
+"""Run the Alembic migrations (``migrations/`` at the top of the source tree, shipped in the
+package as ``memq/shared/db/migrations``) against the configured database."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from shared.connections import service_urls
-from shared.settings import Settings
+import structlog
+
+from memq.shared.connections import database_url
+from memq.shared.errors import ServiceError
+from memq.shared.settings import Settings
 
 if TYPE_CHECKING:
     from alembic.config import Config
 
-MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
+MIGRATIONS = Path(__file__).with_name("migrations")
+# pg_advisory_lock key of memq's migrations (any constant; "memq" in ASCII, for pg_locks readers)
+MIGRATION_LOCK = 0x6D656D71
+
+log = structlog.get_logger("memq.migrate")
 
 
 def sqlalchemy_url(settings: Settings) -> str:
-    url = service_urls(settings).database_url
+    url = database_url(settings)
     for prefix in ("postgresql://", "postgres://"):
         if url.startswith(prefix):
             return "postgresql+psycopg://" + url[len(prefix) :]
@@ -32,10 +41,48 @@ def alembic_config(settings: Settings) -> Config:
     return cfg
 
 
-def upgrade(settings: Settings, revision: str = "head") -> None:
+@dataclass(frozen=True)
+class Upgrade:
+    before: str | None  # the revision found, after any other process's migration finished
+    after: str | None
+    waited: bool  # another process held the migration lock first
+
+    @property
+    def migrated(self) -> bool:
+        return self.before != self.after
+
+
+def upgrade(settings: Settings, revision: str = "head") -> Upgrade:
+    """Migrate under a PostgreSQL advisory lock: of several processes starting together (API
+    replicas, workers, a migration job), one migrates, the others wait for it and then find
+    the schema current. The lock belongs to a session of its own and ends with it, so a
+    migrator that dies releases it."""
+    import psycopg
     from alembic import command
 
-    command.upgrade(alembic_config(settings), revision)
+    with psycopg.connect(database_url(settings), autocommit=True, connect_timeout=10) as lock:
+        lock.execute(f"SET lock_timeout = '{int(settings.migration_lock_timeout_seconds * 1000)}ms'")
+        waited = not lock.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,)).fetchone()[0]  # type: ignore[index]
+        if waited:
+            log.info("migration_waiting", reason="another process is migrating the database")
+            try:
+                lock.execute("SELECT pg_advisory_lock(%s)", (MIGRATION_LOCK,))
+            except psycopg.errors.LockNotAvailable as exc:
+                raise ServiceError(
+                    f"another process has held the migration lock for more than "
+                    f"{settings.migration_lock_timeout_seconds:g} s; look for a stuck `memq migrate` "
+                    f"(pg_locks, locktype 'advisory', objid {MIGRATION_LOCK}) or raise "
+                    f"MEMQ_MIGRATION_LOCK_TIMEOUT_SECONDS"
+                ) from exc
+        try:
+            before = current(settings)
+            command.upgrade(alembic_config(settings), revision)
+            after = current(settings)
+        finally:
+            lock.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
+    if before != after:
+        log.info("migrated", before=before, after=after)
+    return Upgrade(before, after, waited)
 
 
 def current(settings: Settings) -> str | None:

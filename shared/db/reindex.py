@@ -11,8 +11,8 @@ from typing import Any
 
 import psycopg
 
-from shared.embeddings import Embedder
-from shared.messages import indexed_text
+from memq.shared.embeddings import Embedder
+from memq.shared.messages import indexed_text
 
 
 @dataclass(frozen=True)

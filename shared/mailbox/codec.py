@@ -121,8 +121,3 @@ def parse_segment(raw: str) -> dict[str, Any]:
     ``"<fence> <json>"``, the JSON holding its messages as ``to_record`` gives them."""
     fence, _, record = raw.partition(" ")
     return {**json.loads(record), "fence": int(fence)}
-
-
-def message_id_of(item: str) -> str:
-    """The message id of an inbox item without decoding the whole payload's content."""
-    return decode_inbox_item(item).id

@@ -9,7 +9,7 @@ sweep, quarantine listing) walk the shards one by one.
 
     memq:{s17}:t1/conv-42:inbox       LIST   accepted messages not yet segmented
     memq:{s17}:t1/conv-42:buffer      LIST   the open event, numbered
-    memq:{s17}:t1/conv-42:state       HASH   counters, event model, flags (see worker.conversation_store)
+    memq:{s17}:t1/conv-42:state       HASH   counters, event model, flags (see memq.worker.conversation_store)
     memq:{s17}:t1/conv-42:ids         ZSET   message id -> accepted at (ms): the dedup window
     memq:{s17}:t1/conv-42:segments    HASH   episode id -> closed segment awaiting its episode
     memq:{s17}:t1/conv-42:lock        STRING token of the one worker draining the conversation
@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from shared.settings import Settings
+    from memq.shared.settings import Settings
 
 
 def member(tenant: str, conversation_id: str) -> str:

@@ -11,12 +11,12 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item, parse_segment
-from shared.mailbox.keys import ConversationKeys
-from shared.messages import speaker_of
+from memq.shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item, parse_segment
+from memq.shared.mailbox.keys import ConversationKeys
+from memq.shared.messages import speaker_of
 
 if TYPE_CHECKING:
-    from shared.connections import MailboxClient
+    from memq.shared.connections import MailboxClient
 
 
 @dataclass(frozen=True)

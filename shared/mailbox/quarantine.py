@@ -7,13 +7,13 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
-from shared.mailbox.keys import ConversationKeys, all_shards, conversation_keys, split_member
-from shared.mailbox.scripts import Scripts
-from shared.mailbox.status import QuarantineEntry, parse_quarantine
+from memq.shared.mailbox.keys import ConversationKeys, all_shards, conversation_keys, split_member
+from memq.shared.mailbox.scripts import Scripts
+from memq.shared.mailbox.status import QuarantineEntry, parse_quarantine
 
 if TYPE_CHECKING:
-    from shared.connections import MailboxClient
-    from shared.settings import Settings
+    from memq.shared.connections import MailboxClient
+    from memq.shared.settings import Settings
 
 
 @dataclass(frozen=True)

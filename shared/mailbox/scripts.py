@@ -12,7 +12,7 @@ from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
 
 if TYPE_CHECKING:
-    from shared.connections import MailboxClient
+    from memq.shared.connections import MailboxClient
 
 LUA = Path(__file__).parent / "lua"
 

@@ -7,12 +7,12 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from shared.mailbox.keys import ConversationKeys
+from memq.shared.mailbox.keys import ConversationKeys
 
 if TYPE_CHECKING:
-    from shared.connections import MailboxClient
-    from shared.mailbox.scripts import Scripts
-    from shared.settings import Settings
+    from memq.shared.connections import MailboxClient
+    from memq.shared.mailbox.scripts import Scripts
+    from memq.shared.settings import Settings
 
 
 @dataclass(frozen=True)
@@ -105,7 +105,7 @@ class MailboxOverview:
 
 
 def mailbox_overview(client: MailboxClient, scripts: Scripts, settings: Settings) -> MailboxOverview:
-    from shared.mailbox.keys import all_shards
+    from memq.shared.mailbox.keys import all_shards
 
     totals = [0] * 6
     age = settings.stalled_after_seconds

@@ -1,4 +1,4 @@
-"""The read side of memory (seed 001): hybrid retrieval, recent memory and their
+"""The read side of memory (Plast Mem): hybrid retrieval, recent memory and their
 renderings. A library in ``shared`` so that the CLI, the HTTP API, the MCP server, the
 evaluation and later consolidation all call the same code.
 

@@ -9,11 +9,11 @@ from collections.abc import Callable
 import numpy as np
 import psycopg
 
-from shared.db.facts import Fact, search_facts
-from shared.retrieval.legs import participants
-from shared.retrieval.participants import query_terms
-from shared.retrieval.request import build_request
-from shared.settings import Settings
+from memq.shared.db.facts import Fact, search_facts
+from memq.shared.retrieval.legs import participants
+from memq.shared.retrieval.participants import query_terms
+from memq.shared.retrieval.request import build_request
+from memq.shared.settings import Settings
 
 
 def find_facts(
@@ -38,7 +38,7 @@ def find_facts(
     )
     terms = query_terms(request.query, participants(conn, request))
     if embed is None:
-        from shared.embeddings import get_embedder
+        from memq.shared.embeddings import get_embedder
 
         vector = get_embedder(settings).embed([terms.search_text])[0]
     else:

@@ -1,4 +1,4 @@
-"""The facts section of a retrieval (semantic memory, seed 001): the active facts most
+"""The facts section of a retrieval (semantic memory, Plast Mem): the active facts most
 relevant to the query, above the episodes, in a few tokens each (pure)."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from shared.db.facts import Fact
+from memq.shared.db.facts import Fact
 
 HEAD = "## Known facts"
 

@@ -23,9 +23,9 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from shared.db.lexical import OR_QUERY
-from shared.retrieval.model import EpisodeHit
-from shared.retrieval.request import RetrievalRequest
+from memq.shared.db.lexical import OR_QUERY
+from memq.shared.retrieval.model import EpisodeHit
+from memq.shared.retrieval.request import RetrievalRequest
 
 
 def _scope(request: RetrievalRequest, alias: str, time_column_start: str, time_column_end: str) -> str:

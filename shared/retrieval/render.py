@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from shared.retrieval.model import EpisodeHit, MessageView
+from memq.shared.retrieval.model import EpisodeHit, MessageView
 
 
 def relative(moment: datetime, now: datetime | date) -> str:
@@ -66,7 +66,7 @@ GAP = "…"  # a line where messages of the episode are left out
 
 
 def short_title(title: str, words: int) -> str:
-    """A display title of at most ``words`` words (seed 002: telegraphic, 8 or fewer)."""
+    """A display title of at most ``words`` words (MIRA: telegraphic, 8 or fewer)."""
     parts = title.split()
     return " ".join(parts) if len(parts) <= words else " ".join(parts[:words]) + " …"
 

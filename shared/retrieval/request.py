@@ -6,9 +6,9 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, cast
 
-from shared.errors import ValidationError
-from shared.ids import check_conversation_id, check_tenant
-from shared.settings import Settings
+from memq.shared.errors import ValidationError
+from memq.shared.ids import check_conversation_id, check_tenant
+from memq.shared.settings import Settings
 
 DETAILS = ("none", "low", "high", "auto")
 

@@ -28,8 +28,8 @@ from collections import deque
 import psycopg
 import structlog
 
-from shared.db.reviews import ReviewNote, record_pending_many
-from shared.settings import Settings
+from memq.shared.db.reviews import ReviewNote, record_pending_many
+from memq.shared.settings import Settings
 
 log = structlog.get_logger("memq.review_notes")
 
@@ -131,7 +131,7 @@ class ReviewNotes:
 
     def _write(self, batch: list[ReviewNote]) -> None:
         if self._conn is None or self._conn.closed:
-            from shared.connections import pg_connect
+            from memq.shared.connections import pg_connect
 
             self._conn = pg_connect(self._settings, autocommit=True)
         self.batches += 1

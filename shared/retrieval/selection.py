@@ -1,7 +1,7 @@
 """What of the ranked episodes fits the caller's token budget. Pure: the caller passes
 a token counter (tiktoken's, so the budget is on exactly what is returned).
 
-Detail levels (seed 001): ``none`` shows each episode's title, time and summary;
+Detail levels (Plast Mem): ``none`` shows each episode's title, time and summary;
 ``low`` adds its few most relevant messages; ``high`` as many as fit; ``auto`` is
 ``high`` for the top ranks and key moments and ``none`` for the rest. Messages are
 chosen by relevance, never as a blind prefix, and shown in their order with a marker
@@ -19,9 +19,9 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from shared.retrieval.model import EpisodeHit, MessageView
-from shared.retrieval.render import GAP, episode_lines, markdown, message_line, shown_header
-from shared.tokens import count_chunks
+from memq.shared.retrieval.model import EpisodeHit, MessageView
+from memq.shared.retrieval.render import GAP, episode_lines, markdown, message_line, shown_header
+from memq.shared.tokens import count_chunks
 
 Counter = Callable[[str], int]
 

@@ -1,4 +1,4 @@
-"""Retrieval, orchestrated (seed 001): embed the query, run the lexical and vector legs,
+"""Retrieval, orchestrated (Plast Mem): embed the query, run the lexical and vector legs,
 fuse them by Reciprocal Rank Fusion, re-rank by FSRS retrievability at the moment of the
 question (and by a time the query names), pick the most relevant messages of the best
 episodes within the token budget, render, and record what was returned for review.
@@ -21,23 +21,23 @@ import numpy as np
 import psycopg
 import structlog
 
-from shared.db.facts import FACT_CANDIDATES, facts_by_id, fuse_fact_legs
-from shared.db.reviews import Retrieved, ReviewNote
-from shared.errors import ValidationError
-from shared.retrieval import legs
-from shared.retrieval.facts_section import fact_record, facts_block
-from shared.retrieval.fusion import rrf
-from shared.retrieval.model import EpisodeHit, MessageView
-from shared.retrieval.participants import query_terms
-from shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
-from shared.retrieval.render import episode_block, hit_record, markdown
-from shared.retrieval.request import RetrievalRequest, build_request
-from shared.retrieval.retrievability import retrievability, with_floor
-from shared.retrieval.review_notes import review_notes
-from shared.retrieval.selection import Selected, SelectionParams, message_cap, select
-from shared.retrieval.time_expressions import NamedTime, find_time
-from shared.settings import Settings, get_settings
-from shared.tokens import count_tokens, count_tokens_cached
+from memq.shared.db.facts import FACT_CANDIDATES, facts_by_id, fuse_fact_legs
+from memq.shared.db.reviews import Retrieved, ReviewNote
+from memq.shared.errors import ValidationError
+from memq.shared.retrieval import legs
+from memq.shared.retrieval.facts_section import fact_record, facts_block
+from memq.shared.retrieval.fusion import rrf
+from memq.shared.retrieval.model import EpisodeHit, MessageView
+from memq.shared.retrieval.participants import query_terms
+from memq.shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
+from memq.shared.retrieval.render import episode_block, hit_record, markdown
+from memq.shared.retrieval.request import RetrievalRequest, build_request
+from memq.shared.retrieval.retrievability import retrievability, with_floor
+from memq.shared.retrieval.review_notes import review_notes
+from memq.shared.retrieval.selection import Selected, SelectionParams, message_cap, select
+from memq.shared.retrieval.time_expressions import NamedTime, find_time
+from memq.shared.settings import Settings, get_settings
+from memq.shared.tokens import count_tokens, count_tokens_cached
 
 log = structlog.get_logger("memq.retrieval")
 
@@ -99,7 +99,7 @@ def _connection(conn: psycopg.Connection | None, settings: Settings) -> Iterator
     if conn is not None:
         yield conn
         return
-    from shared.connections import pg_connect
+    from memq.shared.connections import pg_connect
 
     with pg_connect(settings, autocommit=True) as own:
         yield own
@@ -213,7 +213,7 @@ def retrieve(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     if embed is None:
-        from shared.embeddings import get_embedder
+        from memq.shared.embeddings import get_embedder
 
         embedder = get_embedder(settings)
 
@@ -303,15 +303,16 @@ def retrieve(
             recorded = len(chosen)
         timings["record"] = (time.perf_counter() - t4) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
-    log.debug(
+    log.info(  # counts and timings only: the query's words (times, names) are content
         "retrieved",
         tenant=request.tenant,
         memories=len(chosen),
         tokens=tokens,
         detail=request.detail,
-        named_time=named.phrase if named else None,
-        participants=sorted(terms.named),
+        named_time=named is not None,
+        participants=len(terms.named),
         ms=round(timings["total"], 1),
+        stages_ms={stage: round(ms, 1) for stage, ms in timings.items() if stage != "total"},
     )
     return RetrievalResult(
         request, text, tokens, returned, chosen, named, timings, recorded, sorted(terms.named), fact_records

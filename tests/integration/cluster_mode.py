@@ -25,8 +25,8 @@ def enabled() -> bool:
 
 
 def cluster(settings):
-    """The test cluster (``shared.embedded.redis_cluster.EmbeddedRedisCluster``)."""
-    from shared.embedded.redis_cluster import embedded_test_cluster
+    """The test cluster (``memq.shared.embedded.redis_cluster.EmbeddedRedisCluster``)."""
+    from memq.shared.embedded.redis_cluster import embedded_test_cluster
 
     return embedded_test_cluster(settings.data_path)
 

@@ -29,8 +29,8 @@ def _with_db(url: str, db: int) -> str:
 
 
 def _prepare_environment() -> dict[str, str]:
-    from shared.embedded import services
-    from shared.settings import Settings, reset_settings
+    from memq.shared.embedded import services
+    from memq.shared.settings import Settings, reset_settings
 
     base = Settings()
     urls = services.up(base)
@@ -43,7 +43,6 @@ def _prepare_environment() -> dict[str, str]:
         "MEMQ_SEGMENT_TIMEOUT_MINUTES": "0.05",
         "MEMQ_COLLAPSE_CHECK_SECONDS": "1",
         "MEMQ_STALLED_AFTER_SECONDS": "30",
-        "MEMQ_LOCK_RETRY_SECONDS": "0.2",
         "MEMQ_LLM_TIMEOUT_SECONDS": "2",
         "MEMQ_LLM_MAX_RETRIES": "1",
     }
@@ -60,8 +59,8 @@ def service_env() -> dict[str, str]:
     import redis
 
     redis.Redis.from_url(env["REDIS_URL"]).flushdb()
-    from shared.db.migrate import upgrade
-    from shared.settings import get_settings
+    from memq.shared.db.migrate import upgrade
+    from memq.shared.settings import get_settings
 
     upgrade(get_settings())
     return env
@@ -69,19 +68,19 @@ def service_env() -> dict[str, str]:
 
 @pytest.fixture(scope="session")
 def settings(service_env):
-    from shared.settings import get_settings
+    from memq.shared.settings import get_settings
 
     return get_settings()
 
 
 @pytest.fixture(scope="session")
 def celery_app(service_env):
-    from worker.app import app
+    from memq.worker.app import app
 
-    # worker.app reads the settings when first imported: a test module that imports it
-    # (or worker.tasks.*) at collection time would bind the app to the wrong broker.
+    # memq.worker.app reads the settings when first imported: a test module that imports it
+    # (or memq.worker.tasks.*) at collection time would bind the app to the wrong broker.
     assert app.conf.broker_url == service_env["REDIS_URL"], (
-        "worker.app was imported before the test services were configured; import worker.tasks.* "
+        "memq.worker.app was imported before the test services were configured; import memq.worker.tasks.* "
         "inside fixtures or tests, not at module level"
     )
     return app
@@ -92,8 +91,8 @@ def worker(celery_app, settings):
     """A real Celery worker consuming memq's queues in a thread of this process."""
     from celery.contrib.testing.worker import start_worker
 
-    from shared import tasks
-    from shared.embeddings import get_embedder
+    from memq.shared import tasks
+    from memq.shared.embeddings import get_embedder
 
     get_embedder(settings)  # load the model before tasks arrive (first load takes seconds)
     with start_worker(
@@ -115,7 +114,7 @@ def tenant() -> str:
 
 @pytest.fixture
 def producer(settings, tenant):
-    from producer.client import Producer
+    from memq.producer.client import Producer
 
     p = Producer(settings)
     p.settings = settings.model_copy(update={"tenant": tenant})
@@ -124,7 +123,7 @@ def producer(settings, tenant):
 
 @pytest.fixture
 def db(settings):
-    from shared.connections import pg_connect
+    from memq.shared.connections import pg_connect
 
     with pg_connect(settings, autocommit=True) as conn:
         yield conn
@@ -134,8 +133,8 @@ def db(settings):
 def scripted_llm(settings):
     """Point the in-process worker's LLM at a scripted OpenAI-compatible server on
     127.0.0.1 for one test; litellm's real request path is used."""
+    from memq.shared.settings import get_settings
     from memq.testing.scripted_llm import ScriptedLLM
-    from shared.settings import get_settings
 
     assert settings is get_settings(), (
         "a test replaced the process settings; the in-process worker would not see changes"
@@ -157,8 +156,8 @@ def own_redis(tmp_path):
     that restart, kill or move it; shut down at the end if it still runs."""
     import redis
 
+    from memq.shared.embedded.redis_server import EmbeddedRedis
     from memq.testing.tcp_proxy import free_port
-    from shared.embedded.redis_server import EmbeddedRedis
 
     server = EmbeddedRedis(tmp_path, free_port())
     server.start()

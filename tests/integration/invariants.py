@@ -3,8 +3,8 @@ trace of a conversation (after forgetting it)."""
 
 from __future__ import annotations
 
-from shared.db.episodes import message_seqs
-from shared.mailbox.keys import conversation_keys
+from memq.shared.db.episodes import message_seqs
+from memq.shared.mailbox.keys import conversation_keys
 
 
 def assert_every_message_in_exactly_one_episode(

@@ -16,7 +16,7 @@ from kombu import Connection, Consumer, Exchange, Queue
 from kombu import Producer as KombuProducer
 from kombu.transport.redis import Transport as StockTransport
 
-from shared.broker_transport import Transport as MemqTransport
+from memq.shared.broker_transport import Transport as MemqTransport
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MEMQ_TEST_REDIS_CLUSTER") == "1", reason="runs its own Redis; once is enough"

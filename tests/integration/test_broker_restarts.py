@@ -5,7 +5,7 @@
    restarted cleanly and back before the consumer reads again. kombu's stock transport
    then blocks in that read for good (its pub/sub connection is reconnected by redis-py
    without its subscription, and the read has no timeout); memq's transport
-   (``shared.broker_transport``) reports the lost connection within seconds, and a new
+   (``memq.shared.broker_transport``) reports the lost connection within seconds, and a new
    connection receives fanout messages again. See docs/broker-restarts.md.
 2. The whole system: two real prefork workers, no beat (so no periodic stalled-work
    sweep can be what rescues them), Redis behind a TCP proxy, and Redis restarted while
@@ -32,9 +32,9 @@ from kombu import Connection, Consumer, Exchange, Queue
 from kombu import Producer as KombuProducer
 from kombu.transport.redis import Transport as StockTransport
 
+from memq.shared.broker_transport import Transport as MemqTransport
+from memq.shared.embedded.redis_server import EmbeddedRedis, port_in_use
 from memq.testing.tcp_proxy import TcpProxy, free_port
-from shared.broker_transport import Transport as MemqTransport
-from shared.embedded.redis_server import EmbeddedRedis, port_in_use
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MEMQ_TEST_REDIS_CLUSTER") == "1", reason="runs its own Redis; once is enough"
@@ -91,7 +91,7 @@ def _drain_in_thread(conn) -> tuple[threading.Thread, dict]:
 
 def test_stock_kombu_transport_blocks_forever_after_a_clean_restart(own_redis):
     """The root cause, reproduced: if this ever stops blocking, kombu / redis-py fixed it
-    upstream and shared.broker_transport may be retired."""
+    upstream and memq.shared.broker_transport may be retired."""
     conn, _ = _fanout_consumer(own_redis.url, StockTransport)
     _restart(own_redis)
     thread, outcome = _drain_in_thread(conn)
@@ -180,8 +180,8 @@ class Fleet:
                 )
 
     def producer(self):
-        from producer.client import Producer
-        from shared.settings import Settings
+        from memq.producer.client import Producer
+        from memq.shared.settings import Settings
 
         return Producer(Settings(redis_url=self.proxy.url, database_url=self.database_url, tenant=self.tenant))
 

@@ -12,8 +12,8 @@ from click.testing import CliRunner
 from test_retrieval import write_episode
 
 from memq.cli import main
-from shared.db.reviews import open_reviews
-from shared.tokens import count_tokens
+from memq.shared.db.reviews import open_reviews
+from memq.shared.tokens import count_tokens
 
 pytestmark = pytest.mark.integration
 
@@ -45,7 +45,7 @@ EPISODES = {
 @pytest.fixture(scope="module")
 def embedded(settings) -> dict[str, np.ndarray]:
     """Each episode's summary and message vectors, embedded once for the module."""
-    from shared.embeddings import get_embedder
+    from memq.shared.embeddings import get_embedder
 
     embedder = get_embedder(settings)
     return {key: embedder.embed([summary, *lines]) for key, (_, _, summary, lines, _) in EPISODES.items()}
@@ -187,7 +187,7 @@ def test_recent_lists_the_newest_first(stored, tenant):
 def test_reindex_fills_missing_message_vectors_and_retrieval_finds_them_again(db, stored, tenant, settings):
     """Messages stored without a vector (before migration 0003) are skipped by the vector
     leg until ``memq reindex`` embeds them with the current ``indexed_text``."""
-    from shared.messages import indexed_text
+    from memq.shared.messages import indexed_text
 
     db.execute("UPDATE episode_message SET embedding = NULL WHERE tenant_id = %s", (tenant,))
     missing = db.execute(
@@ -203,7 +203,7 @@ def test_reindex_fills_missing_message_vectors_and_retrieval_finds_them_again(db
         ).fetchone()[0]
         == 0
     )
-    from shared.embeddings import get_embedder
+    from memq.shared.embeddings import get_embedder
 
     row = db.execute(
         "SELECT content, embedding FROM episode_message WHERE tenant_id = %s ORDER BY seq LIMIT 1", (tenant,)

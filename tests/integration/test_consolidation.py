@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from test_retrieval import axis, write_episode
 
 from memq.cli import main
+from memq.shared.db.facts import add_fact, fact_history, list_facts
 from memq.testing.scripted_llm import Reply
-from shared.db.facts import add_fact, fact_history, list_facts
-from worker.consolidation.job import consolidate
+from memq.worker.consolidation.job import consolidate
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ CONV = "life"
 
 @pytest.fixture
 def embedder(settings):
-    from shared.embeddings import get_embedder
+    from memq.shared.embeddings import get_embedder
 
     return get_embedder(settings)
 
@@ -280,7 +280,7 @@ def test_without_an_llm_episodes_wait_until_memq_consolidate(db, settings, tenan
 
 
 def test_a_consolidation_is_due_at_the_threshold_or_for_a_flashbulb(db, settings, tenant):
-    from worker.tasks.memory import _due
+    from memq.worker.tasks.memory import _due
 
     v = axis(240)
     write_episode(
@@ -324,8 +324,8 @@ def test_a_consolidation_is_due_at_the_threshold_or_for_a_flashbulb(db, settings
 
 
 def test_retrieval_shows_the_relevant_facts_first_and_keeps_the_budget(db, settings, tenant, embedder, life):
-    from shared.retrieval.service import retrieve_memory
-    from shared.tokens import count_tokens
+    from memq.shared.retrieval.service import retrieve_memory
+    from memq.shared.tokens import count_tokens
 
     for budget in (50, 80, 150, 400, 1500):
         r = retrieve_memory(

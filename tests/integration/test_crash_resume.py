@@ -7,12 +7,12 @@ from __future__ import annotations
 import pytest
 from invariants import assert_every_message_in_exactly_one_episode
 
-from shared import tasks
-from shared.mailbox.scripts import Scripts
-from worker.conversation_store import ConversationStore, InboxMoved, LockLost, StateChanged
-from worker.drain import drain
-from worker.segmentation.detectors.rules_only import RulesOnlyDetector
-from worker.sync import sync_with_database
+from memq.shared import tasks
+from memq.shared.mailbox.scripts import Scripts
+from memq.worker.conversation_store import ConversationStore, InboxMoved, LockLost, StateChanged
+from memq.worker.drain import drain
+from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.sync import sync_with_database
 
 
 def _store(producer, settings, tenant, conv, **overrides):
@@ -28,7 +28,7 @@ def _queue(producer, conv, n):
 
 
 def _connect(settings):
-    from shared.connections import pg_connect
+    from memq.shared.connections import pg_connect
 
     return lambda: pg_connect(settings, autocommit=True)
 

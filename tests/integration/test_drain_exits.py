@@ -16,14 +16,14 @@ import pytest
 import redis
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from shared.mailbox.scripts import Scripts
-from worker import resources
-from worker.conversation_store import ConversationStore
-from worker.drain import drain
-from worker.segmentation.detectors.rules_only import RulesOnlyDetector
-from worker.sync import sync_with_database
+from memq.shared.mailbox.scripts import Scripts
+from memq.worker import resources
+from memq.worker.conversation_store import ConversationStore
+from memq.worker.drain import drain
+from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.sync import sync_with_database
 
-# worker.tasks.* import the Celery app, which reads the settings when imported: import
+# memq.worker.tasks.* import the Celery app, which reads the settings when imported: import
 # them inside fixtures, after tests/integration/conftest.py has set the test services.
 
 
@@ -48,14 +48,14 @@ class FaultyDetector(RulesOnlyDetector):
 
 @pytest.fixture
 def published(monkeypatch, service_env):
-    from worker.tasks import publish
+    from memq.shared import publisher
 
     sent: list[tuple] = []
     monkeypatch.setattr(
-        publish, "drain", lambda tenant, conv, countdown=0.0, attempt=0: sent.append(("drain", conv, countdown))
+        publisher, "drain", lambda app, tenant, conv, countdown=0.0, attempt=0: sent.append(("drain", conv, countdown))
     )
     monkeypatch.setattr(
-        publish, "episode", lambda tenant, conv, eid, countdown=0.0, attempt=0: sent.append(("episode", conv))
+        publisher, "episode", lambda app, tenant, conv, eid, countdown=0.0, attempt=0: sent.append(("episode", conv))
     )
     return sent
 
@@ -70,7 +70,7 @@ def run_with(monkeypatch, producer):
             conversation_id=conv,
         )
         monkeypatch.setattr(resources, "detector", lambda: FaultyDetector(trigger, fault))
-        from worker.tasks.segmentation import event_segmentation
+        from memq.worker.tasks.segmentation import event_segmentation
 
         return event_segmentation.run(producer.settings.tenant, conv)
 
@@ -162,7 +162,7 @@ def test_a_drain_killed_outright_is_found_by_the_sweeper(producer, settings, ten
         conv,
     )
     assert store.acquire()
-    from shared.connections import pg_connect
+    from memq.shared.connections import pg_connect
 
     snap = sync_with_database(store, store.snapshot(), lambda: pg_connect(settings, autocommit=True))
     drain(store, store.settings, RulesOnlyDetector(), None, lambda _: None, snap)
@@ -193,7 +193,7 @@ def test_the_time_budget_is_checked_before_every_message(producer, settings, ten
     s = settings.model_copy(update={"drain_max_seconds": 1.0, "embed_prefetch": 32})
     store = ConversationStore(producer.redis, Scripts.register(producer.redis), s, tenant, conv)
     assert store.acquire()
-    from shared.connections import pg_connect
+    from memq.shared.connections import pg_connect
 
     snap = sync_with_database(store, store.snapshot(), lambda: pg_connect(settings, autocommit=True))
     started = time.monotonic()

@@ -12,7 +12,7 @@ import pytest
 from browser import Flower, basic_auth_header, chromium, http_status, missing_browser, screenshot, wait_for
 from processes import spawn_worker, stop_process, wait_for_workers
 
-from shared import tasks
+from memq.shared import tasks
 
 NO_BROWSER = missing_browser()
 pytestmark = [pytest.mark.integration, pytest.mark.skipif(NO_BROWSER is not None, reason=NO_BROWSER or "")]

@@ -3,10 +3,10 @@ where they are decided atomically."""
 
 from __future__ import annotations
 
-from shared.connections import pg_connect
-from shared.mailbox.scripts import Scripts
-from worker.conversation_store import ConversationStore
-from worker.sync import sync_with_database
+from memq.shared.connections import pg_connect
+from memq.shared.mailbox.scripts import Scripts
+from memq.worker.conversation_store import ConversationStore
+from memq.worker.sync import sync_with_database
 
 
 def _store(producer, settings, tenant, conv):

@@ -11,17 +11,17 @@ import pytest
 from invariants import traces
 from test_redis_rewind import _connect, _messages, _no_publish, embedder  # noqa: F401 - embedder is a fixture
 
-from shared.db.episodes import StaleSegment, check_stored, store_episode, stored_message_ids
-from shared.errors import Busy
-from shared.forget import forget_conversation
-from shared.mailbox.codec import parse_segment
-from shared.mailbox.scripts import Scripts
-from worker.conversation_store import ConversationStore
-from worker.drain import drain
-from worker.episode_store import create_episode
-from worker.episodes.builder import build_episode
-from worker.segmentation.detectors.rules_only import RulesOnlyDetector
-from worker.sync import sync_with_database
+from memq.shared.db.episodes import StaleSegment, check_stored, store_episode, stored_message_ids
+from memq.shared.errors import Busy
+from memq.shared.forget import forget_conversation
+from memq.shared.mailbox.codec import parse_segment
+from memq.shared.mailbox.scripts import Scripts
+from memq.worker.conversation_store import ConversationStore
+from memq.worker.drain import drain
+from memq.worker.episode_store import create_episode
+from memq.worker.episodes.builder import build_episode
+from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.sync import sync_with_database
 
 pytestmark = pytest.mark.integration
 

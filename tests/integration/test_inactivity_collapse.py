@@ -1,4 +1,4 @@
-"""A conversation that goes quiet still becomes episodes (seed 002): the periodic
+"""A conversation that goes quiet still becomes episodes (MIRA): the periodic
 collapse task, scheduled by a real RedBeat beat process, closes open events of
 conversations idle longer than the timeout (3 s in tests)."""
 
@@ -11,7 +11,22 @@ import time
 from invariants import assert_every_message_in_exactly_one_episode
 from processes import ROOT, stop_process
 
-from shared.db.episodes import list_episodes
+from memq.shared.db.episodes import list_episodes
+
+
+def _redis_seconds(client) -> float:
+    seconds, micros = client.time()
+    return int(seconds) + int(micros) / 1e6
+
+
+def _drained(producer, conv, messages: int) -> None:
+    """Until the drain the messages started has run and let go of the conversation: they
+    are in the open event, or wait in the inbox for look-ahead (a later message or a flush
+    decides them)."""
+    deadline = time.monotonic() + 60
+    while (status := producer.status(conv)).drain_queued or status.inbox + status.buffer < messages:
+        assert time.monotonic() < deadline, status
+        time.sleep(0.05)
 
 
 def _two_messages(producer, conv):
@@ -27,13 +42,24 @@ def _two_messages(producer, conv):
 def test_beat_collapses_an_idle_conversation(worker, producer, db, settings, tenant, service_env):
     conv = "quiet"
     _two_messages(producer, conv)  # two messages: the rule layer alone never closes this
-    time.sleep(1.0)
+    _drained(producer, conv, 2)
     status = producer.status(conv)
     assert status.inbox + status.buffer == 2 and status.segments == 0  # waiting, not in an episode
     assert producer.redis.zscore(producer.keys(conv).shard.active, producer.keys(conv).member) is not None
 
     beat = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "worker.app", "beat", "-S", "redbeat.RedBeatScheduler", "-l", "WARNING"],
+        [
+            sys.executable,
+            "-m",
+            "celery",
+            "-A",
+            "memq.worker.app",
+            "beat",
+            "-S",
+            "redbeat.RedBeatScheduler",
+            "-l",
+            "WARNING",
+        ],
         cwd=ROOT,
         env={**__import__("os").environ, **service_env},
         stdout=subprocess.DEVNULL,
@@ -57,16 +83,30 @@ def test_beat_collapses_an_idle_conversation(worker, producer, db, settings, ten
     assert producer.redis.zscore(keys.shard.active, keys.member) is None
 
 
-def test_collapse_leaves_recently_active_conversations_alone(worker, producer, db, tenant, celery_app):
-    from shared import tasks
+def test_collapse_leaves_recently_active_conversations_alone(worker, producer, db, tenant, settings):
+    """Run by hand (no beat), against Redis' clock: a collapse while the conversation is
+    younger than the timeout leaves it open; one after the timeout closes it."""
+    from memq.worker.tasks.maintenance import collapse_idle
 
-    _two_messages(producer, "recent")
-    celery_app.send_task(tasks.COLLAPSE_IDLE)  # timeout is 3 s; these messages are new
-    time.sleep(1.5)
-    assert list_episodes(db, tenant, "recent") == []
-    status = producer.status("recent")
-    assert status.inbox + status.buffer == 2
-    time.sleep(2.0)
-    celery_app.send_task(tasks.COLLAPSE_IDLE)
-    producer.wait_idle("recent", timeout=30)
-    assert [e.boundary_reason for e in list_episodes(db, tenant, "recent")] == ["inactivity"]
+    conv = "recent"
+    keys = producer.keys(conv)
+    timeout = settings.segment_timeout_minutes * 60  # 3 s in tests
+    _two_messages(producer, conv)
+    _drained(producer, conv, 2)
+    collapse_idle.run()
+    active_since = producer.redis.zscore(keys.shard.active, keys.member)
+    assert _redis_seconds(producer.redis) < active_since + timeout, "the machine stalled past the timeout"
+    status = producer.status(conv)
+    assert not status.flush_requested and status.inbox + status.buffer == 2
+    assert list_episodes(db, tenant, conv) == []
+
+    deadline = time.monotonic() + 60
+    while not list_episodes(db, tenant, conv):  # once the conversation is older than the timeout
+        assert time.monotonic() < deadline, producer.status(conv)
+        last = producer.redis.zscore(keys.shard.active, keys.member)
+        if last is not None and _redis_seconds(producer.redis) > last + timeout:
+            collapse_idle.run()
+            producer.wait_idle(conv, timeout=30)
+        else:
+            time.sleep(0.05)
+    assert [e.boundary_reason for e in list_episodes(db, tenant, conv)] == ["inactivity"]

@@ -1,4 +1,4 @@
-"""LLM calls fit the caller's time budget (shared.deadline) and never swallow Celery's
+"""LLM calls fit the caller's time budget (memq.shared.deadline) and never swallow Celery's
 soft time limit: a batch of slow topic checks cannot overrun a task's time limit."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ import pytest
 from billiard.exceptions import SoftTimeLimitExceeded
 from pydantic import BaseModel
 
+from memq.shared import deadline
+from memq.shared.llm import LLMError, complete_json, import_litellm
 from memq.testing.scripted_llm import Reply
-from shared import deadline
-from shared.llm import LLMError, complete_json, import_litellm
 
 
 class Answer(BaseModel):

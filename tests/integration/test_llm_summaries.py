@@ -7,8 +7,8 @@ import json
 
 import pytest
 
+from memq.shared.db.episodes import list_episodes
 from memq.testing.scripted_llm import Reply
-from shared.db.episodes import list_episodes
 
 MESSAGES = [
     {"role": "user", "content": "My sourdough came out flat again, the starter is five days old."},

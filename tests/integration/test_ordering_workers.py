@@ -10,7 +10,7 @@ from datetime import UTC, datetime, timedelta
 from invariants import assert_every_message_in_exactly_one_episode
 from processes import spawn_worker, stop_process, wait_for_workers
 
-from shared import tasks
+from memq.shared import tasks
 
 
 def test_two_more_workers_on_one_conversation_keep_order(

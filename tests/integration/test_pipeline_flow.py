@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from invariants import assert_every_message_in_exactly_one_episode
 
-from shared.db.episodes import list_episodes
+from memq.shared.db.episodes import list_episodes
 
 SAMPLE = Path(__file__).resolve().parents[2] / "producer" / "samples" / "demo_conversation.jsonl"
 
@@ -28,7 +28,7 @@ def test_sample_conversation_becomes_episodes_and_conserves_every_message(worker
     assert_every_message_in_exactly_one_episode(db, producer.redis, settings, tenant, "demo-alex", len(messages))
     episodes = list_episodes(db, tenant, "demo-alex")
     # Every gap over 15 minutes starts an episode at its message, unless that message
-    # was the 50th of a full buffer (force-create comes first in seed 000's rules).
+    # was the 50th of a full buffer (force-create comes first in Plast Mem's rules).
     gap_starts = [
         i + 1
         for i in range(1, len(messages))
@@ -90,9 +90,9 @@ def test_episode_row_holds_messages_embedding_and_fsrs_card(worker, producer, db
 def test_episode_creation_is_idempotent_on_redelivery(worker, producer, db, settings, tenant, celery_app):
     """A second delivery of the same episode_creation task (as Redis redelivery or a
     retry would do) must not create a second episode."""
-    from shared import tasks
-    from shared.mailbox.scripts import Scripts
-    from worker.conversation_store import ConversationStore
+    from memq.shared import tasks
+    from memq.shared.mailbox.scripts import Scripts
+    from memq.worker.conversation_store import ConversationStore
 
     conv = "idem"
     producer.add_messages(

@@ -21,10 +21,10 @@ from hypothesis import HealthCheck, event, example, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 
-from producer.validation import validate_message
-from shared.db.conversations import raise_fence
-from shared.db.episodes import check_stored, store_episode
-from shared.errors import ValidationError
+from memq.producer.validation import validate_message
+from memq.shared.db.conversations import raise_fence
+from memq.shared.db.episodes import check_stored, store_episode
+from memq.shared.errors import ValidationError
 
 pytestmark = pytest.mark.integration
 

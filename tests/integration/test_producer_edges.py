@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.errors import ValidationError
-from shared.mailbox.codec import decode_inbox_item
+from memq.shared.errors import ValidationError
+from memq.shared.mailbox.codec import decode_inbox_item
 
 T0 = datetime(2026, 2, 1, 12, 0, tzinfo=UTC)
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 import redis
 
-from shared.db.episodes import stored_message_ids
-from shared.errors import BatchIncomplete, BatchRejected
+from memq.shared.db.episodes import stored_message_ids
+from memq.shared.errors import BatchIncomplete, BatchRejected
 
 
 def _batch(n_convs: int = 3, per: int = 2) -> list[dict]:
@@ -109,7 +109,7 @@ def test_a_reply_lost_after_redis_applied_the_batch(producer, monkeypatch, worke
     assert {r.status for r in retried} == {"duplicate"}
     # The broken connection also failed to publish the drains; their marks stay, and
     # the stalled-work sweeper (aged here instead of waiting) publishes them.
-    from shared import tasks
+    from memq.shared import tasks
 
     for c in range(3):
         producer.flush(f"part-{c}")

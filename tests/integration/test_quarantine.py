@@ -16,9 +16,9 @@ from click.testing import CliRunner
 
 from memq.audit import audit
 from memq.cli import main
-from shared.db.episodes import stored_message_ids
-from worker import resources
-from worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.shared.db.episodes import stored_message_ids
+from memq.worker import resources
+from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
 
 
 class Allergic(RulesOnlyDetector):
@@ -86,7 +86,7 @@ def test_a_poison_message_is_quarantined_and_the_conversation_carries_on(
 def test_a_segment_that_cannot_become_an_episode_is_quarantined(
     worker, producer, db, settings, tenant, monkeypatch, fast_retries
 ):
-    import worker.episode_store as episode_store
+    import memq.worker.episode_store as episode_store
 
     real = episode_store.build_episode  # type: ignore[attr-defined]  # patched where create_episode finds it
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 
-from shared.mailbox.codec import decode_inbox_item
+from memq.shared.mailbox.codec import decode_inbox_item
 
 
 def test_arrival_and_activity_are_stamped_by_redis(producer, monkeypatch):
@@ -22,7 +22,7 @@ def test_arrival_and_activity_are_stamped_by_redis(producer, monkeypatch):
 
 
 def test_a_beat_with_a_fast_clock_does_not_collapse_fresh_conversations(producer, monkeypatch, celery_app):
-    from worker.tasks.maintenance import collapse_idle
+    from memq.worker.tasks.maintenance import collapse_idle
 
     producer._publish_drain = lambda t, c: None
     producer.add_message("fresh", "user", "I just said this")

@@ -46,7 +46,7 @@ def test_the_mailbox_is_a_three_node_cluster_and_the_broker_is_not(producer, set
 def test_conversations_spread_over_the_nodes_and_every_script_runs_without_crossslot(
     worker, producer, db, settings, tenant
 ):
-    from shared.forget import forget_conversation
+    from memq.shared.forget import forget_conversation
 
     nodes = cluster_mode.cluster(settings)
     owners = nodes.slot_owners()

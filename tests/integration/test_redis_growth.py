@@ -7,24 +7,49 @@ from __future__ import annotations
 import time
 
 from memq.audit import audit
-from shared.db.episodes import message_seqs
+from memq.shared.db.episodes import message_seqs
+
+
+def _redis_ms(client) -> int:
+    seconds, micros = client.time()
+    return int(seconds) * 1000 + int(micros) // 1000
+
+
+def _wait_for_redis_clock(client, at_ms: int, timeout: float = 30.0) -> None:
+    """Until Redis' own clock (the one the dedup window is measured on) reaches ``at_ms``:
+    waiting on the clock, not a guessed margin."""
+    deadline = time.monotonic() + timeout
+    while _redis_ms(client) < at_ms:
+        assert time.monotonic() < deadline, "Redis' clock did not advance"
+        time.sleep(0.02)
 
 
 def test_the_dedup_window_is_measured_per_id(producer):
     producer._publish_drain = lambda t, c: None
-    producer.settings = producer.settings.model_copy(update={"dedup_ttl_days": 1.5 / 86400})  # 1.5 s
+    window_ms = 3000
+    producer.settings = producer.settings.model_copy(update={"dedup_ttl_days": window_ms / 1000 / 86400})
     conv = "dedup-window"
     keys = producer.keys(conv)
+    r = producer.redis
     assert producer.add_message(conv, "user", "first", message_id="A").status == "accepted"
-    time.sleep(0.8)
+    a_at = int(r.zscore(keys.ids, "A"))  # when Redis accepted A (its clock, in ms)
+    _wait_for_redis_clock(r, a_at + window_ms // 2)
     assert producer.add_message(conv, "user", "second", message_id="B").status == "accepted"
-    time.sleep(0.9)  # A is 1.7 s old, B 0.9 s: an active conversation no longer keeps A forever
+    b_at = int(r.zscore(keys.ids, "B"))
+    # A's window is over, B's is not (it ends window_ms / 2 later): an active conversation
+    # no longer keeps A forever.
+    _wait_for_redis_clock(r, a_at + window_ms + 1)
     assert producer.add_message(conv, "user", "first again", message_id="A").status == "accepted"
+    assert _redis_ms(r) < b_at + window_ms, "the machine stalled for over a second and a half; B's window is over"
     assert producer.add_message(conv, "user", "second again", message_id="B").status == "duplicate"
-    assert producer.redis.zcard(keys.ids) == 2
-    assert 0 < producer.redis.pttl(keys.ids) <= 1500
-    time.sleep(1.7)
-    assert producer.redis.exists(keys.ids) == 0  # nothing new: the whole set is gone
+    assert r.zcard(keys.ids) == 2
+    assert 0 < r.pttl(keys.ids) <= window_ms
+    last = int(r.zscore(keys.ids, "A"))
+    _wait_for_redis_clock(r, last + window_ms + 1)
+    deadline = time.monotonic() + 10  # Redis expires a key on access or within its active-expiry cycle
+    while r.exists(keys.ids) and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert r.exists(keys.ids) == 0  # nothing new: the whole set is gone
 
 
 def test_state_at_rest_expires_and_numbering_resumes_from_postgresql(

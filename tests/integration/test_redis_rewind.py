@@ -14,26 +14,26 @@ import redis
 from invariants import assert_every_message_in_exactly_one_episode
 
 from memq.audit import audit
-from shared.db.conversations import gaps
-from shared.db.episodes import StaleSegment, check_stored, store_episode, stored_message_ids
-from shared.mailbox.codec import parse_segment
-from shared.mailbox.scripts import Scripts
-from worker.conversation_store import ConversationStore
-from worker.drain import drain
-from worker.episode_store import create_episode
-from worker.segmentation.detectors.rules_only import RulesOnlyDetector
-from worker.sync import sync_with_database
+from memq.shared.db.conversations import gaps
+from memq.shared.db.episodes import StaleSegment, check_stored, store_episode, stored_message_ids
+from memq.shared.mailbox.codec import parse_segment
+from memq.shared.mailbox.scripts import Scripts
+from memq.worker.conversation_store import ConversationStore
+from memq.worker.drain import drain
+from memq.worker.episode_store import create_episode
+from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.sync import sync_with_database
 
 
 @pytest.fixture
 def embedder(settings):
-    from shared.embeddings import get_embedder
+    from memq.shared.embeddings import get_embedder
 
     return get_embedder(settings)
 
 
 def _connect(settings):
-    from shared.connections import pg_connect
+    from memq.shared.connections import pg_connect
 
     return lambda: pg_connect(settings, autocommit=True)
 
@@ -42,10 +42,10 @@ def _raw_client(producer):
     """A client of the mailbox's Redis that returns bytes, for DUMP / RESTORE."""
     from redis.cluster import RedisCluster
 
-    from shared.connections import service_urls
+    from memq.shared.connections import redis_url
 
     settings = producer.settings
-    url = settings.mailbox_redis_url or service_urls(settings).redis_url
+    url = settings.mailbox_redis_url or redis_url(settings)
     if settings.mailbox_redis_cluster:
         return RedisCluster.from_url(url, decode_responses=False)
     return redis.Redis.from_url(url, decode_responses=False)
@@ -83,7 +83,7 @@ def _sweep_now(producer, celery_app, keys) -> None:
     """The tasks published before the crash are gone with it (the broker lives in the same
     Redis); the stalled-work sweeper finds the conversation by its drain mark. Age the
     mark instead of waiting MEMQ_STALLED_AFTER_SECONDS, then run the sweeper."""
-    from shared import tasks
+    from memq.shared import tasks
 
     if producer.redis.zscore(keys.shard.drains, keys.member) is not None:
         producer.redis.zadd(keys.shard.drains, {keys.member: 0})
@@ -237,7 +237,7 @@ def test_a_segment_cut_before_the_rewind_can_no_longer_be_written(producer, db, 
 def test_gaps_are_found_below_what_postgresql_holds(producer, db, tenant):
     """Numbers handed out in a lost Redis state that PostgreSQL neither stores nor knows
     as gaps are recorded when the conversation re-syncs, wherever they are."""
-    from shared.db.conversations import raise_fence
+    from memq.shared.db.conversations import raise_fence
 
     conv = "gap-scan"
     with db.transaction():

@@ -18,17 +18,17 @@ import numpy as np
 import pytest
 from fsrs import Card, Scheduler
 
-from shared.db.conversations import lock_conversation
-from shared.db.episodes import EpisodeRow, check_stored, store_episode
-from shared.db.reviews import open_reviews
-from shared.errors import ValidationError
-from shared.retrieval import legs
-from shared.retrieval.render import GAP, gap_count
-from shared.retrieval.request import build_request
-from shared.retrieval.review_notes import flush_review_notes
-from shared.retrieval.service import recent_memory, retrieve_memory
-from shared.tokens import count_tokens
-from worker.episodes.fsrs_card import initial_memory
+from memq.shared.db.conversations import lock_conversation
+from memq.shared.db.episodes import EpisodeRow, check_stored, store_episode
+from memq.shared.db.reviews import open_reviews
+from memq.shared.errors import ValidationError
+from memq.shared.retrieval import legs
+from memq.shared.retrieval.render import GAP, gap_count
+from memq.shared.retrieval.request import build_request
+from memq.shared.retrieval.review_notes import flush_review_notes
+from memq.shared.retrieval.service import recent_memory, retrieve_memory
+from memq.shared.tokens import count_tokens
+from memq.worker.episodes.fsrs_card import initial_memory
 
 pytestmark = pytest.mark.integration
 
@@ -252,7 +252,7 @@ def test_lexical_and_vector_legs_each_find_what_the_other_misses(db, settings, t
 def test_default_embedder_finds_a_memory_by_meaning(db, settings, tenant):
     """The real embedding model (the ``embed=None`` path): a query sharing no word with
     an episode still finds it through the vector legs."""
-    from shared.embeddings import get_embedder
+    from memq.shared.embeddings import get_embedder
 
     embedder = get_embedder(settings)
     texts = {

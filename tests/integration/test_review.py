@@ -12,11 +12,11 @@ import pytest
 from fsrs import Card, Rating, Scheduler
 from test_retrieval import axis, blend, write_episode
 
+from memq.shared.db.reviews import open_reviews, reviews_of
+from memq.shared.retrieval.review_notes import flush_review_notes
+from memq.shared.retrieval.service import retrieve_memory
 from memq.testing.scripted_llm import Reply
-from shared.db.reviews import open_reviews, reviews_of
-from shared.retrieval.review_notes import flush_review_notes
-from shared.retrieval.service import retrieve_memory
-from worker.review.job import review_segment
+from memq.worker.review.job import review_segment
 
 pytestmark = pytest.mark.integration
 

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from test_retrieval import axis, fixed, write_episode
 
-from shared.db.reviews import Retrieved, ReviewNote, open_reviews
-from shared.retrieval.review_notes import ReviewNotes
-from shared.retrieval.service import retrieve_memory
+from memq.shared.db.reviews import Retrieved, ReviewNote, open_reviews
+from memq.shared.retrieval.review_notes import ReviewNotes
+from memq.shared.retrieval.service import retrieve_memory
 
 pytestmark = pytest.mark.integration
 
@@ -102,7 +102,7 @@ def test_past_the_queue_limit_notes_are_dropped_and_counted(db, settings, tenant
 
 
 def test_retrieval_hands_its_note_to_the_writer_and_returns(db, settings, tenant, episodes):
-    from shared.retrieval.review_notes import flush_review_notes
+    from memq.shared.retrieval.review_notes import flush_review_notes
 
     result = retrieve_memory(
         "sourdough starter", tenant=tenant, embed=fixed(axis(120)), settings=settings, conn=db, now=NOW, asked_in="chat"

@@ -7,14 +7,14 @@ import pytest
 from click.testing import CliRunner
 
 from memq.cli import main
-from shared.errors import ValidationError
+from memq.shared.errors import ValidationError
 
 
 @pytest.fixture
 def tasks(celery_app):
     """The task functions (imported after the test services are configured)."""
-    from worker.tasks.episodes import episode_creation
-    from worker.tasks.segmentation import event_segmentation
+    from memq.worker.tasks.episodes import episode_creation
+    from memq.worker.tasks.segmentation import event_segmentation
 
     return event_segmentation, episode_creation
 

@@ -1,4 +1,4 @@
-"""Seed 000's LLM topic-shift check through litellm against the scripted server, and
+"""Plast Mem's LLM topic-shift check through litellm against the scripted server, and
 the dual-channel detector in the real pipeline, confirming boundaries by LLM."""
 
 from __future__ import annotations
@@ -7,11 +7,11 @@ import json
 
 import pytest
 
+from memq.shared.db.episodes import list_episodes
+from memq.shared.llm import LLMError
+from memq.shared.mailbox.codec import QueuedMessage
 from memq.testing.scripted_llm import Reply
-from shared.db.episodes import list_episodes
-from shared.llm import LLMError
-from shared.mailbox.codec import QueuedMessage
-from worker.segmentation.detectors.topic_shift_llm import llm_topic_shift
+from memq.worker.segmentation.detectors.topic_shift_llm import llm_topic_shift
 
 SHIFT = {
     "is_boundary": True,
@@ -118,7 +118,7 @@ def test_pipeline_llm_confirms_a_topic_shift(worker, producer, db, tenant, scrip
     assert (first.boundary_reason, first.boundary_source) == ("topic_shift", "llm")
     assert all(e.summary_source == "llm" for e in episodes)
     assert sum(e.message_count for e in episodes) == len(CONVERSATION)
-    # The next episode's summariser sees the previous segment's tail as context only (seed 003).
+    # The next episode's summariser sees the previous segment's tail as context only (agent-memory).
     summaries = [
         r["messages"][1]["content"]
         for r in scripted_llm.requests
@@ -137,7 +137,7 @@ def test_pipeline_llm_says_same_event_and_updates_the_event_model(
     deadline = time.monotonic() + 30
     while producer.status("same").inbox and time.monotonic() < deadline:
         time.sleep(0.1)
-    from worker.segmentation.event_state import EventState
+    from memq.worker.segmentation.event_state import EventState
 
     raw = producer.redis.hget(producer.keys("same").state, "event")
     assert EventState.from_json(raw).event_model == NO_SHIFT["updated_event_model"]

@@ -1,4 +1,5 @@
-"""Layers run one way: shared <- producer, worker <- memq (the application package).
+"""Layers run one way: memq.shared <- memq.producer, memq.worker <- the application (the rest
+of ``memq``: CLI, API, MCP, evaluation, soak).
 
 Checked on the source (every import statement, including those inside functions), so a
 lazy import cannot hide a dependency that points the wrong way.
@@ -12,12 +13,21 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+LAYERS = ("shared", "producer", "worker")  # top-level folders, installed as memq.<folder>
 
 FORBIDDEN = {
-    "shared": {"producer", "worker", "memq"},
-    "producer": {"worker", "memq"},
-    "worker": {"producer", "memq"},
+    "shared": {"producer", "worker", "app"},
+    "producer": {"worker", "app"},
+    "worker": {"producer", "app"},
 }
+
+
+def _layer(module: str) -> str | None:
+    """The layer a module name belongs to (None: not memq's)."""
+    parts = module.split(".")
+    if parts[0] != "memq":
+        return None
+    return parts[1] if len(parts) > 1 and parts[1] in LAYERS else "app"
 
 
 def _imports(path: Path) -> set[str]:
@@ -25,17 +35,47 @@ def _imports(path: Path) -> set[str]:
     found: set[str] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            found.update(alias.name.split(".")[0] for alias in node.names)
+            found.update(alias.name for alias in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-            found.add(node.module.split(".")[0])
+            found.add(node.module)
     return found
+
+
+def _sources() -> list[Path]:
+    """Every Python file of the project (the layers through their real folders, not the
+    memq/<layer> links that install them under the namespace)."""
+    found = [*ROOT.glob("*.py")]
+    for top in ("memq", *LAYERS, "migrations", "tests"):
+        found += [
+            p for p in (ROOT / top).rglob("*.py") if not (top == "memq" and p.parts[len(ROOT.parts) + 1] in LAYERS)
+        ]
+    return sorted(set(found))
 
 
 @pytest.mark.parametrize("package", sorted(FORBIDDEN))
 def test_package_does_not_import_the_layers_above_it(package):
     offenders = []
     for path in sorted((ROOT / package).rglob("*.py")):
-        bad = _imports(path) & FORBIDDEN[package]
+        bad = {module for module in _imports(path) if _layer(module) in FORBIDDEN[package]}
         if bad:
             offenders.append(f"{path.relative_to(ROOT)} imports {', '.join(sorted(bad))}")
     assert not offenders, "\n".join(offenders)
+
+
+def test_nothing_imports_the_layers_by_their_folder_names():
+    """``shared``, ``producer`` and ``worker`` are importable by those names only from a source
+    checkout; installed, they exist only as ``memq.shared`` ... (nothing generic lands at the
+    top of site-packages). An import by the folder name would work here and break on install."""
+    offenders = []
+    for path in _sources():
+        bad = {module for module in _imports(path) if module.split(".")[0] in LAYERS}
+        if bad:
+            offenders.append(f"{path.relative_to(ROOT)} imports {', '.join(sorted(bad))}")
+    assert not offenders, "\n".join(offenders)
+
+
+@pytest.mark.parametrize("layer", LAYERS)
+def test_the_namespace_links_point_at_the_top_level_folders(layer):
+    link = ROOT / "memq" / layer
+    assert link.is_symlink(), f"memq/{layer} should link to ../{layer}"
+    assert link.resolve() == (ROOT / layer).resolve()

@@ -24,7 +24,7 @@ from typing import Literal, get_args
 
 from pydantic import BaseModel, Field, model_validator
 
-from shared.db.facts import CATEGORIES
+from memq.shared.db.facts import CATEGORIES
 
 Category = Literal[
     "identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline"

@@ -1,4 +1,4 @@
-"""One consolidation run for a conversation (seed 001, lifecycle step 5), orchestrated.
+"""One consolidation run for a conversation (Plast Mem, lifecycle step 5), orchestrated.
 
 1. The oldest episodes not yet consolidated (up to ``MEMQ_CONSOLIDATION_MAX_EPISODES``)
    and the related facts already known (``MEMQ_CONSOLIDATION_CANDIDATES``, by the same
@@ -26,11 +26,11 @@ import numpy as np
 import psycopg
 import structlog
 
-from shared.db.facts import Fact, add_fact, lock_facts, nearest_active, reinforce_fact, retire_fact, search_facts
-from shared.embeddings import Embedder
-from shared.llm import LLMError, complete_json
-from shared.settings import Settings
-from worker.consolidation.actions import Shown, Step, answer_model, plan
+from memq.shared.db.facts import Fact, add_fact, lock_facts, nearest_active, reinforce_fact, retire_fact, search_facts
+from memq.shared.embeddings import Embedder
+from memq.shared.llm import LLMError, complete_json
+from memq.shared.settings import Settings
+from memq.worker.consolidation.actions import Shown, Step, answer_model, plan
 
 log = structlog.get_logger("memq.consolidation")
 

@@ -10,15 +10,15 @@ from typing import Any
 
 import structlog
 
-from shared.db.episodes import EpisodeRow
-from shared.embeddings import Embedder
-from shared.llm import LLMError
-from shared.messages import indexed_text
-from shared.settings import Settings
-from worker.episodes.extractive import extractive_summary, extractive_title
-from worker.episodes.fsrs_card import initial_memory
-from worker.episodes.llm_summary import llm_title_and_summary
-from worker.episodes.tools_used import tools_used
+from memq.shared.db.episodes import EpisodeRow
+from memq.shared.embeddings import Embedder
+from memq.shared.llm import LLMError
+from memq.shared.messages import indexed_text
+from memq.shared.settings import Settings
+from memq.worker.episodes.extractive import extractive_summary, extractive_title
+from memq.worker.episodes.fsrs_card import initial_memory
+from memq.worker.episodes.llm_summary import llm_title_and_summary
+from memq.worker.episodes.tools_used import tools_used
 
 log = structlog.get_logger("memq.episodes")
 

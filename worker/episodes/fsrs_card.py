@@ -1,4 +1,4 @@
-"""The initial FSRS memory state of an episode (seeds 000/001).
+"""The initial FSRS memory state of an episode (Plast Mem).
 
 A new card is reviewed once as ``Good`` at the moment the event ended (the memory
 forms when the event happens) by a scheduler without learning steps, so the card

@@ -1,5 +1,5 @@
-"""Titles and summaries from an LLM (seed 000: a 5-15 word title and a third-person
-narrative), with the previous segment's tail shown as context only (seed 003)."""
+"""Titles and summaries from an LLM (Plast Mem: a 5-15 word title and a third-person
+narrative), with the previous segment's tail shown as context only (agent-memory)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Any
 
 from pydantic import BaseModel, Field, field_validator
 
-from shared.llm import complete_json
-from shared.settings import Settings
+from memq.shared.llm import complete_json
+from memq.shared.settings import Settings
 
 SYSTEM = (
     "You write episodic memories of conversations for an AI agent's long-term memory. "

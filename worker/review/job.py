@@ -1,4 +1,4 @@
-"""The memory review of one finished segment (seed 001, lifecycle step 4), orchestrated.
+"""The memory review of one finished segment (Plast Mem, lifecycle step 4), orchestrated.
 
 When a conversation's segment becomes an episode, the memories retrieved for that
 conversation before the segment ended are reviewed: each is rated by how the segment
@@ -20,12 +20,12 @@ import numpy as np
 import psycopg
 import structlog
 
-from shared.db.reviews import Pending, consume, lock_cards, lock_open, pending_for, review_of_day, save_review
-from shared.llm import LLMError
-from shared.settings import Settings
-from worker.review.fsrs_update import NAMES, apply_rating
-from worker.review.llm_rating import Reviewed, llm_ratings
-from worker.review.usage import UsageParams, usage_rating
+from memq.shared.db.reviews import Pending, consume, lock_cards, lock_open, pending_for, review_of_day, save_review
+from memq.shared.llm import LLMError
+from memq.shared.settings import Settings
+from memq.worker.review.fsrs_update import NAMES, apply_rating
+from memq.worker.review.llm_rating import Reviewed, llm_ratings
+from memq.worker.review.usage import UsageParams, usage_rating
 
 log = structlog.get_logger("memq.review")
 

@@ -13,9 +13,9 @@ from typing import Literal
 
 from pydantic import BaseModel, Field, model_validator
 
-from shared.llm import complete_json
-from shared.settings import Settings
-from worker.review.fsrs_update import RATINGS
+from memq.shared.llm import complete_json
+from memq.shared.settings import Settings
+from memq.worker.review.fsrs_update import RATINGS
 
 SYSTEM = (
     "You review an AI agent's long-term memory. Earlier in this conversation the agent retrieved some memories. "

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from worker.review.fsrs_update import NAMES
+from memq.worker.review.fsrs_update import NAMES
 
 _WORD = re.compile(r"[^\W\d_]{4,}", re.UNICODE)
 COMMON = frozenset(

@@ -16,11 +16,11 @@ from typing import Any
 
 import numpy as np
 
-from shared.mailbox.codec import QueuedMessage
-from worker.segmentation.detectors.base import DetectionInput, Detector, Verdict
-from worker.segmentation.event_state import EventState
-from worker.segmentation.overlap import select_overlap
-from worker.segmentation.rules import RuleAction, RuleParams, Unit, decide
+from memq.shared.mailbox.codec import QueuedMessage
+from memq.worker.segmentation.detectors.base import DetectionInput, Detector, Verdict
+from memq.worker.segmentation.event_state import EventState
+from memq.worker.segmentation.overlap import select_overlap
+from memq.worker.segmentation.rules import RuleAction, RuleParams, Unit, decide
 
 
 @dataclass(frozen=True)

@@ -1,4 +1,4 @@
-"""Overlap context (seed 003): the tail of the previous segment, shown to the
+"""Overlap context (agent-memory): the tail of the previous segment, shown to the
 summariser of the next one for continuity but never part of its episode.
 
 Walks back from the previous segment's last message while messages are within

@@ -1,6 +1,6 @@
 """The rule layer: fast, zero-cost checks before any boundary detection.
 
-Seed 000 (Plast Mem) exactly, evaluated on the open event's messages *including* the
+Plast Mem's rule layer exactly, evaluated on the open event's messages *including* the
 new one, in this order:
 
 ==========================  ==========================================  ==============
@@ -9,7 +9,7 @@ rule                        condition                                   action
 buffer too small            messages < min_messages (3)                 SKIP
 buffer full                 messages >= max_messages (50)               FORCE_CREATE
 time gap                    new - previous > time_gap (15 min)          TIME_BOUNDARY
-token budget (seed 003)     tokens before + new > token_budget (4000)   TOKEN_BOUNDARY
+token budget (agent-memory)     tokens before + new > token_budget (4000)   TOKEN_BOUNDARY
 content too short           total chars < min_total_chars (100)         SKIP
 message too short           latest message < min_message_chars (5)      SKIP
 otherwise                                                               DETECT
@@ -17,7 +17,7 @@ otherwise                                                               DETECT
 
 FORCE_CREATE drains all messages (the new one included) into the episode.
 TIME_BOUNDARY and TOKEN_BOUNDARY keep the new message as the first of the next event
-(the edge message). The token budget comes after seed 000's rules so that those
+(the edge message). The token budget comes after Plast Mem's rules so that those
 behave exactly as the seed describes; tool results count only their first
 ``tool_result_max_chars`` characters (done by the caller's token counts).
 """
@@ -31,7 +31,7 @@ from datetime import datetime, timedelta
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from shared.settings import Settings
+    from memq.shared.settings import Settings
 
 
 class RuleAction(enum.Enum):

@@ -62,7 +62,7 @@ def normalise(v: np.ndarray) -> np.ndarray:
 
 
 def rolling(previous: np.ndarray, new: np.ndarray, alpha: float) -> np.ndarray:
-    """Seed 000's rolling average: the new message weighs ``alpha``."""
+    """Plast Mem's rolling average: the new message weighs ``alpha``."""
     return normalise((1.0 - alpha) * previous + alpha * new)
 
 
@@ -81,7 +81,7 @@ def mean_vector(vectors: Sequence[np.ndarray]) -> np.ndarray | None:
 
 def discourse_marker(text: str) -> float:
     """1.0 for an opening topic-change marker ("By the way, ..."), 0.5 for one inside
-    the message, else 0.0 (seed 000's temporal/discourse markers)."""
+    the message, else 0.0 (Plast Mem's temporal/discourse markers)."""
     if _MARKER_RE.search(text):
         return 1.0
     if _ANYWHERE_RE.search(text):

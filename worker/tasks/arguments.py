@@ -3,14 +3,16 @@ a bug must be refused clearly, never acted on with a malformed id."""
 
 from __future__ import annotations
 
+import functools
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 import structlog
 
-from shared.errors import ValidationError
-from shared.ids import check_conversation_id, check_tenant
-from shared.settings import Settings
+from memq.shared.errors import ValidationError
+from memq.shared.ids import check_conversation_id, check_tenant
+from memq.shared.settings import Settings
 
 log = structlog.get_logger("memq.tasks")
 
@@ -30,3 +32,31 @@ def refused(exc: ValidationError) -> dict[str, Any]:
     """What a task with malformed arguments does: log it and drop the task."""
     log.error("invalid_task_arguments", error=str(exc), hint="task dropped; publish tasks through memq's producer")
     return {"status": "invalid", "error": str(exc)}
+
+
+TaskBody = Callable[..., dict[str, Any]]
+
+
+def checked_arguments(*, episode: bool = False) -> Callable[[TaskBody], TaskBody]:
+    """Wrap a task body taking ``(tenant, conversation_id[, episode_id], ...)``: the ids are
+    validated (and normalised) before the body runs, and a malformed one drops the task
+    with a clear log line instead of reaching the body. Every memq task uses it, so none
+    can forget."""
+
+    def wrap(body: TaskBody) -> TaskBody:
+        @functools.wraps(body)
+        def run(tenant: object, conversation_id: object, *args: Any, **kwargs: Any) -> dict[str, Any]:
+            from memq.worker import resources  # the worker's settings, read once per process
+
+            try:
+                checked = conversation_args(resources.settings(), tenant, conversation_id)
+                if episode:
+                    episode_id, *rest = args if args else (kwargs.pop("episode_id", None),)
+                    args = (episode_arg(episode_id), *rest)
+            except ValidationError as exc:
+                return refused(exc)
+            return body(*checked, *args, **kwargs)
+
+        return run
+
+    return wrap

@@ -1,5 +1,5 @@
 """``episode_creation``: write the episodic memory of one closed segment, exactly once
-(see ``worker.episode_store``).
+(see ``memq.worker.episode_store``).
 
 Failures: transient ones (PostgreSQL or Redis down) are retried with backoff for as
 long as they last; a segment cut before its conversation was re-synced waits for the
@@ -15,39 +15,33 @@ from typing import Any
 import structlog
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from shared import tasks
-from shared.db.episodes import StaleSegment, StoredChanged
-from shared.errors import ValidationError
-from worker import resources
-from worker.app import app
-from worker.episode_store import create_episode
-from worker.failures import backoff_seconds, describe, is_transient
-from worker.tasks import publish
-from worker.tasks.arguments import conversation_args, episode_arg, refused
+from memq.shared import publisher, tasks
+from memq.shared.db.episodes import StaleSegment, StoredChanged
+from memq.worker import resources
+from memq.worker.app import app
+from memq.worker.episode_store import create_episode
+from memq.worker.failures import describe, is_transient, retry_delay
+from memq.worker.tasks.arguments import checked_arguments
 
 log = structlog.get_logger("memq.tasks")
 
 
 @app.task(name=tasks.EPISODE_CREATION, acks_late=True)
+@checked_arguments(episode=True)
 def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt: int = 0) -> dict[str, Any]:
     settings = resources.settings()
-    try:
-        tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
-        episode_id = episode_arg(episode_id)
-    except ValidationError as exc:
-        return refused(exc)
     store = resources.store(tenant, conversation_id)
 
     def again(delay_attempt: int) -> None:
-        delay = backoff_seconds(delay_attempt, settings.retry_backoff_seconds, settings.retry_backoff_max_seconds)
-        publish.episode(tenant, conversation_id, episode_id, countdown=delay, attempt=attempt + 1)
+        delay = retry_delay(settings, delay_attempt)
+        publisher.episode(app, tenant, conversation_id, episode_id, countdown=delay, attempt=attempt + 1)
 
     try:
         with resources.database() as conn:
             created = create_episode(store, conn, episode_id, settings, resources.embedder())
         if created.status == "created":  # the chain goes on: what was retrieved before this segment is reviewed
             assert created.episode_id is not None  # a created episode has its id
-            publish.review(tenant, conversation_id, created.episode_id)
+            publisher.review(app, tenant, conversation_id, created.episode_id)
         return {"status": created.status, "episode_id": created.episode_id, "summary_source": created.summary_source}
     except StaleSegment as exc:
         fence = store.adopt_segment(episode_id)
@@ -55,7 +49,7 @@ def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt
             return {"status": "gone"}
         if fence > 0:  # the segment in Redis is authoritative: it now carries the current fence
             log.info("segment_adopted", segment_id=episode_id, fence=fence, error=str(exc))
-            publish.episode(tenant, conversation_id, episode_id, attempt=attempt + 1)
+            publisher.episode(app, tenant, conversation_id, episode_id, attempt=attempt + 1)
             return {"status": "adopted"}
         log.warning(
             "stale_segment",
@@ -64,7 +58,7 @@ def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt
             hint="waiting for a drain to re-sync the conversation",
         )
         if store.mark_drain_queued():
-            publish.drain(tenant, conversation_id)
+            publisher.drain(app, tenant, conversation_id)
         again(attempt)
         return {"status": "stale"}
     except SoftTimeLimitExceeded:

@@ -2,7 +2,7 @@
 process does not duplicate them). Both walk the mailbox shard by shard, and every
 time comparison happens inside Redis, on its own clock.
 
-- ``collapse_idle`` (seed 002): every conversation whose newest message arrived longer
+- ``collapse_idle`` (MIRA): every conversation whose newest message arrived longer
   ago than the segment timeout gets its open event closed into an episode, so a
   conversation that goes quiet still becomes memories. ``request_flush.lua`` re-checks
   idleness atomically, so a message arriving during the scan is never collapsed away.
@@ -11,7 +11,7 @@ time comparison happens inside Redis, on its own clock.
   producer died before publishing, a worker was killed, a hard time limit, a broker
   that lost the message) and the episode creation of a segment waiting as long.
   Duplicates are harmless: drains take a lock and episode creation is idempotent.
-  After a worker reconnects to the broker (``worker.broker_recovery``) the same sweep runs
+  After a worker reconnects to the broker (``memq.worker.broker_recovery``) the same sweep runs
   at once with age 0, once per reconnection wave across the fleet: what died in a broker
   outage is picked up as soon as the broker is back, not ``MEMQ_STALLED_AFTER_SECONDS`` later.
 """
@@ -22,11 +22,10 @@ from typing import Any
 
 import structlog
 
-from shared import tasks
-from shared.mailbox.keys import all_shards, conversation_keys, split_member
-from worker import resources
-from worker.app import app
-from worker.tasks import publish
+from memq.shared import publisher, tasks
+from memq.shared.mailbox.keys import all_shards, conversation_keys, split_member
+from memq.worker import resources
+from memq.worker.app import app
 
 log = structlog.get_logger("memq.maintenance")
 
@@ -50,7 +49,7 @@ def collapse_idle() -> dict[str, Any]:
             )
             requested += int(bool(has_work))
             if schedule:
-                publish.drain(tenant, conversation_id)
+                publisher.drain(app, tenant, conversation_id)
     if requested:
         log.info("collapse_idle", conversations=requested)
     return {"collapsed": requested}
@@ -72,12 +71,12 @@ def sweep_stalled(age: float | None = None, once_per_seconds: float = 0.0) -> di
     for shard in all_shards(settings.key_prefix, settings.redis_shards):
         for member in scripts.due(keys=[shard.drains], args=[age, SCAN_LIMIT, 1]):
             tenant, conversation_id = split_member(member)
-            publish.drain(tenant, conversation_id)
+            publisher.drain(app, tenant, conversation_id)
             drains += 1
         for entry in scripts.due(keys=[shard.pending], args=[age, SCAN_LIMIT, 1]):
             conv_member, _, episode_id = entry.rpartition("/")
             tenant, conversation_id = split_member(conv_member)
-            publish.episode(tenant, conversation_id, episode_id)
+            publisher.episode(app, tenant, conversation_id, episode_id)
             episodes += 1
     if drains or episodes:
         log.warning("stalled_work_requeued", drains=drains, episodes=episodes, age=age)

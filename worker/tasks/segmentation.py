@@ -17,19 +17,17 @@ from typing import TYPE_CHECKING, Any
 import structlog
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from shared import tasks
-from shared.errors import ValidationError
-from worker import resources
-from worker.app import app
-from worker.conversation_store import LockLost, StateChanged
-from worker.drain import MessageFailed, drain
-from worker.failures import backoff_seconds, describe, is_transient
-from worker.sync import sync_with_database
-from worker.tasks import publish
-from worker.tasks.arguments import conversation_args, refused
+from memq.shared import publisher, tasks
+from memq.worker import resources
+from memq.worker.app import app
+from memq.worker.conversation_store import LockLost, StateChanged
+from memq.worker.drain import MessageFailed, drain
+from memq.worker.failures import describe, is_transient, retry_delay
+from memq.worker.sync import sync_with_database
+from memq.worker.tasks.arguments import checked_arguments
 
 if TYPE_CHECKING:
-    from worker.conversation_store import ConversationStore
+    from memq.worker.conversation_store import ConversationStore
 
 log = structlog.get_logger("memq.tasks")
 
@@ -37,12 +35,9 @@ BUSY_RETRIES = 3
 
 
 @app.task(name=tasks.EVENT_SEGMENTATION, acks_late=True)
+@checked_arguments()
 def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> dict[str, Any]:
     settings = resources.settings()
-    try:
-        tenant, conversation_id = conversation_args(settings, tenant, conversation_id)
-    except ValidationError as exc:
-        return refused(exc)
     store = resources.store(tenant, conversation_id)
     if not store.acquire():
         # Another worker holds the conversation. Alive, it queues a drain for whatever
@@ -50,15 +45,12 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
         # (a few times; after that the stalled-work sweeper is the safety net).
         if attempt < BUSY_RETRIES:
             wait = store.lock_ttl_seconds()
-            publish.drain(tenant, conversation_id, countdown=wait + 0.2, attempt=attempt + 1)
+            publisher.drain(app, tenant, conversation_id, countdown=wait + 0.2, attempt=attempt + 1)
         return {"status": "busy"}
 
     result: dict[str, Any] = {"status": "drained"}
     delay, next_attempt = 0.0, 0
     lookahead = 0
-
-    def backoff(n: int) -> float:
-        return backoff_seconds(n, settings.retry_backoff_seconds, settings.retry_backoff_max_seconds)
 
     try:
         detector = resources.detector()
@@ -69,7 +61,7 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
             settings,
             detector,
             resources.embedder,
-            lambda episode_id: publish.episode(tenant, conversation_id, episode_id),
+            lambda episode_id: publisher.episode(app, tenant, conversation_id, episode_id),
             snapshot,
         )
         result.update(
@@ -94,7 +86,7 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
         )
         result = {"status": "quarantined" if quarantined else "message_failed", "message_id": failed.message_id}
         if not quarantined:
-            delay, next_attempt = backoff(max(0, failures - 1)), attempt + 1
+            delay, next_attempt = retry_delay(settings, max(0, failures - 1)), attempt + 1
     except LockLost:
         log.warning("lock_lost", hint="our lease ran out; whoever holds the conversation now continues")
         result = {"status": "lock_lost"}
@@ -113,11 +105,11 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
         else:
             log.exception("drain_failed", error=describe(exc), transient=False, attempt=attempt)
         result = {"status": "failed", "error": describe(exc)}
-        delay, next_attempt = backoff(attempt), attempt + 1
+        delay, next_attempt = retry_delay(settings, attempt), attempt + 1
     finally:
         try:
             if release(store, lookahead, settings.release_retry_seconds):
-                publish.drain(tenant, conversation_id, countdown=delay, attempt=next_attempt)
+                publisher.drain(app, tenant, conversation_id, countdown=delay, attempt=next_attempt)
         except Exception as exc:  # Redis or the broker stayed away: the mark stays, a sweep re-publishes
             log.warning(
                 "release_failed",

@@ -1,4 +1,4 @@
-"""A conversation as an agent sees it: its episodes, the manifest (seed 002), the session
+"""A conversation as an agent sees it: its episodes, the manifest (MIRA), the session
 context, and forgetting it. A conversation of another tenant is the same as one that
 does not exist: empty lists, an empty manifest, nothing to forget."""
 
@@ -13,11 +13,11 @@ from fastapi.responses import PlainTextResponse, Response
 from memq.api.auth import caller, services
 from memq.api.models import EpisodeOut, EpisodesOut, ForgetOut
 from memq.api.services import Services
-from shared.context.service import manifest as read_manifest
-from shared.context.service import session_context as read_session_context
-from shared.db.episodes import list_episodes
-from shared.forget import forget_conversation
-from shared.ids import check_conversation_id
+from memq.shared.context.service import manifest as read_manifest
+from memq.shared.context.service import session_context as read_session_context
+from memq.shared.db.episodes import list_episodes
+from memq.shared.forget import forget_conversation
+from memq.shared.ids import check_conversation_id
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 ConversationId = Path(description="1-128 letters, digits, '.', '_', ':', '-', starting with a letter or digit")

@@ -11,11 +11,11 @@ from fastapi import APIRouter, Depends, Path, Query
 from memq.api.auth import caller, services
 from memq.api.models import FactSearchIn
 from memq.api.services import Services
-from shared.db.facts import fact_history, get_fact, list_facts
-from shared.errors import NotFound, ValidationError
-from shared.ids import check_conversation_id
-from shared.retrieval.facts import find_facts
-from shared.retrieval.facts_section import fact_record
+from memq.shared.db.facts import fact_history, get_fact, list_facts
+from memq.shared.errors import NotFound, ValidationError
+from memq.shared.ids import check_conversation_id
+from memq.shared.retrieval.facts import find_facts
+from memq.shared.retrieval.facts_section import fact_record
 
 router = APIRouter(tags=["facts"])
 

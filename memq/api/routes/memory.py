@@ -1,4 +1,4 @@
-"""Retrieval (seed 001's retrieve_memory and recent_memory): markdown for an LLM's tool
+"""Retrieval (Plast Mem's retrieve_memory and recent_memory): markdown for an LLM's tool
 result, and ``/raw`` with every score."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from fastapi.responses import PlainTextResponse
 from memq.api.auth import caller, services
 from memq.api.models import RecentIn, RetrieveIn
 from memq.api.services import Services
-from shared.retrieval.service import RecentResult, RetrievalResult, recent_memory, retrieve_memory
+from memq.shared.retrieval.service import RecentResult, RetrievalResult, recent_memory, retrieve_memory
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"])
 MARKDOWN: dict[int | str, dict[str, Any]] = {

@@ -9,8 +9,8 @@ from fastapi import APIRouter, Depends, Path
 from memq.api.auth import caller, services
 from memq.api.models import FlushOut, MessageIn, MessagesIn, MessagesOut
 from memq.api.services import Services
-from shared.errors import ValidationError
-from shared.ids import check_conversation_id
+from memq.shared.errors import ValidationError
+from memq.shared.ids import check_conversation_id
 
 router = APIRouter(prefix="/v1/conversations", tags=["ingest"])
 

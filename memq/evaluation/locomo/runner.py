@@ -22,7 +22,7 @@ import numpy as np
 from memq.evaluation.locomo.data import CATEGORIES, LocomoConversation, Question, find_files, load_locomo
 from memq.evaluation.locomo.recall import Found, evidence_found, percentile, summarise
 from memq.evaluation.locomo.units import SEARCHES, UNIT_KINDS, UnitIndex, fill, make_units
-from shared.settings import Settings
+from memq.shared.settings import Settings
 
 BUDGETS = (250, 500, 1000, 2000)
 
@@ -130,13 +130,13 @@ def run(
     settings: Settings, config: EvalConfig, progress: Callable[[str, int, int], None], note: Callable[[str], None]
 ) -> EvalRun:
     from memq.evaluation.locomo import replay as replay_mod
+    from memq.producer.client import Producer
+    from memq.shared.connections import pg_connect
+    from memq.shared.db.migrate import upgrade
+    from memq.shared.embedded import services
+    from memq.shared.embeddings import get_embedder
+    from memq.shared.forget import forget_conversation
     from memq.worker_process import start_worker, stop_worker, wait_for_worker
-    from producer.client import Producer
-    from shared.connections import pg_connect
-    from shared.db.migrate import upgrade
-    from shared.embedded import services
-    from shared.embeddings import get_embedder
-    from shared.forget import forget_conversation
 
     files = [p for p in find_files(config.data) if not config.files or p.name in config.files]
     if not files:
@@ -215,9 +215,9 @@ class Queries:
 
     @classmethod
     def embed(cls, conn, settings: Settings, tenant: str, asked, embedder) -> Queries:
-        from shared.retrieval import legs
-        from shared.retrieval.participants import query_terms
-        from shared.retrieval.request import build_request
+        from memq.shared.retrieval import legs
+        from memq.shared.retrieval.participants import query_terms
+        from memq.shared.retrieval.request import build_request
 
         names: dict[str, list[str]] = {}
         for c, _ in asked:
@@ -244,9 +244,9 @@ class Queries:
 def _ask(
     run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Method, asked, queries: Queries, progress
 ) -> None:
-    from shared.retrieval.service import retrieve_memory
-    from shared.retrieval.time_expressions import find_time
-    from shared.tokens import count_tokens
+    from memq.shared.retrieval.service import retrieve_memory
+    from memq.shared.retrieval.time_expressions import find_time
+    from memq.shared.tokens import count_tokens
 
     local = settings.model_copy(update=dict(method.overrides)) if method.overrides else settings
     limit = run_.config.limit or local.retrieval_limit_max
@@ -312,10 +312,10 @@ def _latency(
     recorded as in production) next to the legs' SQL alone, same queries, interleaved.
     A first pass warms caches; ``passes`` more are measured (percentiles over all of
     them: a single pass of a few hundred queries moves by a few percent run to run)."""
-    from shared.retrieval import legs
-    from shared.retrieval.request import build_request
-    from shared.retrieval.review_notes import flush_review_notes
-    from shared.retrieval.service import retrieve
+    from memq.shared.retrieval import legs
+    from memq.shared.retrieval.request import build_request
+    from memq.shared.retrieval.review_notes import flush_review_notes
+    from memq.shared.retrieval.service import retrieve
 
     totals: list[float] = []
     floors: list[float] = []

@@ -27,9 +27,9 @@ import psycopg
 from memq.evaluation.locomo.bm25 import Bm25Index
 from memq.evaluation.locomo.data import LocomoConversation, Turn
 from memq.evaluation.locomo.replay import as_message
-from shared.db.lexical import OR_QUERY
-from shared.messages import indexed_text
-from shared.retrieval.fusion import rrf
+from memq.shared.db.lexical import OR_QUERY
+from memq.shared.messages import indexed_text
+from memq.shared.retrieval.fusion import rrf
 
 UNIT_KINDS = ("turn", "window8", "session")
 SEARCHES = ("plain", "memq")

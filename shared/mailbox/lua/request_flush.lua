@@ -1,5 +1,5 @@
 -- Ask for a conversation's open event to be closed into an episode once its inbox is
--- drained: an explicit flush, or the inactivity collapse (seed 002). Queues a drain the
+-- drained: an explicit flush, or the inactivity collapse (MIRA). Queues a drain the
 -- way enqueue.lua does.
 --
 -- KEYS[1] state   KEYS[2] shard drains   KEYS[3] inbox   KEYS[4] buffer   KEYS[5] shard active

@@ -37,7 +37,7 @@ def client(app):
 
 
 def new_key(db, tenant: str) -> dict[str, str]:
-    from shared.db.api_keys import create_key
+    from memq.shared.db.api_keys import create_key
 
     new, _ = create_key(db, tenant, "test")
     return {"Authorization": f"Bearer {new.key}"}

@@ -124,6 +124,15 @@ def test_health_and_readiness(client, worker):
     }
 
 
+def test_readiness_needs_redis_and_postgresql_not_a_worker(client):
+    """A load balancer keeps the API in service while the workers restart: it accepts
+    messages and serves memory without them. Whether a worker answers is still reported."""
+    ready = client.get("/readyz")
+    assert ready.status_code == 200, ready.text
+    checks = ready.json()["checks"]
+    assert checks["redis"]["ok"] and checks["postgres"]["ok"] and "workers" in checks
+
+
 def test_openapi_document_is_valid_and_versioned(client):
     from openapi_spec_validator import validate
 
@@ -213,3 +222,18 @@ def test_out_of_order_timestamps_are_clamped_and_reported(client, auth):
         },
     )
     assert [x["status"] for x in r.json()["results"]] == ["accepted", "clamped"]
+
+
+def test_metrics_export_the_backlog_in_prometheus_text(client):
+    from prometheus_client.parser import text_string_to_metric_families
+
+    r = client.get("/metrics")  # no key: counts only, like the health checks
+    assert r.status_code == 200 and r.headers["content-type"].startswith("text/plain")
+    families = {f.name: f for f in text_string_to_metric_families(r.text)}
+    assert {"memq_backlog", "memq_inbox_messages", "memq_queued_tasks", "memq_backlog_oldest_age_seconds"} <= set(
+        families
+    )
+    (backlog,) = families["memq_backlog"].samples
+    queued = {s.labels["queue"]: s.value for s in families["memq_queued_tasks"].samples}
+    (inbox,) = families["memq_inbox_messages"].samples
+    assert backlog.value == inbox.value + sum(queued.values())

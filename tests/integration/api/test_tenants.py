@@ -111,7 +111,7 @@ def test_cli_commands_are_scoped_by_tenant(stored, stranger, tenant):
 
 
 def test_wrong_missing_and_revoked_keys_get_the_same_401(client, db, tenant, settings):
-    from shared.db.api_keys import create_key
+    from memq.shared.db.api_keys import create_key
 
     new, row = create_key(db, tenant, "to revoke")
     headers = {"Authorization": f"Bearer {new.key}"}

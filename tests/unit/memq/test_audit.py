@@ -4,7 +4,7 @@ conversation (including one repaired after a Redis rewind) passes."""
 from datetime import UTC, datetime, timedelta
 
 from memq.audit import Facts, check
-from shared.mailbox.status import QuarantineEntry
+from memq.shared.mailbox.status import QuarantineEntry
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

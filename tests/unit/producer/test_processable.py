@@ -21,14 +21,14 @@ import strategies as gen
 from hypothesis import HealthCheck, event, example, given, settings
 from hypothesis import strategies as st
 
-from producer.validation import FIELDS, ValidMessage, validate_message
-from shared.errors import ValidationError
-from shared.mailbox.codec import to_micros
-from shared.settings import Settings
-from shared.tokens import message_tokens
-from worker.episodes.extractive import extractive_summary, extractive_title
-from worker.episodes.llm_summary import render_segment
-from worker.episodes.tools_used import tool_name, tools_used
+from memq.producer.validation import FIELDS, ValidMessage, validate_message
+from memq.shared.errors import ValidationError
+from memq.shared.mailbox.codec import to_micros
+from memq.shared.settings import Settings
+from memq.shared.tokens import message_tokens
+from memq.worker.episodes.extractive import extractive_summary, extractive_title
+from memq.worker.episodes.llm_summary import render_segment
+from memq.worker.episodes.tools_used import tool_name, tools_used
 
 S = Settings(_env_file=None).model_copy(update={"llm_model": None})  # extractive path, no network
 NOW = gen.NOW

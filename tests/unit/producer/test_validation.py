@@ -4,9 +4,9 @@ from datetime import UTC, datetime, timedelta, timezone, tzinfo
 
 import pytest
 
-from producer.validation import validate_message
-from shared.errors import ValidationError
-from shared.settings import Settings
+from memq.producer.validation import validate_message
+from memq.shared.errors import ValidationError
+from memq.shared.settings import Settings
 
 S = Settings(_env_file=None)
 NOW = datetime(2026, 5, 1, 12, tzinfo=UTC)

@@ -3,11 +3,12 @@
 import socket
 
 import pytest
+from pydantic import ValidationError as PydanticValidationError
 
-from shared.embedded.redis_server import EmbeddedRedis
-from shared.embedded.services import resolve_urls
-from shared.errors import ServiceError
-from shared.settings import Settings
+from memq.shared.embedded.redis_server import EmbeddedRedis
+from memq.shared.embedded.services import database_url, redis_url, resolve_urls, up
+from memq.shared.errors import ServiceError
+from memq.shared.settings import Settings
 
 
 def test_a_port_held_by_another_program_is_a_clear_error(tmp_path):
@@ -26,3 +27,35 @@ def test_services_not_running_say_how_to_start_them(tmp_path, monkeypatch):
         resolve_urls(Settings(data_dir=tmp_path, redis_url=None, database_url=None))
     with pytest.raises(ServiceError, match="DATABASE_URL is not set"):
         resolve_urls(Settings(data_dir=tmp_path, redis_url="redis://127.0.0.1:1/0", database_url=None))
+
+
+def test_a_producer_needs_only_redis(tmp_path):
+    """A backend that enqueues sets REDIS_URL only: resolving Redis never asks for PostgreSQL."""
+    settings = Settings(data_dir=tmp_path, redis_url="redis://redis.internal:6379/0", database_url=None)
+    assert redis_url(settings) == "redis://redis.internal:6379/0"
+    with pytest.raises(ServiceError, match="DATABASE_URL is not set"):
+        database_url(settings)
+
+
+@pytest.mark.parametrize(("unset", "setting"), [("redis_url", "REDIS_URL"), ("database_url", "DATABASE_URL")])
+def test_production_never_starts_or_uses_an_embedded_server(tmp_path, unset, setting):
+    urls = {"redis_url": "redis://redis.internal:6379/0", "database_url": "postgresql://memq@db.internal/memq"}
+    settings = Settings(data_dir=tmp_path, env="production").model_copy(update={**urls, unset: None})
+    with pytest.raises(ServiceError, match=f"{setting} is not set and MEMQ_ENV=production.*Set {setting}"):
+        up(settings)
+    with pytest.raises(ServiceError, match=f"{setting} is not set and MEMQ_ENV=production"):
+        resolve_urls(settings)
+    assert not (tmp_path / "redis").exists() and not (tmp_path / "postgres").exists(), "nothing was started"
+
+
+def test_production_with_both_urls_resolves_them(tmp_path):
+    urls = {"redis_url": "redis://redis.internal:6379/0", "database_url": "postgresql://memq@db.internal/memq"}
+    resolved = resolve_urls(Settings(data_dir=tmp_path, env="production").model_copy(update=urls))
+    assert (resolved.redis_url, resolved.database_url) == (urls["redis_url"], urls["database_url"])
+    assert not resolved.redis_embedded and not resolved.database_embedded
+
+
+def test_env_is_validated(monkeypatch):
+    monkeypatch.setenv("MEMQ_ENV", "prod")
+    with pytest.raises(PydanticValidationError, match=r"development.*production"):
+        Settings()

@@ -1,7 +1,7 @@
 import pytest
 from pydantic import ValidationError
 
-from shared.settings import Settings
+from memq.shared.settings import Settings
 
 
 @pytest.fixture(autouse=True)

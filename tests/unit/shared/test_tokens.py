@@ -2,7 +2,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.tokens import count_chunks, count_tokens, message_tokens
+from memq.shared.tokens import count_chunks, count_tokens, message_tokens
 
 
 def test_counts_with_cl100k_offline():

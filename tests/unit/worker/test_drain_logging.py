@@ -1,11 +1,11 @@
-"""The verbose boundary-score line (seed 004's debug output)."""
+"""The verbose boundary-score line (episodic_agent's debug output)."""
 
 import structlog
 
-from worker.drain import log_boundary_score
-from worker.segmentation.detectors.base import Verdict
-from worker.segmentation.engine import Step
-from worker.segmentation.event_state import EventState
+from memq.worker.drain import log_boundary_score
+from memq.worker.segmentation.detectors.base import Verdict
+from memq.worker.segmentation.engine import Step
+from memq.worker.segmentation.event_state import EventState
 
 
 def test_boundary_score_line_names_score_factors_and_trigger():

@@ -9,8 +9,8 @@ import time
 
 import pytest
 
-from shared.settings import Settings
-from worker.watchdog import Loop, Watchdog, assess, heartbeat_age, heartbeat_path, is_alive
+from memq.shared.settings import Settings
+from memq.worker.watchdog import Loop, Watchdog, assess, heartbeat_age, heartbeat_path, is_alive
 
 
 def test_assess_from_the_last_tick():
@@ -95,7 +95,7 @@ def test_worker_alive_command(tmp_path, monkeypatch):
     from click.testing import CliRunner
 
     from memq.cli.worker_commands import worker_alive_cmd
-    from shared.settings import reset_settings
+    from memq.shared.settings import reset_settings
 
     monkeypatch.setenv("MEMQ_WORKER_HEARTBEAT_DIR", str(tmp_path))
     reset_settings()

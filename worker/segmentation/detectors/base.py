@@ -15,8 +15,8 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from shared.mailbox.codec import QueuedMessage
-from worker.segmentation.event_state import EventState
+from memq.shared.mailbox.codec import QueuedMessage
+from memq.worker.segmentation.event_state import EventState
 
 
 @dataclass(frozen=True)

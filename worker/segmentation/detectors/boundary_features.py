@@ -18,7 +18,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from worker.segmentation.signals import discourse_marker
+from memq.worker.segmentation.signals import discourse_marker
 
 _YOU_QUESTION = re.compile(r"\b(?:do|what|how|are|have|did|would|can|could|where|which|who) you\b", re.IGNORECASE)
 _ACK = re.compile(

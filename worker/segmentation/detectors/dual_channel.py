@@ -1,4 +1,4 @@
-"""Seed 000's dual-channel boundary detection (Plast Mem).
+"""Plast Mem's dual-channel boundary detection.
 
 Either channel can end the event:
 
@@ -9,7 +9,7 @@ Either channel can end the event:
   a candidate, confirmed by the LLM when one is configured (``is_boundary`` and
   ``confidence >= 0.7``; when not a boundary the LLM's updated event model replaces
   the old and is re-embedded), and otherwise, or when the LLM fails, by the
-  hysteresis detector (seed 004).
+  hysteresis detector (episodic_agent).
 
 Without an LLM the event model is the centroid of the event's message embeddings.
 """
@@ -23,14 +23,14 @@ from typing import cast
 import numpy as np
 import structlog
 
-from shared.llm import LLMError
-from shared.mailbox.codec import QueuedMessage
-from worker.segmentation.detectors.base import DetectionInput, Verdict
-from worker.segmentation.detectors.hysteresis import HysteresisDetector, new_event, remember
-from worker.segmentation.detectors.learned import LearnedDetector
-from worker.segmentation.detectors.topic_shift_llm import TopicShift
-from worker.segmentation.event_state import EventState
-from worker.segmentation.signals import cosine, rolling
+from memq.shared.llm import LLMError
+from memq.shared.mailbox.codec import QueuedMessage
+from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
+from memq.worker.segmentation.detectors.hysteresis import HysteresisDetector, new_event, remember
+from memq.worker.segmentation.detectors.learned import LearnedDetector
+from memq.worker.segmentation.detectors.topic_shift_llm import TopicShift
+from memq.worker.segmentation.event_state import EventState
+from memq.worker.segmentation.signals import cosine, rolling
 
 log = structlog.get_logger("memq.segmentation")
 

@@ -1,4 +1,4 @@
-"""Seed 004's hysteresis boundary detector, for conversations.
+"""episodic_agent's hysteresis boundary detector, for conversations.
 
 A boundary score from weighted factors, clamped to [0, 1]:
 
@@ -26,22 +26,22 @@ from typing import cast
 
 import numpy as np
 
-from shared.mailbox.codec import QueuedMessage
-from worker.segmentation.detectors.base import DetectionInput, Verdict
-from worker.segmentation.event_state import EventState
-from worker.segmentation.signals import centroid_update, cosine, discourse_marker, mean_vector
+from memq.shared.mailbox.codec import QueuedMessage
+from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
+from memq.worker.segmentation.event_state import EventState
+from memq.worker.segmentation.signals import centroid_update, cosine, discourse_marker, mean_vector
 
 
 @dataclass(frozen=True)
 class HysteresisParams:
-    high: float = 0.8  # seed 004 boundary_high_threshold
-    low: float = 0.3  # seed 004 boundary_low_threshold
-    time_interval: int = 100  # seed 004 boundary_time_interval (messages here)
-    prediction_weight: float = 0.3  # seed 004
-    drift_weight: float = 0.5  # seed 004 event_weight
+    high: float = 0.8  # episodic_agent boundary_high_threshold
+    low: float = 0.3  # episodic_agent boundary_low_threshold
+    time_interval: int = 100  # episodic_agent boundary_time_interval (messages here)
+    prediction_weight: float = 0.3  # episodic_agent
+    drift_weight: float = 0.5  # episodic_agent event_weight
     drop_weight: float = 0.0
-    marker_weight: float = 1.0  # seed 004 location_weight: an explicit change of scene
-    time_weight: float = 0.2  # seed 004
+    marker_weight: float = 1.0  # episodic_agent location_weight: an explicit change of scene
+    time_weight: float = 0.2  # episodic_agent
     bias: float = 0.0
     window: int = 3  # messages in the left window for drift
 
@@ -100,7 +100,7 @@ def remember(state: EventState, embedding: np.ndarray | None, keep: int) -> Even
 
 def new_event(state: EventState, edge: QueuedMessage | None, embedding: np.ndarray | None, keep: int) -> EventState:
     """Reset after a boundary; the edge message (if kept) opens the next event and
-    initialises its last embedding (seed 000). The recent window spans boundaries:
+    initialises its last embedding (Plast Mem). The recent window spans boundaries:
     it describes the local context, not the event."""
     fresh = state.evolve(event_model=None, event_model_embedding=None, last_embedding=None, event_size=0)
     if edge is None:

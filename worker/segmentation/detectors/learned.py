@@ -1,4 +1,4 @@
-"""A learned boundary scorer inside seed 004's hysteresis: the boundary score is a
+"""A learned boundary scorer inside episodic_agent's hysteresis: the boundary score is a
 logistic regression over ``boundary_features`` (weighted factors whose weights were
 fit on labelled dialogues, TIAGE train by default), triggering when armed at
 ``high`` and re-arming below ``low``.
@@ -18,13 +18,13 @@ from typing import Any, cast
 
 import numpy as np
 
-from shared.errors import ConfigError
-from shared.mailbox.codec import QueuedMessage
-from worker.segmentation.detectors.base import DetectionInput, Verdict
-from worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_vector
-from worker.segmentation.detectors.hysteresis import new_event, remember
-from worker.segmentation.event_state import EventState
-from worker.segmentation.signals import cosine
+from memq.shared.errors import ConfigError
+from memq.shared.mailbox.codec import QueuedMessage
+from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
+from memq.worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_vector
+from memq.worker.segmentation.detectors.hysteresis import new_event, remember
+from memq.worker.segmentation.event_state import EventState
+from memq.worker.segmentation.signals import cosine
 
 MODELS = Path(__file__).parent / "models"
 

@@ -1,5 +1,5 @@
 """Named detector profiles: a profile selects a detector and its parameters
-(seed 004's profiles). ``MEMQ_DETECTOR`` (or ``--detector`` on ``memq demo`` and
+(episodic_agent's profiles). ``MEMQ_DETECTOR`` (or ``--detector`` on ``memq demo`` and
 ``memq eval``) picks one; ``memq eval`` scores them all side by side.
 
 The LLM, when configured (``MEMQ_LLM_MODEL``), confirms dual-channel topic
@@ -13,21 +13,21 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shared.errors import ConfigError
-from shared.mailbox.codec import QueuedMessage
-from shared.settings import Settings
-from worker.segmentation.detectors.base import Detector
-from worker.segmentation.detectors.dual_channel import ConfirmFn, DualChannelDetector, DualChannelParams
-from worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams
-from worker.segmentation.detectors.learned import MODELS, LearnedDetector, load_model
-from worker.segmentation.detectors.rules_only import RulesOnlyDetector
-from worker.segmentation.detectors.topic_shift_llm import TopicShift
+from memq.shared.errors import ConfigError
+from memq.shared.mailbox.codec import QueuedMessage
+from memq.shared.settings import Settings
+from memq.worker.segmentation.detectors.base import Detector
+from memq.worker.segmentation.detectors.dual_channel import ConfirmFn, DualChannelDetector, DualChannelParams
+from memq.worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams
+from memq.worker.segmentation.detectors.learned import MODELS, LearnedDetector, load_model
+from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.segmentation.detectors.topic_shift_llm import TopicShift
 
 EmbedText = Callable[[str], np.ndarray]
 
 
 def seed_hysteresis(settings: Settings) -> HysteresisParams:
-    """Seed 004's parameters, overridable by settings."""
+    """episodic_agent's parameters, overridable by settings."""
     return HysteresisParams(
         high=settings.hysteresis_high,
         low=settings.hysteresis_low,
@@ -65,7 +65,7 @@ def _dual(
 ) -> DualChannelDetector:
     confirm: ConfirmFn | None = None
     if use_llm and settings.llm_enabled:
-        from worker.segmentation.detectors.topic_shift_llm import llm_topic_shift
+        from memq.worker.segmentation.detectors.topic_shift_llm import llm_topic_shift
 
         def confirm(event_model: str | None, history: Sequence[QueuedMessage], new: QueuedMessage) -> TopicShift:
             return llm_topic_shift(settings, event_model, history, new)
@@ -95,11 +95,11 @@ PROFILES: dict[str, Profile] = {
         lambda s, e: RulesOnlyDetector(),
     ),
     "dual_channel": Profile(
-        "seed 000: surprise < 0.35 or topic < 0.5 confirmed by the LLM (else by seed-004 hysteresis)",
+        "Plast Mem: surprise < 0.35 or topic < 0.5 confirmed by the LLM (else by seed-004 hysteresis)",
         lambda s, e: _dual(s, HysteresisDetector(seed_hysteresis(s), lookahead=_lookahead(s)), e, use_llm=True),
     ),
     "hysteresis": Profile(
-        "seed 004: weighted factors with high/low thresholds, seed weights",
+        "episodic_agent: weighted factors with high/low thresholds, seed weights",
         lambda s, e: HysteresisDetector(seed_hysteresis(s), lookahead=_lookahead(s)),
     ),
     "learned": Profile(
@@ -111,7 +111,7 @@ PROFILES: dict[str, Profile] = {
         lambda s, e: learned(s, "learned_streaming", 0),
     ),
     "dual_channel_learned": Profile(
-        "seed 000's dual channel with the learned scorer confirming topic candidates when no LLM answers",
+        "Plast Mem's dual channel with the learned scorer confirming topic candidates when no LLM answers",
         lambda s, e: _dual(s, learned(s, "dual_channel_learned", 2), e, use_llm=True),
     ),
     "default": Profile(

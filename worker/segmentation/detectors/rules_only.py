@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from shared.mailbox.codec import QueuedMessage
-from worker.segmentation.detectors.base import DetectionInput, Verdict
-from worker.segmentation.event_state import EventState
+from memq.shared.mailbox.codec import QueuedMessage
+from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
+from memq.worker.segmentation.event_state import EventState
 
 
 @dataclass

@@ -1,6 +1,6 @@
-"""Seed 000's LLM topic-shift check: given the current event model and recent
+"""Plast Mem's LLM topic-shift check: given the current event model and recent
 history, does the new message start a new event? Through litellm with a JSON
-schema (``shared.llm``); any failure raises ``LLMError`` and the caller falls back."""
+schema (``memq.shared.llm``); any failure raises ``LLMError`` and the caller falls back."""
 
 from __future__ import annotations
 
@@ -8,9 +8,9 @@ from collections.abc import Sequence
 
 from pydantic import BaseModel, Field
 
-from shared.llm import complete_json
-from shared.mailbox.codec import QueuedMessage
-from shared.settings import Settings
+from memq.shared.llm import complete_json
+from memq.shared.mailbox.codec import QueuedMessage
+from memq.shared.settings import Settings
 
 SYSTEM = (
     "You detect event boundaries in a conversation, following Event Segmentation Theory. "

@@ -4,7 +4,7 @@ once, and lookups are rate-limited so guessing keys cannot hammer the database."
 
 def test_unknown_key_ids_are_looked_up_at_most_so_often():
     from memq.api.keystore import LOOKUPS_PER_SECOND, KeyStore
-    from shared.auth.api_keys import generate
+    from memq.shared.auth.api_keys import generate
 
     asked: list[str] = []
     known = generate()

@@ -4,8 +4,8 @@ reports each file with baselines computed in the same run."""
 import json
 
 from memq.evaluation.runner import evaluate
-from shared.settings import Settings
-from worker.segmentation.detectors.registry import build_detector
+from memq.shared.settings import Settings
+from memq.worker.segmentation.detectors.registry import build_detector
 
 
 def test_every_labelled_file_is_scored_with_baselines(tmp_path):

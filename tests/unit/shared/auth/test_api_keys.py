@@ -1,6 +1,6 @@
 """API keys: only a hash is kept, the id part names the key, anything malformed is no key."""
 
-from shared.auth.api_keys import bearer, digest, generate, key_id, matches
+from memq.shared.auth.api_keys import bearer, digest, generate, key_id, matches
 
 
 def test_a_key_matches_its_hash_and_nothing_else():

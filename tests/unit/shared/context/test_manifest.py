@@ -1,4 +1,4 @@
-"""The manifest tree (seed 002): grouped by relative day in the caller's time zone, newest
+"""The manifest tree (MIRA): grouped by relative day in the caller's time zone, newest
 first, the open segment marked Active, at most ``depth`` entries, titles cut short."""
 
 from __future__ import annotations
@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from shared.context.manifest import build_manifest, day_label, render_markdown, short, to_json
-from shared.context.model import EpisodeView, OpenSpan, Said
+from memq.shared.context.manifest import build_manifest, day_label, render_markdown, short, to_json
+from memq.shared.context.model import EpisodeView, OpenSpan, Said
 
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 

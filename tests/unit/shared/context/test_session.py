@@ -1,4 +1,4 @@
-"""The session context (seed 002): collapse marker, summaries, continuity, boundary marker
+"""The session context (MIRA): collapse marker, summaries, continuity, boundary marker
 with the time gap, open segment, in that order and within the budget, the newest open
 messages kept first when not everything fits."""
 
@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from shared.context.model import EpisodeView, OpenSegment, Said
-from shared.context.session import SessionParams, build_session_context, human_gap
-from shared.tokens import count_tokens
+from memq.shared.context.model import EpisodeView, OpenSegment, Said
+from memq.shared.context.session import SessionParams, build_session_context, human_gap
+from memq.shared.tokens import count_tokens
 
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 

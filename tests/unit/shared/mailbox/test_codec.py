@@ -1,6 +1,6 @@
 from datetime import UTC, datetime
 
-from shared.mailbox.codec import decode_buffer_item, decode_inbox_item, encode_payload, to_micros
+from memq.shared.mailbox.codec import decode_buffer_item, decode_inbox_item, encode_payload, to_micros
 
 SENT = datetime(2026, 1, 1, 10, tzinfo=UTC)
 ARRIVAL = datetime(2026, 1, 1, 10, 7, tzinfo=UTC)

@@ -4,7 +4,7 @@ import re
 
 from redis.crc import key_slot
 
-from shared.mailbox.keys import ConversationKeys, all_shards, shard_of, split_member
+from memq.shared.mailbox.keys import ConversationKeys, all_shards, shard_of, split_member
 
 
 def _slot(key: str) -> int:

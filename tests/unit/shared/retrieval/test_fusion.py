@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from shared.retrieval.fusion import rrf
+from memq.shared.retrieval.fusion import rrf
 
 
 def test_one_leg_scores_by_rank_from_one():

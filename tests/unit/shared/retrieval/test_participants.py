@@ -3,7 +3,7 @@ their own (``participants.py``)."""
 
 from __future__ import annotations
 
-from shared.retrieval.participants import query_terms
+from memq.shared.retrieval.participants import query_terms
 
 NAMES = ["Caroline", "Melanie", "Anna Lee", "Anna", "May"]
 

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
-from shared.errors import ValidationError
-from shared.retrieval.request import TimeRange, build_request
-from shared.settings import Settings
+from memq.shared.errors import ValidationError
+from memq.shared.retrieval.request import TimeRange, build_request
+from memq.shared.settings import Settings
 
 
 @pytest.fixture(scope="module")

@@ -13,10 +13,10 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from shared.retrieval.model import EpisodeHit, MessageView
-from shared.retrieval.render import GAP, episode_block, markdown
-from shared.retrieval.selection import SelectionParams, select
-from shared.tokens import count_tokens
+from memq.shared.retrieval.model import EpisodeHit, MessageView
+from memq.shared.retrieval.render import GAP, episode_block, markdown
+from memq.shared.retrieval.selection import SelectionParams, select
+from memq.shared.tokens import count_tokens
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
 WORDS = [

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from shared.retrieval.service import message_reach
-from shared.settings import Settings
+from memq.shared.retrieval.service import message_reach
+from memq.shared.settings import Settings
 
 
 @pytest.mark.parametrize(

@@ -9,13 +9,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from shared.retrieval.model import EpisodeHit
-from shared.retrieval.request import TimeRange
-from shared.retrieval.retrievability import card_state, retrievability
-from shared.retrieval.service import rerank
-from shared.retrieval.time_expressions import NamedTime
-from shared.settings import Settings
-from worker.episodes.fsrs_card import initial_memory
+from memq.shared.retrieval.model import EpisodeHit
+from memq.shared.retrieval.request import TimeRange
+from memq.shared.retrieval.retrievability import card_state, retrievability
+from memq.shared.retrieval.service import rerank
+from memq.shared.retrieval.time_expressions import NamedTime
+from memq.shared.settings import Settings
+from memq.worker.episodes.fsrs_card import initial_memory
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
 

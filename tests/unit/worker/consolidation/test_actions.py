@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 import pytest
 from pydantic import ValidationError
 
-from worker.consolidation.actions import Shown, answer_model, plan
+from memq.worker.consolidation.actions import Shown, answer_model, plan
 
 E1, E2 = datetime(2026, 3, 1, 9, tzinfo=UTC), datetime(2026, 3, 8, 9, tzinfo=UTC)
 SHOWN = Shown((("ep-1", E1), ("ep-2", E2)), (("fact-a", datetime(2025, 1, 1, tzinfo=UTC)), ("fact-b", None)))

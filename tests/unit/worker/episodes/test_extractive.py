@@ -4,7 +4,7 @@ from typing import Any
 
 import pytest
 
-from worker.episodes.extractive import (
+from memq.worker.episodes.extractive import (
     QUOTE_MAX_CHARS,
     TITLE_MAX_CHARS,
     content_words,
@@ -70,7 +70,7 @@ def test_the_same_messages_give_the_same_summary_in_every_process():
     import sys
 
     code = (
-        "from worker.episodes.extractive import extractive_summary; "
+        "from memq.worker.episodes.extractive import extractive_summary; "
         f"print(extractive_summary({TIES!r}, max_sentences=2, tools=[]))"
     )
     outputs = {

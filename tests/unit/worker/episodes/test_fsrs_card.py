@@ -2,7 +2,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from worker.episodes.fsrs_card import initial_memory
+from memq.worker.episodes.fsrs_card import initial_memory
 
 FORMED = datetime(2026, 1, 1, 12, tzinfo=UTC)
 

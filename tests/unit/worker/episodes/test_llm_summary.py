@@ -3,9 +3,9 @@
 import pydantic
 import pytest
 
-from shared.llm import LLMResult
-from shared.settings import Settings
-from worker.episodes import llm_summary
+from memq.shared.llm import LLMResult
+from memq.shared.settings import Settings
+from memq.worker.episodes import llm_summary
 
 S = Settings(_env_file=None)
 MESSAGES = [{"role": "user", "content": "hello", "timestamp": "2026-05-01T12:00:00+00:00"}]

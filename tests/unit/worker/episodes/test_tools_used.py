@@ -2,7 +2,7 @@ from typing import Any
 
 import pytest
 
-from worker.episodes.tools_used import tools_used
+from memq.worker.episodes.tools_used import tools_used
 
 
 def test_tool_messages_and_tool_calls_deduplicated_in_order():

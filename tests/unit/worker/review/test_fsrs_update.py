@@ -7,8 +7,8 @@ import pytest
 from fsrs import Card, Rating, Scheduler
 from fsrs.card import CardDict
 
-from worker.episodes.fsrs_card import initial_memory
-from worker.review.fsrs_update import apply_rating
+from memq.worker.episodes.fsrs_card import initial_memory
+from memq.worker.review.fsrs_update import apply_rating
 
 FORMED = datetime(2026, 1, 1, 12, tzinfo=UTC)
 

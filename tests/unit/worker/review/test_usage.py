@@ -4,7 +4,7 @@ memory's distinctive words the conversation took up (the query's own words do no
 import numpy as np
 import pytest
 
-from worker.review.usage import UsageParams, usage_rating, words
+from memq.worker.review.usage import UsageParams, usage_rating, words
 
 P = UsageParams()
 

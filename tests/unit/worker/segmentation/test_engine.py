@@ -2,12 +2,12 @@
 
 from datetime import UTC, datetime, timedelta
 
-from shared.mailbox.codec import QueuedMessage
-from worker.segmentation.detectors.base import DetectionInput, Verdict
-from worker.segmentation.detectors.rules_only import RulesOnlyDetector
-from worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
-from worker.segmentation.event_state import EventState
-from worker.segmentation.rules import RuleParams
+from memq.shared.mailbox.codec import QueuedMessage
+from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
+from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.segmentation.engine import Buffered, OverlapParams, close_open_event, step
+from memq.worker.segmentation.event_state import EventState
+from memq.worker.segmentation.rules import RuleParams
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 

@@ -1,6 +1,6 @@
 import numpy as np
 
-from worker.segmentation.event_state import EventState
+from memq.worker.segmentation.event_state import EventState
 
 
 def test_round_trip_keeps_vectors_and_fields():

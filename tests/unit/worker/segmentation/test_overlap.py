@@ -1,8 +1,8 @@
-"""Seed 003's overlap: the previous segment's last <= 5 minutes and <= 500 tokens."""
+"""agent-memory's overlap: the previous segment's last <= 5 minutes and <= 500 tokens."""
 
 from datetime import UTC, datetime, timedelta
 
-from worker.segmentation.overlap import select_overlap
+from memq.worker.segmentation.overlap import select_overlap
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 W = timedelta(minutes=5)

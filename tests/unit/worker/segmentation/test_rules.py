@@ -1,10 +1,10 @@
-"""Seed 000's rule layer and seed 003's token budget, rule by rule and in order."""
+"""Plast Mem's rule layer and agent-memory's token budget, rule by rule and in order."""
 
 from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from worker.segmentation.rules import RuleAction, RuleParams, Unit, decide
+from memq.worker.segmentation.rules import RuleAction, RuleParams, Unit, decide
 
 T0 = datetime(2026, 1, 1, tzinfo=UTC)
 P = RuleParams()

@@ -1,7 +1,7 @@
 import numpy as np
 import pytest
 
-from worker.segmentation.signals import centroid_update, cosine, discourse_marker, normalise, rolling
+from memq.worker.segmentation.signals import centroid_update, cosine, discourse_marker, normalise, rolling
 
 
 def test_rolling_average_weighs_the_new_message_alpha():

@@ -1,16 +1,16 @@
-"""Seed 000's dual channel on hand-made embeddings."""
+"""Plast Mem's dual channel on hand-made embeddings."""
 
 import numpy as np
 import pytest
 from vectors import axis, message
 
-from shared.llm import LLMError
-from worker.segmentation.detectors.base import DetectionInput
-from worker.segmentation.detectors.dual_channel import DualChannelDetector
-from worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams
-from worker.segmentation.detectors.topic_shift_llm import Signals, TopicShift
-from worker.segmentation.event_state import EventState
-from worker.segmentation.signals import cosine, normalise
+from memq.shared.llm import LLMError
+from memq.worker.segmentation.detectors.base import DetectionInput
+from memq.worker.segmentation.detectors.dual_channel import DualChannelDetector
+from memq.worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams
+from memq.worker.segmentation.detectors.topic_shift_llm import Signals, TopicShift
+from memq.worker.segmentation.event_state import EventState
+from memq.worker.segmentation.signals import cosine, normalise
 
 
 def shift(is_boundary, confidence, model="the user now asks about cars"):

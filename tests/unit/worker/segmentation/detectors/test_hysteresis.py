@@ -1,12 +1,12 @@
-"""Seed 004's hysteresis: weighted factors, trigger at high, re-arm below low."""
+"""episodic_agent's hysteresis: weighted factors, trigger at high, re-arm below low."""
 
 import numpy as np
 import pytest
 from vectors import axis, message
 
-from worker.segmentation.detectors.base import DetectionInput
-from worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams, factors, score
-from worker.segmentation.event_state import EventState
+from memq.worker.segmentation.detectors.base import DetectionInput
+from memq.worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams, factors, score
+from memq.worker.segmentation.event_state import EventState
 
 
 def test_seed_defaults():

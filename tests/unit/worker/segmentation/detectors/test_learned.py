@@ -4,10 +4,10 @@ import numpy as np
 import pytest
 from vectors import axis, message
 
-from worker.segmentation.detectors.base import DetectionInput
-from worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_names, feature_vector
-from worker.segmentation.detectors.learned import LearnedDetector, LinearModel, load_model
-from worker.segmentation.event_state import EventState
+from memq.worker.segmentation.detectors.base import DetectionInput
+from memq.worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_names, feature_vector
+from memq.worker.segmentation.detectors.learned import LearnedDetector, LinearModel, load_model
+from memq.worker.segmentation.event_state import EventState
 
 N = 4 * 8 + len(COSINES) + len(TEXT_FEATURES)
 
@@ -56,9 +56,9 @@ def test_shipped_models_load_and_say_how_they_were_trained(name, lookahead):
 
 
 def test_look_ahead_setting_selects_the_matching_model_or_says_how_to_train_one():
-    from shared.errors import ConfigError
-    from shared.settings import Settings
-    from worker.segmentation.detectors.registry import build_detector
+    from memq.shared.errors import ConfigError
+    from memq.shared.settings import Settings
+    from memq.worker.segmentation.detectors.registry import build_detector
 
     assert build_detector(Settings(_env_file=None), "learned").lookahead == 2
     assert build_detector(Settings(lookahead_messages=0), "learned").lookahead == 0

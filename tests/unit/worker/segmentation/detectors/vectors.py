@@ -4,7 +4,7 @@ from datetime import UTC, datetime, timedelta
 
 import numpy as np
 
-from shared.mailbox.codec import QueuedMessage
+from memq.shared.mailbox.codec import QueuedMessage
 
 DIM = 8
 T0 = datetime(2026, 1, 1, tzinfo=UTC)

@@ -1,0 +1,57 @@
+"""One log line per request (pure ASGI): method, route template, status, duration and
+tenant; never the key, the query string or the body. Health checks and scrapes are logged
+at debug, so probes do not drown the log."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger("memq.api")
+
+QUIET = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+class RequestLog:
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = time.perf_counter()
+        status = 500  # what the client gets when the application raises before answering
+
+        async def sending(message: dict[str, Any]) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = int(message["status"])
+            await send(message)
+
+        try:
+            await self.app(scope, receive, sending)
+        finally:
+            route = route_template(scope)
+            (log.debug if route in QUIET else log.info)(
+                "request",
+                method=scope.get("method"),
+                route=route,
+                status=status,
+                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                tenant=(scope.get("state") or {}).get("memq_tenant"),
+            )
+
+
+def route_template(scope: dict[str, Any]) -> str:
+    """The matched route's template (``/v1/conversations/{conversation_id}/messages``): what
+    the path was, without its ids. Unmatched paths are not echoed into the log."""
+    route = scope.get("route")
+    path = getattr(route, "path", None)
+    if isinstance(path, str):
+        return path
+    if str(scope.get("path", "")).startswith("/mcp"):
+        return "/mcp"
+    return "(unmatched)"
