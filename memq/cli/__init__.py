@@ -66,8 +66,12 @@ EXTRA_OF = {
 COMMAND_EXTRA = {"api": "api", "mcp": "api"}
 
 
+def _extra_for(name: str, missing: str) -> str:
+    return COMMAND_EXTRA.get(name) or EXTRA_OF.get(missing, "all")
+
+
 def _missing_extra(name: str, missing: str) -> MemqError:
-    extra = COMMAND_EXTRA.get(name) or EXTRA_OF.get(missing, "all")
+    extra = _extra_for(name, missing)
     return MemqError(
         f"`memq {name}` needs the memq[{extra}] extra ({missing} is not installed): pip install 'memq[{extra}]'"
     )
@@ -75,7 +79,7 @@ def _missing_extra(name: str, missing: str) -> MemqError:
 
 def _needs_extra(name: str, missing: str) -> click.Command:
     """A stand-in for a command whose dependencies are not installed: listed, and saying what to do."""
-    extra = COMMAND_EXTRA.get(name) or EXTRA_OF.get(missing, "all")
+    extra = _extra_for(name, missing)
 
     def refuse(**_: object) -> None:
         raise _missing_extra(name, missing)
