@@ -2,28 +2,22 @@
 (``memq config``): ``docs/configuration.md`` and the Kubernetes ConfigMap's variables are
 checked against this, so they cannot drift from the code.
 
-Sections follow the ``# --- name ---`` comments that group the fields in
-``shared/settings.py``.
+Sections are the settings groups of ``memq.shared.settings`` (``GROUPS``), each headed by its
+class's docstring.
 """
 
 from __future__ import annotations
 
-import ast
-import inspect
-import re
-import textwrap
 import typing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import annotated_types
-from pydantic import AliasChoices
+from pydantic import AliasChoices, BaseModel
 from pydantic.fields import FieldInfo
 
-from memq.shared.settings import Settings
-
-_SECTION = re.compile(r"^\s*# --- (.+?) -+\s*$")
+from memq.shared.settings import GROUPS, Settings
 
 
 @dataclass(frozen=True)
@@ -63,24 +57,15 @@ def _allowed(info: FieldInfo) -> str:
     return ", ".join(bounds)
 
 
+def section_of(group: type[BaseModel]) -> str:
+    """A group's heading: its docstring's first paragraph, without the closing full stop."""
+    first = (group.__doc__ or group.__name__).strip().split("\n\n")[0]
+    return " ".join(first.split()).rstrip(".")
+
+
 def _sections() -> dict[str, str]:
-    """field name -> the section comment above it."""
-    source = textwrap.dedent(inspect.getsource(Settings))
-    lines = source.splitlines()
-    (cls,) = ast.parse(source).body
-    assert isinstance(cls, ast.ClassDef)
-    found: dict[str, str] = {}
-    section = "general"
-    last_line = 0
-    for node in cls.body:
-        if not (isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name)):
-            continue
-        for line in lines[last_line : node.lineno - 1]:
-            if m := _SECTION.match(line):
-                section = m.group(1)
-        found[node.target.id] = section
-        last_line = node.end_lineno or node.lineno
-    return found
+    """field name -> the heading of the settings group that holds it."""
+    return {name: section_of(group) for group in GROUPS for name in group.model_fields}
 
 
 def settings() -> list[Setting]:
@@ -124,7 +109,7 @@ def markdown() -> str:
     for s in settings():
         if s.section != section:
             section = s.section
-            out += ["", f"## {section[0].upper()}{section[1:]}", "", "| variable | default | allowed | meaning |"]
+            out += ["", f"## {section}", "", "| variable | default | allowed | meaning |"]
             out += ["|---|---|---|---|"]
         meaning = s.description.replace("|", "\\|")
         out.append(f"| `{s.env}` | `{_shown(s.default)}` | {s.allowed} | {meaning} |")

@@ -10,11 +10,12 @@ from rich.table import Table
 
 from memq.cli.options import tenant_option
 from memq.shared.connections import pg_connect
-from memq.shared.db.episodes import EpisodeSummary, list_episodes
+from memq.shared.db.episodes import list_episodes
+from memq.shared.episode_listing import EpisodeListing
 from memq.shared.settings import get_settings
 
 
-def episodes_table(episodes: list[EpisodeSummary], title: str) -> Table:
+def episodes_table(episodes: list[EpisodeListing], title: str) -> Table:
     table = Table(title=title, show_lines=False, expand=True)
     table.add_column("#", justify="right", no_wrap=True)
     table.add_column("time range (UTC)", no_wrap=True)

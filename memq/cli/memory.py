@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from memq.cli.options import tenant_option
-from memq.cli.retrieve import _answer_only_on_stdout
+from memq.cli.output import answer_only_on_stdout
 from memq.shared.settings import get_settings
 
 
@@ -34,7 +34,7 @@ def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
         )
     tenant = check_tenant(tenant or settings.tenant)
     upgrade(settings)
-    with _answer_only_on_stdout():
+    with answer_only_on_stdout():
         if conversation_id is not None:
             check_conversation_id(conversation_id, settings.conversation_id_max_length)
     with pg_connect(settings, autocommit=True) as conn:
@@ -101,7 +101,7 @@ def facts_cmd(
 
     settings = get_settings()
     tenant = tenant or settings.tenant
-    with _answer_only_on_stdout():
+    with answer_only_on_stdout():
         check_conversation_id(conversation_id, settings.conversation_id_max_length)
     with pg_connect(settings, autocommit=True) as conn:
         if fact_id:
@@ -119,7 +119,7 @@ def facts_cmd(
         if query:
             from memq.shared.retrieval.facts import find_facts
 
-            with _answer_only_on_stdout():
+            with answer_only_on_stdout():
                 _, found = find_facts(
                     query, tenant=tenant, settings=settings, conn=conn, conversation_id=conversation_id
                 )

@@ -4,47 +4,14 @@ so what a user sees here is exactly what an LLM would be handed."""
 
 from __future__ import annotations
 
-import json
-import sys
-from collections.abc import Iterator
-from contextlib import contextmanager, redirect_stdout
-from typing import Any
-
 import click
-from rich.console import Console
-from rich.markdown import Markdown
 
 from memq.cli.options import tenant_option
-from memq.shared.errors import ValidationError
+from memq.cli.output import answer_only_on_stdout, print_answer
 from memq.shared.retrieval.request import DETAILS
 from memq.shared.retrieval.review_notes import flush_review_notes
 from memq.shared.retrieval.service import recent_memory, retrieve_memory
 from memq.shared.settings import get_settings
-
-
-@contextmanager
-def _answer_only_on_stdout() -> Iterator[None]:
-    """While the library works, whatever it prints (structlog's default logger writes to
-    stdout when nothing configured it) goes to stderr: stdout carries only the answer, so
-    ``--json`` can be piped into jq. A refusal becomes a usage error (exit code 2)."""
-    try:
-        with redirect_stdout(sys.stderr):
-            yield
-    except ValidationError as exc:
-        raise click.UsageError(str(exc)) from None
-
-
-def _console() -> Console:
-    return Console(width=None if sys.stdout.isatty() else 150)
-
-
-def _print(text: str, data: dict[str, Any], as_json: bool) -> None:
-    if as_json:
-        click.echo(json.dumps(data, indent=2))
-    else:
-        # Markdown joins consecutive lines into one paragraph; the answer's lines (time,
-        # summary, each message, each marker) stand apart, so each ends in a hard break.
-        _console().print(Markdown(text.replace("\n", "  \n")))
 
 
 @click.command("retrieve")
@@ -59,7 +26,8 @@ def _print(text: str, data: dict[str, Any], as_json: bool) -> None:
     type=click.Choice(DETAILS),
     default="auto",
     show_default=True,
-    help="none: summaries; low: a few messages each; high: as many as fit; auto: high for the best and key moments.",
+    help="none: summaries; low: a few messages each; high: as many as fit; auto: high for the best episodes, key "
+    "moments and the episodes holding the best message matches.",
 )
 @click.option("--max-tokens", type=int, help="Token budget of the returned text (default MEMQ_RETRIEVAL_MAX_TOKENS).")
 @click.option("--limit", type=int, help="Most memories to return (default MEMQ_RETRIEVAL_LIMIT).")
@@ -87,7 +55,7 @@ def retrieve_cmd(
         raise click.UsageError("--all-conversations already searches every conversation; drop --conversation")
     scope = None if all_conversations else [conversation_id, *more]
     time_range = (since, until) if since or until else None
-    with _answer_only_on_stdout():
+    with answer_only_on_stdout():
         result = retrieve_memory(
             query,
             tenant=tenant,
@@ -101,7 +69,7 @@ def retrieve_cmd(
         )
         if not flush_review_notes(timeout=10.0):  # a one-shot command: its review note lands before it returns
             click.echo("warning: the review note could not be written (PostgreSQL unreachable?)", err=True)
-    _print(result.text, result.to_json(), as_json)
+    print_answer(result.text, result.to_json(), as_json)
 
 
 @click.command("recent")
@@ -118,7 +86,7 @@ def recent_cmd(
 ) -> None:
     """The conversation's latest memories, newest first: what an agent reads when a session starts."""
     settings = get_settings()
-    with _answer_only_on_stdout():
+    with answer_only_on_stdout():
         result = recent_memory(
             conversation_id, tenant=tenant, limit=limit, days=days, max_tokens=max_tokens, settings=settings
         )
@@ -130,4 +98,4 @@ def recent_cmd(
         "memories": result.records,
         "text": result.text,
     }
-    _print(result.text, data, as_json)
+    print_answer(result.text, data, as_json)

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import Any
 
-from memq.shared.context.model import EpisodeView, OpenSpan
+from memq.shared.context.model import EpisodeListing, OpenSpan
 
 
 @dataclass(frozen=True)
@@ -83,7 +83,7 @@ def open_title(span: OpenSpan, chars: int) -> str:
 
 def build_manifest(
     conversation_id: str,
-    episodes: Sequence[EpisodeView],
+    episodes: Sequence[EpisodeListing],
     open_span: OpenSpan | None,
     *,
     now: datetime,

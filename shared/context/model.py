@@ -1,21 +1,14 @@
-"""What the context views are built from: stored episodes and the open segment."""
+"""What the context views are built from: stored episodes (``EpisodeListing``, re-exported
+here) and the open segment."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
 
+from memq.shared.episode_listing import EpisodeListing
 
-@dataclass(frozen=True)
-class EpisodeView:
-    id: str
-    title: str
-    summary: str
-    start_at: datetime
-    end_at: datetime
-    message_count: int
-    surprise: float = 0.0
-    tools_used: tuple[str, ...] = ()
+__all__ = ["EpisodeListing", "OpenSegment", "OpenSpan", "Said"]
 
 
 @dataclass(frozen=True)

@@ -1,7 +1,7 @@
 """The agent context views, read: ``manifest`` and ``session_context`` for one
 conversation of a tenant. PostgreSQL holds the episodes and their messages, Redis what
 is not yet in an episode. The manifest's episode part is cached in Redis (``keys.manifest``)
-and invalidated when an episode is created (``worker/episode_store.py``) or the
+and invalidated when an episode is created (``worker/episodes/job.py``) or the
 conversation is forgotten; a cached copy is also checked against the conversation's
 episode count and last stored message, so a copy written by a reader that raced either
 is never served.
@@ -24,8 +24,9 @@ import psycopg
 
 from memq.shared.context.manifest import Manifest, build_manifest, render_markdown
 from memq.shared.context.manifest import to_json as manifest_json
-from memq.shared.context.model import EpisodeView, OpenSegment, OpenSpan, Said
+from memq.shared.context.model import EpisodeListing, OpenSegment, OpenSpan, Said
 from memq.shared.context.session import SessionContext, SessionParams, build_session_context
+from memq.shared.episode_listing import COLUMNS as LISTING_COLUMNS
 from memq.shared.errors import ValidationError
 from memq.shared.ids import check_conversation_id, check_tenant
 from memq.shared.mailbox.keys import ConversationKeys, conversation_keys
@@ -66,22 +67,19 @@ def _now(now: datetime | None) -> datetime:
 
 # --- reading ----------------------------------------------------------------------------
 
-_EPISODE = "id::text, title, summary, start_at, end_at, message_count, surprise, tools_used"
-
-
-def _episode(row: tuple[Any, ...]) -> EpisodeView:
-    return EpisodeView(row[0], row[1], row[2], row[3], row[4], row[5], row[6], tuple(row[7] or ()))
+# The manifest cache's shape; an entry of another version (written by an older release) is a miss.
+_CACHE_VERSION = 2
 
 
 def latest_episodes(
     conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int
-) -> tuple[list[EpisodeView], int]:
+) -> tuple[list[EpisodeListing], int]:
     rows = conn.execute(
-        f"SELECT {_EPISODE}, count(*) OVER () FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s "
-        "ORDER BY start_at DESC, id LIMIT %s",
+        f"SELECT {LISTING_COLUMNS}, count(*) OVER () FROM episodic_memory "
+        "WHERE tenant_id = %s AND conversation_id = %s ORDER BY start_at DESC, id LIMIT %s",
         (tenant, conversation_id, limit),
     ).fetchall()
-    return [_episode(r) for r in rows], (rows[0][-1] if rows else 0)
+    return [EpisodeListing.from_row(r) for r in rows], (rows[0][-1] if rows else 0)
 
 
 def last_messages(conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int) -> list[Said]:
@@ -111,7 +109,7 @@ def _fingerprint(conn: psycopg.Connection, tenant: str, conversation_id: str) ->
 
 def _cached_episodes(
     client: MailboxClient, conn: psycopg.Connection, keys: ConversationKeys, depth: int, settings: Settings
-) -> tuple[list[EpisodeView], int, bool]:
+) -> tuple[list[EpisodeListing], int, bool]:
     """(newest episodes, how many in all, whether the cache answered)."""
     fingerprint = _fingerprint(conn, keys.tenant, keys.conversation_id)
     if fingerprint is None:
@@ -121,39 +119,16 @@ def _cached_episodes(
         raw = client.get(keys.manifest)
         if raw:
             cached = json.loads(raw)
-            if cached.get("fp") == fingerprint:
-                episodes = [
-                    EpisodeView(
-                        e[0],
-                        e[1],
-                        e[2],
-                        datetime.fromisoformat(e[3]),
-                        datetime.fromisoformat(e[4]),
-                        e[5],
-                        e[6],
-                        tuple(e[7]),
-                    )
-                    for e in cached["episodes"]
-                ]
+            if cached.get("v") == _CACHE_VERSION and cached.get("fp") == fingerprint:
+                episodes = [EpisodeListing.from_json(e) for e in cached["episodes"]]
                 return episodes[:depth], cached["total"], True
     episodes, total = latest_episodes(conn, keys.tenant, keys.conversation_id, max(depth, settings.manifest_depth))
     if usable:
         payload = {
+            "v": _CACHE_VERSION,
             "fp": fingerprint,
             "total": total,
-            "episodes": [
-                [
-                    e.id,
-                    e.title,
-                    e.summary,
-                    e.start_at.isoformat(),
-                    e.end_at.isoformat(),
-                    e.message_count,
-                    e.surprise,
-                    list(e.tools_used),
-                ]
-                for e in episodes
-            ],
+            "episodes": [e.to_json() for e in episodes],
         }
         client.set(
             keys.manifest, json.dumps(payload, ensure_ascii=False), px=int(settings.manifest_cache_seconds * 1000)
@@ -281,7 +256,7 @@ def relevant_facts(
     tenant: str,
     conversation_id: str,
     segment: OpenSegment,
-    recent: list[EpisodeView],
+    recent: list[EpisodeListing],
     embed: Callable[[str], np.ndarray] | None = None,
 ) -> list[str]:
     """The conversation's active facts most relevant to where it is now (the open

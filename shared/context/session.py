@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from memq.shared.context.model import EpisodeView, OpenSegment, Said
+from memq.shared.context.model import EpisodeListing, OpenSegment, Said
 
 Counter = Callable[[str], int]
 
@@ -37,7 +37,7 @@ class SessionParams:
 class SessionContext:
     conversation_id: str
     total_episodes: int
-    summaries: list[EpisodeView]  # oldest first
+    summaries: list[EpisodeListing]  # oldest first
     facts: list[str]  # fact lines shown, most relevant first
     continuity: list[Said]
     active: list[Said]
@@ -112,7 +112,7 @@ def _shorten_line(line: str, tokens: int, count: Counter) -> str | None:
 
 def build_session_context(
     conversation_id: str,
-    recent: Sequence[EpisodeView],
+    recent: Sequence[EpisodeListing],
     total_episodes: int,
     continuity: Sequence[Said],
     open_segment: OpenSegment,
@@ -150,10 +150,10 @@ def build_session_context(
         since = f"{human_gap(gap)} since the last message ({_when(last_before, tz)})"
         boundary = f"[Session boundary: {since}.]" if active else f"[Session boundary: new session, {since}.]"
 
-    def summary_block(e: EpisodeView) -> str:
+    def summary_block(e: EpisodeListing) -> str:
         return f"### {_when(e.start_at, tz)} · {e.title}\n{e.summary}"
 
-    def render(keep_s: list[EpisodeView], keep_c: list[str], keep_a: list[str], left: dict[str, int]) -> str:
+    def render(keep_s: list[EpisodeListing], keep_c: list[str], keep_a: list[str], left: dict[str, int]) -> str:
         parts: list[str] = []
         if collapse:
             parts.append(collapse)
@@ -181,7 +181,7 @@ def build_session_context(
     lines_c = [message_line(m) for m in before]
     keep_a: list[str] = []
     keep_c: list[str] = []
-    keep_s: list[EpisodeView] = []
+    keep_s: list[EpisodeListing] = []
     keep_f: list[str] = []
     budget = params.max_tokens
 

@@ -17,6 +17,8 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from memq.shared.db.conversations import lock_conversation, record_gap
+from memq.shared.episode_listing import COLUMNS as LISTING_COLUMNS
+from memq.shared.episode_listing import EpisodeListing
 from memq.shared.errors import MemqError
 from memq.shared.messages import speaker_of
 
@@ -36,6 +38,9 @@ class StoredChanged(MemqError):
 
 @dataclass(frozen=True)
 class EpisodeRow:
+    """An episode as the worker writes it: every column, its messages and vectors (what is
+    listed and shown is ``EpisodeListing``)."""
+
     id: str
     tenant_id: str
     conversation_id: str
@@ -242,48 +247,10 @@ def insert_episode(conn: psycopg.Connection, e: EpisodeRow) -> bool:
     return cur.rowcount == 1
 
 
-@dataclass(frozen=True)
-class EpisodeSummary:
-    id: str
-    title: str
-    summary: str
-    start_at: datetime
-    end_at: datetime
-    message_count: int
-    first_seq: int
-    last_seq: int
-    surprise: float
-    boundary_reason: str
-    boundary_source: str
-    summary_source: str
-    tools_used: list[str]
-    stability: float
-
-
-def list_episodes(conn: psycopg.Connection, tenant_id: str, conversation_id: str) -> list[EpisodeSummary]:
+def list_episodes(conn: psycopg.Connection, tenant_id: str, conversation_id: str) -> list[EpisodeListing]:
     rows = conn.execute(
-        "SELECT id::text, title, summary, start_at, end_at, message_count, first_seq, last_seq, surprise, "
-        "boundary_reason, boundary_source, summary_source, tools_used, stability "
-        "FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s ORDER BY first_seq",
+        f"SELECT {LISTING_COLUMNS} FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s "
+        "ORDER BY first_seq",
         (tenant_id, conversation_id),
     ).fetchall()
-    return [EpisodeSummary(*row) for row in rows]
-
-
-def message_seqs(conn: psycopg.Connection, tenant_id: str, conversation_id: str) -> list[int]:
-    """Every message seq stored in the conversation's episodes, in episode order."""
-    rows = conn.execute(
-        "SELECT m.seq FROM episode_message m JOIN episodic_memory e ON e.id = m.episode_id "
-        "WHERE m.tenant_id = %s AND m.conversation_id = %s ORDER BY e.first_seq, m.seq",
-        (tenant_id, conversation_id),
-    ).fetchall()
-    return [r[0] for r in rows]
-
-
-def stored_message_ids(conn: psycopg.Connection, tenant_id: str, conversation_id: str) -> list[str]:
-    """Message ids stored for the conversation, in sequence order."""
-    rows = conn.execute(
-        "SELECT message_id FROM episode_message WHERE tenant_id = %s AND conversation_id = %s ORDER BY seq",
-        (tenant_id, conversation_id),
-    ).fetchall()
-    return [r[0] for r in rows]
+    return [EpisodeListing.from_row(row) for row in rows]

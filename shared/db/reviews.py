@@ -64,20 +64,6 @@ def record_pending_many(conn: psycopg.Connection, notes: Sequence[ReviewNote]) -
     return cur.rowcount
 
 
-def open_reviews(conn: psycopg.Connection, tenant: str, conversation_id: str | None = None) -> list[tuple[Any, ...]]:
-    """Pending reviews not yet consumed (memory id, query, rank, score, retrieved at), oldest
-    first; with ``conversation_id``, those its next segment reviews."""
-    sql = (
-        "SELECT memory_id::text, query, rank, score, retrieved_at FROM pending_review "
-        "WHERE tenant_id = %s AND consumed_at IS NULL"
-    )
-    args: list[str] = [tenant]
-    if conversation_id is not None:
-        sql += " AND coalesce(asked_in, conversation_id) = %s"
-        args.append(conversation_id)
-    return conn.execute(sql + " ORDER BY retrieved_at, id", args).fetchall()
-
-
 @dataclass(frozen=True)
 class Pending:
     id: int
@@ -186,12 +172,3 @@ def consume(conn: psycopg.Connection, pending_ids: Sequence[int], review_id: int
         "UPDATE pending_review SET consumed_at = now(), review_id = %s WHERE id = ANY(%s)",
         (review_id, list(pending_ids)),
     )
-
-
-def reviews_of(conn: psycopg.Connection, memory_id: str) -> list[tuple[Any, ...]]:
-    """(day, rating, source, merged, detail) of every review applied to a memory, oldest first."""
-    return conn.execute(
-        "SELECT review_day, rating, source, reviews_merged, detail FROM memory_review WHERE memory_id = %s "
-        "ORDER BY review_day",
-        (memory_id,),
-    ).fetchall()

@@ -146,7 +146,8 @@ class EmbeddedRedisCluster:
         return sorted(out)
 
     def slot_owners(self) -> dict[int, str]:
-        """Hash slot -> "host:port" of the primary serving it."""
+        """Hash slot -> "host:port" of the primary serving it (where a key lives: the cluster
+        tests move slots and check memq follows)."""
         owners = {}
         for host_port, node in self.cluster_nodes().items():
             if "master" not in node["flags"].split(","):

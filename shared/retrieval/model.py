@@ -24,8 +24,9 @@ class MessageView:
 
 
 @dataclass
-class EpisodeFields:
-    """What retrieval reads of an episodic memory row."""
+class EpisodeHit:
+    """An episode a leg found: what retrieval reads of its row, then (``service.rerank``) its
+    scores and rank."""
 
     id: str
     conversation_id: str
@@ -43,11 +44,7 @@ class EpisodeFields:
     stability: float | None = None
     last_review: datetime | None = None
 
-
-@dataclass
-class EpisodeHit(EpisodeFields):
-    """An episode a leg found: its row, then (``service.rerank``) its scores and rank."""
-
+    # the scores
     ranks: dict[str, int] = field(default_factory=dict)  # leg -> 1-based rank
     rrf: float = 0.0
     retrievability: float = 1.0

@@ -3,7 +3,8 @@ trace of a conversation (after forgetting it)."""
 
 from __future__ import annotations
 
-from memq.shared.db.episodes import message_seqs
+from stored import message_seqs
+
 from memq.shared.mailbox.keys import conversation_keys
 
 

@@ -9,10 +9,10 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from stored import open_reviews
 from test_retrieval import write_episode
 
 from memq.cli import main
-from memq.shared.db.reviews import open_reviews
 from memq.shared.tokens import count_tokens
 
 pytestmark = pytest.mark.integration

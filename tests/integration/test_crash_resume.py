@@ -10,8 +10,8 @@ from invariants import assert_every_message_in_exactly_one_episode
 from memq.shared import tasks
 from memq.shared.mailbox.scripts import Scripts
 from memq.worker.conversation_store import ConversationStore, InboxMoved, LockLost, StateChanged
-from memq.worker.drain import drain
 from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.segmentation.job import drain
 from memq.worker.sync import sync_with_database
 
 

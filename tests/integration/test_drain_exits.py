@@ -19,8 +19,8 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from memq.shared.mailbox.scripts import Scripts
 from memq.worker import resources
 from memq.worker.conversation_store import ConversationStore
-from memq.worker.drain import drain
 from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.segmentation.job import drain
 from memq.worker.sync import sync_with_database
 
 # memq.worker.tasks.* import the Celery app, which reads the settings when imported: import

@@ -9,18 +9,19 @@ import time
 
 import pytest
 from invariants import traces
+from stored import stored_message_ids
 from test_redis_rewind import _connect, _messages, _no_publish, embedder  # noqa: F401 - embedder is a fixture
 
-from memq.shared.db.episodes import StaleSegment, check_stored, store_episode, stored_message_ids
+from memq.shared.db.episodes import StaleSegment, check_stored, store_episode
 from memq.shared.errors import Busy
 from memq.shared.forget import forget_conversation
 from memq.shared.mailbox.codec import parse_segment
 from memq.shared.mailbox.scripts import Scripts
 from memq.worker.conversation_store import ConversationStore
-from memq.worker.drain import drain
-from memq.worker.episode_store import create_episode
 from memq.worker.episodes.builder import build_episode
+from memq.worker.episodes.job import create_episode
 from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.segmentation.job import drain
 from memq.worker.sync import sync_with_database
 
 pytestmark = pytest.mark.integration

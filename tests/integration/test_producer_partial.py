@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 import redis
+from stored import stored_message_ids
 
-from memq.shared.db.episodes import stored_message_ids
 from memq.shared.errors import BatchIncomplete, BatchRejected
 
 

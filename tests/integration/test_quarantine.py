@@ -13,10 +13,10 @@ import time
 
 import pytest
 from click.testing import CliRunner
+from stored import stored_message_ids
 
 from memq.audit import audit
 from memq.cli import main
-from memq.shared.db.episodes import stored_message_ids
 from memq.worker import resources
 from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
 
@@ -86,16 +86,16 @@ def test_a_poison_message_is_quarantined_and_the_conversation_carries_on(
 def test_a_segment_that_cannot_become_an_episode_is_quarantined(
     worker, producer, db, settings, tenant, monkeypatch, fast_retries
 ):
-    import memq.worker.episode_store as episode_store
+    import memq.worker.episodes.job as episode_job
 
-    real = episode_store.build_episode  # type: ignore[attr-defined]  # patched where create_episode finds it
+    real = episode_job.build_episode  # type: ignore[attr-defined]  # patched where create_episode finds it
 
     def fragile(segment, *args, **kwargs):
         if any("BAD-EPISODE" in m["content"] for m in segment["messages"]):
             raise RuntimeError("summariser crashed on this segment")
         return real(segment, *args, **kwargs)
 
-    monkeypatch.setattr(episode_store, "build_episode", fragile)
+    monkeypatch.setattr(episode_job, "build_episode", fragile)
     conv = "bad-segment"
     producer.add_messages(
         [{"role": "user", "content": f"BAD-EPISODE part {i}"} for i in range(3)], conversation_id=conv
@@ -116,7 +116,7 @@ def test_a_segment_that_cannot_become_an_episode_is_quarantined(
     producer.wait_idle(conv, timeout=60)
     assert len(stored_message_ids(db, tenant, conv)) == 2
 
-    monkeypatch.setattr(episode_store, "build_episode", real)
+    monkeypatch.setattr(episode_job, "build_episode", real)
     assert _cli(tenant, "quarantine", "retry", conv).exit_code == 0
     producer.wait_idle(conv, timeout=60)
     _wait(lambda: len(stored_message_ids(db, tenant, conv)) == 5)

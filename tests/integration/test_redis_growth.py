@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import time
 
+from stored import message_seqs
+
 from memq.audit import audit
-from memq.shared.db.episodes import message_seqs
 
 
 def _redis_ms(client) -> int:

@@ -12,16 +12,17 @@ from __future__ import annotations
 import pytest
 import redis
 from invariants import assert_every_message_in_exactly_one_episode
+from stored import stored_message_ids
 
 from memq.audit import audit
 from memq.shared.db.conversations import gaps
-from memq.shared.db.episodes import StaleSegment, check_stored, store_episode, stored_message_ids
+from memq.shared.db.episodes import StaleSegment, check_stored, store_episode
 from memq.shared.mailbox.codec import parse_segment
 from memq.shared.mailbox.scripts import Scripts
 from memq.worker.conversation_store import ConversationStore
-from memq.worker.drain import drain
-from memq.worker.episode_store import create_episode
+from memq.worker.episodes.job import create_episode
 from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
+from memq.worker.segmentation.job import drain
 from memq.worker.sync import sync_with_database
 
 

@@ -10,9 +10,9 @@ from datetime import UTC, datetime, timedelta
 import numpy as np
 import pytest
 from fsrs import Card, Rating, Scheduler
+from stored import open_reviews, reviews_of
 from test_retrieval import axis, blend, write_episode
 
-from memq.shared.db.reviews import open_reviews, reviews_of
 from memq.shared.retrieval.review_notes import flush_review_notes
 from memq.shared.retrieval.service import retrieve_memory
 from memq.testing.scripted_llm import Reply

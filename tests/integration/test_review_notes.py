@@ -8,9 +8,10 @@ import uuid
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from stored import open_reviews
 from test_retrieval import axis, fixed, write_episode
 
-from memq.shared.db.reviews import Retrieved, ReviewNote, open_reviews
+from memq.shared.db.reviews import Retrieved, ReviewNote
 from memq.shared.retrieval.review_notes import ReviewNotes
 from memq.shared.retrieval.service import retrieve_memory
 

@@ -1,5 +1,5 @@
 """``episode_creation``: write the episodic memory of one closed segment, exactly once
-(see ``memq.worker.episode_store``).
+(see ``memq.worker.episodes.job``).
 
 Failures: transient ones (PostgreSQL or Redis down) are retried with backoff for as
 long as they last; a segment cut before its conversation was re-synced waits for the
@@ -19,7 +19,7 @@ from memq.shared import publisher, tasks
 from memq.shared.db.episodes import StaleSegment, StoredChanged
 from memq.worker import resources
 from memq.worker.app import app
-from memq.worker.episode_store import create_episode
+from memq.worker.episodes.job import create_episode
 from memq.worker.failures import describe, is_transient, retry_delay
 from memq.worker.tasks.arguments import checked_arguments
 

@@ -21,8 +21,8 @@ from memq.shared import publisher, tasks
 from memq.worker import resources
 from memq.worker.app import app
 from memq.worker.conversation_store import LockLost, StateChanged
-from memq.worker.drain import MessageFailed, drain
 from memq.worker.failures import describe, is_transient, retry_delay
+from memq.worker.segmentation.job import MessageFailed, drain
 from memq.worker.sync import sync_with_database
 from memq.worker.tasks.arguments import checked_arguments
 

@@ -6,12 +6,15 @@ from __future__ import annotations
 import json
 from dataclasses import asdict
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.console import Console
 from rich.table import Table
 
-from memq.evaluation.locomo.runner import MAIN, EvalRun, categories_present, category_name
+from memq.evaluation.locomo.runner import ABLATIONS, MAIN, EvalRun, categories_present, category_name
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 
 def to_json(run: EvalRun) -> dict[str, Any]:
@@ -123,25 +126,50 @@ def write_json(run: EvalRun, path: Path) -> None:
     path.write_text(json.dumps(to_json(run), indent=2) + "\n")
 
 
-def write_chart(run: EvalRun, path: Path) -> None:
-    import matplotlib
+# Twenty colours, tab10's hues first and then their light shades, so that up to ten lines
+# are as far apart as matplotlib's default cycle makes them and up to twenty still differ.
+PALETTE = (
+    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
+    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
+)  # fmt: skip
+LINESTYLES = ("-", "--", ":", "-.")  # one per round through the palette: past twenty lines, the pair still differs
+MEMQ_METHODS = {m.name for m in (MAIN, *ABLATIONS) if m.kind == "memq"}
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+
+def line_style(index: int) -> tuple[str, str]:
+    """The (colour, linestyle) of the chart's index-th line: no two lines share both
+    (up to len(PALETTE) x len(LINESTYLES) lines)."""
+    return PALETTE[index % len(PALETTE)], LINESTYLES[index // len(PALETTE) % len(LINESTYLES)]
+
+
+def chart(run: EvalRun) -> Figure:
+    """Recall against budget, one line per method (memq's thick; memq's variants round
+    markers, the unit-kind baselines square), on a log budget axis labelled with the
+    budgets themselves."""
+    from matplotlib.figure import Figure
+    from matplotlib.ticker import FixedLocator, FuncFormatter, NullLocator
 
     rows = run.table()
     budgets = list(run.config.budgets)
-    fig, ax = plt.subplots(figsize=(7, 4.5), dpi=120)
-    for method, s in rows.items():
+    fig = Figure(figsize=(7, 4.5), dpi=120)
+    ax = fig.add_subplot()
+    for index, (method, s) in enumerate(rows.items()):
+        colour, linestyle = line_style(index)
         ax.plot(
             budgets,
             [s[b].recall for b in budgets],
-            marker="o",
+            color=colour,
+            linestyle=linestyle,
+            marker="o" if method in MEMQ_METHODS else "s",
             linewidth=2.5 if method == MAIN.name else 1.3,
             label=method,
         )
     ax.set_xscale("log")
-    ax.set_xticks(budgets, [str(b) for b in budgets])
+    # The budgets as the only ticks, written out (a log axis would add minor ticks
+    # labelled "3x10^2" between them).
+    ax.xaxis.set_major_locator(FixedLocator(budgets))
+    ax.xaxis.set_major_formatter(FuncFormatter(lambda x, _pos: f"{x:.0f}"))
+    ax.xaxis.set_minor_locator(NullLocator())
     ax.set_xlabel("returned tokens (budget)")
     ax.set_ylabel("evidence recall")
     ax.set_ylim(0, 1)
@@ -149,6 +177,9 @@ def write_chart(run: EvalRun, path: Path) -> None:
     ax.set_title(f"LoCoMo evidence recall ({', '.join(c.sample_id for c in run.conversations)}; LLM {run.llm})")
     ax.legend(loc="lower right", fontsize=8)
     fig.tight_layout()
+    return fig
+
+
+def write_chart(run: EvalRun, path: Path) -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    fig.savefig(path)
-    plt.close(fig)
+    chart(run).savefig(path)

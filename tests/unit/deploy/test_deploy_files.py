@@ -714,7 +714,7 @@ def test_every_variable_deploy_sets_is_a_memq_setting_or_known() -> None:
     unknown = [
         f"{where}: {name}" for where, name in variables_set() if name not in setting_names() | OTHER_VARIABLES.keys()
     ]
-    assert not unknown, "not a setting (memq/shared/settings.py) nor in OTHER_VARIABLES: " + ", ".join(unknown)
+    assert not unknown, "not a setting (memq/shared/settings/) nor in OTHER_VARIABLES: " + ", ".join(unknown)
 
 
 def test_every_memq_variable_named_in_deploy_is_a_setting() -> None:

@@ -20,7 +20,7 @@ def test_every_setting_has_a_variable_a_section_and_a_meaning():
     found = settings()
     assert len(found) == len(Settings.model_fields)
     assert len({s.env for s in found}) == len(found), "two settings share a variable"
-    assert not [s.name for s in found if not s.description], "describe every setting in shared/settings.py"
+    assert not [s.name for s in found if not s.description], "describe every setting in shared/settings/"
     assert {s.env for s in found} >= {"REDIS_URL", "DATABASE_URL", "MEMQ_ENV", "MEMQ_LLM_MODEL"}
     assert len({s.section for s in found}) >= 10 and "general" not in {s.section for s in found}
 

@@ -61,3 +61,32 @@ def test_invalid_configuration_fails_at_start(monkeypatch, env):
         monkeypatch.setenv(k, v)
     with pytest.raises(ValidationError):
         Settings()
+
+
+def test_every_setting_belongs_to_exactly_one_group():
+    from collections import Counter
+
+    from memq.shared.settings import GROUPS
+
+    held = Counter(name for group in GROUPS for name in group.model_fields)
+    assert [name for name, n in held.items() if n > 1] == []
+    assert set(held) == set(Settings.model_fields)
+    # the documented order is the groups' order
+    assert list(Settings.model_fields) == [name for group in GROUPS for name in group.model_fields]
+
+
+def test_the_groups_validators_run_in_the_composed_settings(monkeypatch):
+    from memq.shared.settings.retrieval import RetrievalSettings
+
+    monkeypatch.setenv("MEMQ_RETRIEVAL_LIMIT", "7")
+    settings = Settings()
+    assert isinstance(settings, RetrievalSettings) and settings.retrieval_limit == 7
+    for variable, value, says in [
+        ("MEMQ_LOG_FORMAT", "xml", "MEMQ_LOG_FORMAT"),  # LoggingSettings
+        ("MEMQ_OUT_OF_ORDER_POLICY", "drop", "MEMQ_OUT_OF_ORDER_POLICY"),  # MailboxSettings
+        ("MEMQ_TENANT", "a b", "letters, digits"),  # ServiceSettings
+    ]:
+        monkeypatch.setenv(variable, value)
+        with pytest.raises(ValidationError, match=says):
+            Settings()
+        monkeypatch.delenv(variable)

@@ -91,5 +91,7 @@ def feature_vector(
 
 
 def feature_names(dim: int) -> list[str]:
+    """The name of each position of ``feature_vector`` (for reading a fitted model's weights;
+    the tests hold the vector to it)."""
     blocks = ("new*prev", "|new-prev|", "left*right", "|left-right|")
     return [f"{b}[{i}]" for b in blocks for i in range(dim)] + list(COSINES) + list(TEXT_FEATURES)

@@ -7,13 +7,13 @@ from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
 from memq.shared.context.manifest import build_manifest, day_label, render_markdown, short, to_json
-from memq.shared.context.model import EpisodeView, OpenSpan, Said
+from memq.shared.context.model import EpisodeListing, OpenSpan, Said
 
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 
 
-def episode(i: int, start: datetime, minutes: int = 40, title: str | None = None) -> EpisodeView:
-    return EpisodeView(
+def episode(i: int, start: datetime, minutes: int = 40, title: str | None = None) -> EpisodeListing:
+    return EpisodeListing(
         f"e{i}", title or f"Episode number {i}", f"summary {i}", start, start + timedelta(minutes=minutes), 12
     )
 

@@ -10,16 +10,16 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memq.shared.context.model import EpisodeView, OpenSegment, Said
+from memq.shared.context.model import EpisodeListing, OpenSegment, Said
 from memq.shared.context.session import SessionParams, build_session_context, human_gap
 from memq.shared.tokens import count_tokens
 
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 
 
-def episodes(n: int) -> list[EpisodeView]:
+def episodes(n: int) -> list[EpisodeListing]:
     return [
-        EpisodeView(
+        EpisodeListing(
             f"e{i}",
             f"Episode {i}",
             f"What happened in episode {i}, told in a sentence.",

@@ -2,10 +2,10 @@
 
 import structlog
 
-from memq.worker.drain import log_boundary_score
 from memq.worker.segmentation.detectors.base import Verdict
 from memq.worker.segmentation.engine import Step
 from memq.worker.segmentation.event_state import EventState
+from memq.worker.segmentation.job import log_boundary_score
 
 
 def test_boundary_score_line_names_score_factors_and_trigger():

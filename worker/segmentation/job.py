@@ -1,5 +1,5 @@
-"""Draining one conversation's inbox through the segmenter (orchestration only:
-policy lives in ``memq.worker.segmentation``, storage in ``memq.worker.conversation_store``).
+"""Draining one conversation's inbox through the segmenter (the segmentation stage's orchestration:
+policy lives in the other modules of ``memq.worker.segmentation``, storage in ``memq.worker.conversation_store``).
 
 Runs under the conversation lock, from a ``Snapshot`` already synced with PostgreSQL
 (``memq.worker.sync``). Reads inbox messages in order in small batches (embedded together

@@ -1,0 +1,47 @@
+"""What an agent is handed at the top of a session: ``memq manifest`` (the episodes by day)
+and ``memq context`` (the session context)."""
+
+from __future__ import annotations
+
+import json
+
+import click
+
+from memq.cli.options import tenant_option
+from memq.cli.output import answer_only_on_stdout, print_answer
+from memq.shared.settings import get_settings
+
+
+@click.command("manifest")
+@click.argument("conversation_id")
+@tenant_option
+@click.option("--depth", type=int, help="Most entries (default MEMQ_MANIFEST_DEPTH).")
+@click.option("--timezone", "tz", help="IANA time zone for days and times (default UTC).")
+@click.option("--json", "as_json", is_flag=True)
+def manifest_cmd(conversation_id: str, tenant: str | None, depth: int | None, tz: str | None, as_json: bool) -> None:
+    """The conversation's episodes as a tree by day, the open segment marked Active."""
+    from memq.shared.context.service import manifest
+
+    with answer_only_on_stdout():
+        result = manifest(conversation_id, tenant=tenant, depth=depth, tz=tz, settings=get_settings())
+    if as_json:
+        click.echo(json.dumps(result.to_json(), indent=2))
+    else:
+        click.echo(result.text)
+
+
+@click.command("context")
+@click.argument("conversation_id")
+@tenant_option
+@click.option("--max-tokens", type=int, help="Budget (default MEMQ_SESSION_MAX_TOKENS).")
+@click.option("--timezone", "tz", help="IANA time zone (default UTC).")
+@click.option("--json", "as_json", is_flag=True)
+def context_cmd(
+    conversation_id: str, tenant: str | None, max_tokens: int | None, tz: str | None, as_json: bool
+) -> None:
+    """What an agent reads at the top of a new session of the conversation."""
+    from memq.shared.context.service import session_context
+
+    with answer_only_on_stdout():
+        result = session_context(conversation_id, tenant=tenant, max_tokens=max_tokens, tz=tz, settings=get_settings())
+    print_answer(result.text, result.to_json(), as_json)

@@ -1,0 +1,28 @@
+"""HTTP API and keys settings (a group of ``Settings``; variables ``MEMQ_*``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ApiSettings(BaseModel):
+    """HTTP API and keys."""
+
+    api_host: str = Field(default="127.0.0.1", description="Where `memq api` listens (loopback by default).")
+    api_port: int = Field(default=8765, ge=1, le=65535, description="Where `memq api` listens.")
+    api_auth: bool = Field(
+        default=True, description="Bearer API keys required (`memq keys create`). Off only for trusted networks."
+    )
+    api_max_body_bytes: int = Field(
+        default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted; a larger one is refused with 413."
+    )
+    api_max_batch: int = Field(default=1000, ge=1, le=100_000, description="Messages one request may add.")
+    api_keys_refresh_seconds: float = Field(
+        default=5.0, gt=0, description="How often the API reloads the keys (a revoked key stops working within this)."
+    )
+    forget_wait_seconds: float = Field(
+        default=90.0,
+        gt=0,
+        description="How long forgetting a conversation waits for a worker draining it to let go "
+        "before answering busy.",
+    )

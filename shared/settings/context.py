@@ -1,0 +1,28 @@
+"""Agent context (MIRA) settings (a group of ``Settings``; variables ``MEMQ_*``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class ContextSettings(BaseModel):
+    """Agent context (MIRA): the manifest and the session context."""
+
+    manifest_depth: int = Field(default=30, ge=1, le=500, description="MIRA: segments shown in the manifest")
+    manifest_title_chars: int = Field(default=60, ge=10, le=500, description="MIRA: manifest title length")
+    manifest_cache_seconds: float = Field(
+        default=600.0,
+        ge=0,
+        description="MIRA: how long a conversation's manifest stays cached in Redis (0: never cached); it is "
+        "invalidated when an episode is created or the conversation is forgotten.",
+    )
+    session_summary_count: int = Field(
+        default=3, ge=0, le=50, description="MIRA: episode summaries in a session context"
+    )
+    session_continuity_messages: int = Field(
+        default=6, ge=0, le=100, description="MIRA: messages before the open segment shown for continuity"
+    )
+    session_max_tokens: int = Field(default=2000, ge=100, le=16_000, description="Token budget of a session context.")
+    session_open_messages_max: int = Field(
+        default=200, ge=1, le=5000, description="Newest messages of the open segment read for a session context."
+    )

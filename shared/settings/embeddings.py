@@ -1,0 +1,26 @@
+"""Embeddings settings (a group of ``Settings``; variables ``MEMQ_*``)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, Field
+
+
+class EmbeddingSettings(BaseModel):
+    """Embeddings."""
+
+    embedding_model: str = Field(
+        default="local/all-MiniLM-L6-v2",
+        description="'local/all-MiniLM-L6-v2' (bundled, offline) or any litellm embedding model.",
+    )
+    embedding_dim: int = Field(
+        default=384, ge=1, le=2000, description="Vector size of the embedding model (the schema's, set at migration)."
+    )
+    embedding_api_base: str | None = Field(default=None, description="API base of a remote embedding model.")
+    embedding_api_key: str | None = Field(default=None, description="API key of a remote embedding model (a secret).")
+    embedding_batch_size: int = Field(default=64, ge=1, description="Texts embedded per model call.")
+    embedding_max_chars: int = Field(
+        default=8000,
+        ge=100,
+        description="Text is cut to this many characters before embedding: all-MiniLM-L6-v2 reads 256 word "
+        "pieces anyway, and a remote model refuses input beyond its context (a message may be 100,000 characters).",
+    )

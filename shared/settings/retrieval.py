@@ -1,0 +1,106 @@
+"""Retrieval (Plast Mem) settings (a group of ``Settings``; variables ``MEMQ_*``)."""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+
+class RetrievalSettings(BaseModel):
+    """Retrieval (Plast Mem)."""
+
+    retrieval_limit: int = Field(default=10, ge=1, description="Episodes returned when the caller names no limit.")
+    retrieval_limit_max: int = Field(default=50, ge=1, description="Largest limit a caller may ask for.")
+    retrieval_max_tokens: int = Field(default=1500, ge=50, description="Token budget of the returned text by default.")
+    retrieval_max_tokens_max: int = Field(default=16_000, ge=50, description="Largest budget a caller may ask for.")
+    retrieval_max_conversations: int = Field(default=100, ge=1, description="Conversations one retrieval may name.")
+    query_max_chars: int = Field(default=2000, ge=10, description="Longest query accepted.")
+    retrieval_candidates: int = Field(default=100, ge=1, le=1000, description="Plast Mem: candidates per leg")
+    rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal Rank Fusion constant (Plast Mem uses k=60).")
+    retrieval_legs: str = Field(
+        default="episode_vector,episode_lexical,message_vector,message_lexical",
+        description="Ranked legs fused by RRF: episode_vector / episode_lexical (title and summary) and "
+        "message_vector / message_lexical (every stored message votes for its episode).",
+    )
+    hnsw_ef_search: int = Field(default=100, ge=1, le=1000, description="pgvector hnsw.ef_search for the vector legs.")
+    retrieval_plan_cache_mode: Literal["auto", "force_custom_plan", "force_generic_plan"] = Field(
+        default="auto",
+        description="PostgreSQL plan_cache_mode for retrieval's prepared statement. auto: PostgreSQL plans the first "
+        "five executions for their values, then keeps one generic plan when it looks no dearer (no planning, ~0.5 ms "
+        "saved); force_custom_plan: plan every query for its tenant and conversation, for data where conversations "
+        "differ widely in size (a generic plan assumes the average one and never picks the HNSW index for a "
+        "conversation's messages).",
+    )
+    retrievability_weight: float = Field(
+        default=1.0, ge=0, le=4, description="final = rrf x retrievability^weight (Plast Mem: 1; 0 switches FSRS off)."
+    )
+    flashbulb_surprise: float = Field(
+        default=0.85, ge=0, le=1, description="Plast Mem: surprise at or above is a flashbulb memory"
+    )
+    flashbulb_floor: float = Field(
+        default=0.5, ge=0, le=1, description="A flashbulb memory's retrievability never drops below."
+    )
+    key_moment_surprise: float = Field(
+        default=0.7, ge=0, le=1, description="Plast Mem: surprise at or above is a key moment"
+    )
+    auto_detail_rank: int = Field(default=2, ge=0, description="Plast Mem: detail=auto shows messages for rank <= this")
+    low_detail_messages: int = Field(default=3, ge=1, description="Messages per episode at detail=low.")
+    display_title_words: int = Field(
+        default=8, ge=1, description="MIRA: display title of an episode shown with its messages (8 words or fewer)"
+    )
+    summary_tokens_with_messages: int = Field(
+        default=0,
+        ge=0,
+        description="When messages are shown, the summary above them is cut to this many tokens (0: left out; "
+        "measured on LoCoMo, the budget is better spent on messages).",
+    )
+    message_episode_weight: float = Field(
+        default=0.1,
+        ge=0,
+        description="A message competes for the budget at (its own relevance + this x its episode's RRF score): "
+        "how much a message gains from being in a relevant episode.",
+    )
+    time_boost: float = Field(
+        default=1.5, ge=1, description="A query naming a time ('last week') multiplies the score of episodes in it."
+    )
+    neighbour_bonus: float = Field(
+        default=0.8,
+        ge=0,
+        le=1,
+        description="Within an episode, a message right after (or before) a relevant one shares this part of "
+        "its relevance (an answer follows its question).",
+    )
+    speaker_match_weight: float = Field(
+        default=0.3,
+        ge=0,
+        description="A message by a participant the query names gains this x 1/(k+1) (a share of a first rank in one "
+        "leg); the name itself is taken out of the searched text.",
+    )
+    episode_density_weight: float = Field(
+        default=0.15,
+        ge=0,
+        description="Each message of an episode gains this x the episode's density (the sum of its "
+        "MEMQ_EPISODE_DENSITY_TOP most relevant messages): episodes where several messages match come first.",
+    )
+    episode_density_top: int = Field(default=3, ge=1, le=50, description="Messages summed into an episode's density.")
+    message_reach_tokens: int = Field(
+        default=40,
+        ge=1,
+        description="Messages are read for showing down to rank max_tokens / this in each message leg (and their "
+        "neighbours): a budget of 1,000 tokens reads the best 25 of each leg (it shows about 20 messages). "
+        "Measured on LoCoMo: reading twice as deep (20) changed recall by 0.006 at most at any budget and cost "
+        "0.2 ms per query.",
+    )
+    message_reach_min: int = Field(
+        default=20,
+        ge=1,
+        description="However small the budget, messages are read for showing down to at least this rank in each "
+        "message leg (on LoCoMo at 250 tokens, 10 instead of 20 lost 0.012 of recall, 0.095 on temporal questions).",
+    )
+    participants_cache_seconds: float = Field(
+        default=30.0,
+        ge=0,
+        description="How long a process remembers the participant names of a retrieval's scope "
+        "(0: read them every time).",
+    )

@@ -1,0 +1,67 @@
+"""Services settings (a group of ``Settings``; variables ``MEMQ_*``)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Literal
+
+from pydantic import AliasChoices, BaseModel, Field, field_validator
+
+from memq.shared.errors import ValidationError
+from memq.shared.ids import check_tenant
+
+
+class ServiceSettings(BaseModel):
+    """Services: Redis, PostgreSQL, the embedded servers, the tenant and key prefix."""
+
+    env: Literal["development", "production"] = Field(
+        default="development",
+        description="'development' may start the embedded redis-server and PostgreSQL (from the "
+        "memq[embedded] extra) when REDIS_URL / DATABASE_URL are unset; 'production' never does: "
+        "a process that needs an unset URL stops with an error saying which to set.",
+    )
+    redis_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("REDIS_URL", "MEMQ_REDIS_URL"),
+        description="Redis for the mailbox, conversation state and Celery broker. "
+        "Unset: the embedded redis-server under data_dir.",
+    )
+    database_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("DATABASE_URL", "MEMQ_DATABASE_URL"),
+        description="PostgreSQL (>= 15, pgvector >= 0.7). Unset: the embedded server under data_dir.",
+    )
+    mailbox_redis_url: str | None = Field(
+        default=None,
+        description="Redis for the mailbox (conversation queues and state) when it is not REDIS_URL, "
+        "e.g. a Redis Cluster; the Celery broker stays on REDIS_URL.",
+    )
+    mailbox_redis_cluster: bool = Field(default=False, description="MEMQ_MAILBOX_REDIS_URL is a Redis Cluster.")
+    redis_shards: int = Field(
+        default=64,
+        ge=1,
+        le=16384,
+        description="Hash-slot shards of the mailbox: each conversation and its shard's indexes share one "
+        "slot. Fixed for the lifetime of the data.",
+    )
+    data_dir: Path = Field(default=Path(".memq"), description="Embedded services' data folder.")
+    embedded_redis_port: int = Field(
+        default=6399, ge=1024, le=65535, description="Loopback port of the embedded redis-server (development)."
+    )
+    embedded_database_name: str = Field(default="memq", description="Database created in the embedded PostgreSQL.")
+    tenant: str = Field(default="default", description="Tenant scope used when a caller names none.")
+    key_prefix: str = Field(default="memq", description="Prefix of every Redis key memq writes.")
+    migration_lock_timeout_seconds: float = Field(
+        default=600.0,
+        gt=0,
+        description="How long a process starting together with others waits for their migration "
+        "(one migrates under a PostgreSQL advisory lock, the others wait) before giving up with an error.",
+    )
+
+    @field_validator("tenant", "key_prefix")
+    @classmethod
+    def _simple_name(cls, v: str) -> str:
+        try:
+            return check_tenant(v)
+        except ValidationError:
+            raise ValueError("must be 1-64 characters of letters, digits, '_' or '-'") from None
