@@ -64,12 +64,19 @@ class AddResult:
         return self.status in ("accepted", "clamped", "duplicate")
 
 
+NO_WORKER = (
+    "no worker answered a ping: messages are kept in Redis, but no episode is made (and retrieval "
+    "finds nothing new) until a worker runs: start one with `memq worker`"
+)
+
+
 class Producer:
     def __init__(self, settings: Settings | None = None, client: MailboxClient | None = None) -> None:
         self.settings = settings or get_settings()
         self.redis = client if client is not None else mailbox_client(self.settings)
         self.scripts = Scripts.register(self.redis)
         self._celery: Celery | None = None
+        self._worker_seen: tuple[float, bool] | None = None  # (monotonic time of a yes, True)
 
     def keys(self, conversation_id: str, tenant: str | None = None) -> ConversationKeys:
         return conversation_keys(self.settings, tenant or self.settings.tenant, conversation_id)
@@ -241,6 +248,23 @@ class Producer:
                     "are workers running? (`memq worker`)"
                 )
             time.sleep(0.2)
+
+    def worker_answers(self, *, timeout: float = 0.5, cache_seconds: float = 10.0) -> bool:
+        """Whether a worker answers a ping (Celery's broadcast; the first reply suffices).
+        Accepting and flushing messages does not need a worker, but nothing becomes an
+        episode until one runs: callers warn with ``NO_WORKER``. A yes is kept for
+        ``cache_seconds`` so that asking on every flush stays cheap; a no is asked again (a
+        worker may have started since)."""
+        now = time.monotonic()
+        if self._worker_seen is not None and now - self._worker_seen[0] < cache_seconds:
+            return True
+        try:
+            answered = bool(self.celery.control.ping(timeout=timeout, limit=1))
+        except Exception as exc:  # a broker that does not answer: no worker can be reached either
+            log.warning("worker_ping_failed", error=type(exc).__name__)
+            answered = False
+        self._worker_seen = (now, answered) if answered else None
+        return answered
 
     # -- internals ----------------------------------------------------------------
     def _publish_drain(self, tenant: str, conversation_id: str) -> bool:

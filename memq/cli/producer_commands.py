@@ -10,7 +10,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memq.cli.options import tenant_option
-from memq.producer.client import Producer
+from memq.producer.client import NO_WORKER, Producer
 from memq.producer.replay import batches, count_lines
 from memq.shared.errors import ValidationError
 
@@ -97,6 +97,8 @@ def flush_cmd(conversation_id: str, wait: bool, timeout: float, tenant: str | No
     producer = Producer()
     had_work = producer.flush(conversation_id, tenant=tenant)
     click.echo("flush requested" if had_work else "nothing to flush")
+    if had_work and not producer.worker_answers():
+        click.echo(f"warning: {NO_WORKER}", err=True)
     if wait and had_work:
         producer.wait_idle(conversation_id, tenant=tenant, timeout=timeout)
         click.echo("idle: every accepted message is in an episode")
@@ -120,6 +122,8 @@ def status_cmd(conversation_id: str | None, tenant: str | None) -> None:
         )
         if o.quarantined:
             click.echo("see `memq quarantine list --all-tenants`")
+        if not producer.worker_answers():
+            click.echo(f"warning: {NO_WORKER}", err=True)
         memory = _memory_backlog(producer.settings, tenant, None)
         click.echo(
             f"episodes_unconsolidated={memory[0]} reviews_pending={memory[1]}"
@@ -144,6 +148,8 @@ def status_cmd(conversation_id: str | None, tenant: str | None) -> None:
         )
     for q in s.quarantined:
         click.echo(f"quarantined {q.kind} {q.id} after {q.failures} failures: {q.error}")
+    if not s.idle and not producer.worker_answers():
+        click.echo(f"warning: {NO_WORKER}", err=True)
 
 
 def _memory_backlog(settings, tenant: str | None, conversation_id: str | None) -> tuple[int, int]:

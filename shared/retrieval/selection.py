@@ -3,7 +3,8 @@ a token counter (tiktoken's, so the budget is on exactly what is returned).
 
 Detail levels (Plast Mem): ``none`` shows each episode's title, time and summary;
 ``low`` adds its few most relevant messages; ``high`` as many as fit; ``auto`` is
-``high`` for the top ranks and key moments and ``none`` for the rest. Messages are
+``high`` for the top ranks, key moments and the episodes holding the best message matches,
+and ``none`` for the rest. Messages are
 chosen by relevance, never as a blind prefix, and shown in their order with a marker
 where messages are left out.
 
@@ -56,7 +57,17 @@ def message_cap(hit: EpisodeHit, p: SelectionParams) -> int:
         return p.low_messages
     if p.detail == "high":
         return hit.message_count
-    return hit.message_count if hit.rank <= p.auto_rank or hit.key_moment(p.key_moment_surprise) else 0
+    return hit.message_count if opens_at_auto(hit, p) else 0
+
+
+def opens_at_auto(hit: EpisodeHit, p: SelectionParams) -> bool:
+    """``auto`` shows the messages of the top ranks, of key moments and of the episodes that
+    hold one of the best message matches of the search (a message leg's rank <= ``auto_rank``):
+    the episode re-ranking (FSRS, time) may move the episode holding the best-matching message
+    below the top ranks, and its message is then the answer that must not be hidden."""
+    if hit.rank <= p.auto_rank or hit.key_moment(p.key_moment_surprise):
+        return True
+    return any(0 < rank <= p.auto_rank for m in hit.messages for rank in m.ranks.values())
 
 
 def _shorten(text: str, tokens: int, count: Counter) -> str | None:

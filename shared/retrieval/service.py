@@ -198,6 +198,23 @@ def participants(conn: psycopg.Connection, request: RetrievalRequest, settings: 
     return names
 
 
+def _model(settings: Settings, timings: dict[str, float]) -> Callable[[str], np.ndarray]:
+    """The configured embedding model as ``embed``; loading it (once per process) is timed
+    apart from embedding the query."""
+    from memq.shared.embeddings import get_embedder
+
+    t = time.perf_counter()
+    embedder = get_embedder(settings)
+    if (loaded := (time.perf_counter() - t) * 1000) >= 1.0:
+        timings["model_load"] = loaded
+
+    def embed(text: str) -> np.ndarray:
+        vector: np.ndarray = embedder.embed([text])[0]
+        return vector
+
+    return embed
+
+
 def retrieve(
     request: RetrievalRequest,
     *,
@@ -212,17 +229,10 @@ def retrieve(
     settings = settings or get_settings()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
-    if embed is None:
-        from memq.shared.embeddings import get_embedder
-
-        embedder = get_embedder(settings)
-
-        def embed(text: str) -> np.ndarray:
-            vector: np.ndarray = embedder.embed([text])[0]
-            return vector
-
     named = find_time(request.query, request.now) if request.time_range is None else None
     with _connection(conn, settings) as c:
+        if embed is None:  # after PostgreSQL answered: services that are down are reported at once
+            embed = _model(settings, timings)
         terms = query_terms(request.query, participants(c, request, settings))
         t1 = time.perf_counter()
         vector = np.asarray(embed(terms.search_text), dtype=np.float32)

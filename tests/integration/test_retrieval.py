@@ -17,10 +17,10 @@ from typing import cast
 import numpy as np
 import pytest
 from fsrs import Card, Scheduler
+from stored import open_reviews
 
 from memq.shared.db.conversations import lock_conversation
 from memq.shared.db.episodes import EpisodeRow, check_stored, store_episode
-from memq.shared.db.reviews import open_reviews
 from memq.shared.errors import ValidationError
 from memq.shared.retrieval import legs
 from memq.shared.retrieval.render import GAP, gap_count
@@ -947,9 +947,16 @@ def test_detail_levels_and_budgets(db, settings, tenant):
 
     auto = run("auto", 16_000)
     key_moment = ids[5]
+    opened_by_a_message = []
     for rec in auto.records:
-        full = rec["rank"] <= settings.auto_detail_rank or rec["id"] == key_moment
+        hit = next(h for h in auto.hits if h.id == rec["id"])
+        # an episode holding one of the best message matches of the search shows its messages too
+        best_match = any(0 < r <= settings.auto_detail_rank for m in hit.messages for r in m.ranks.values())
+        full = rec["rank"] <= settings.auto_detail_rank or rec["id"] == key_moment or best_match
         assert len(rec["messages"]) == (12 if full else 0), rec["rank"]
+        if best_match and not (rec["rank"] <= settings.auto_detail_rank or rec["id"] == key_moment):
+            opened_by_a_message.append(rec["rank"])
+    assert opened_by_a_message  # this corpus has one: the rule is exercised, not only allowed
     assert "· key moment" in auto.text
 
 

@@ -7,6 +7,7 @@ a message never below its own episode's header)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -114,8 +115,10 @@ def hit_lists(draw) -> list[EpisodeHit]:
     for rank, final in enumerate(finals, start=1):
         raw = draw(st.lists(_message, max_size=12, unique_by=lambda m: m[0]))
         start = NOW - timedelta(days=draw(st.integers(-2, 4000)), minutes=draw(st.integers(0, 1440)))
+        leg_ranks = st.dictionaries(st.sampled_from(["vector", "lexical"]), st.integers(1, 40), max_size=2)
         views = [
-            MessageView(seq=s, role=r, speaker=None, content=c, ts=start, relevance=rel) for s, c, rel, r in sorted(raw)
+            MessageView(seq=s, role=r, speaker=None, content=c, ts=start, relevance=rel, ranks=draw(leg_ranks))
+            for s, c, rel, r in sorted(raw)
         ]
         hits.append(
             EpisodeHit(
@@ -157,7 +160,8 @@ def test_the_budget_is_never_exceeded(hits, detail, max_tokens, query, low, summ
     for s in chosen:
         assert {m.seq for m in s.shown} <= {m.seq for m in s.hit.messages}
         cap = allowed.get(detail, len(s.hit.messages))
-        if detail == "auto" and not (s.hit.rank <= 2 or s.hit.surprise >= 0.7):
+        best_match = any(0 < r <= 2 for m in s.hit.messages for r in m.ranks.values())
+        if detail == "auto" and not (s.hit.rank <= 2 or s.hit.surprise >= 0.7 or best_match):
             cap = 0
         assert len(s.shown) <= cap
 
@@ -244,6 +248,17 @@ def test_auto_is_high_for_the_top_ranks_and_key_moments_and_none_for_the_rest():
     chosen, out = run(hits, "auto", auto_rank=2, key_moment_surprise=0.7)
     assert shown(chosen) == {"e1": list(range(10)), "e2": list(range(10)), "e3": [], "e4": list(range(10)), "e5": []}
     assert "· key moment" in out.split("\n\n")[3].splitlines()[0]
+
+
+def test_auto_opens_the_episode_holding_one_of_the_best_message_matches():
+    # re-ranking (FSRS, time) put the episode whose message matched best at rank 4: its
+    # message is shown; an episode whose best message ranked 3rd stays a summary
+    holder, other = episode(4), episode(5)
+    holder.messages[6] = replace(holder.messages[6], ranks={"vector": 1, "lexical": 4})
+    other.messages[2] = replace(other.messages[2], ranks={"lexical": 3})
+    chosen, _ = run([episode(1), episode(2), episode(3), holder, other], "auto", auto_rank=2)
+    assert shown(chosen)["e4"] and 6 in shown(chosen)["e4"]
+    assert shown(chosen)["e3"] == [] and shown(chosen)["e5"] == []
 
 
 def test_summary_is_shortened_above_messages_and_whole_without_them():
