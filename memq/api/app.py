@@ -1,7 +1,8 @@
 """The HTTP service: ``create_app()`` for uvicorn (``memq api``), OpenAPI at
-``/openapi.json`` and interactive docs at ``/docs``. Versioned paths under ``/v1``;
-every route but the health checks needs a bearer key (``auth.py``); the MCP server
-(streamable HTTP, stateless, JSON answers) is at ``/mcp`` behind the same keys."""
+``/openapi.json`` and interactive docs at ``/docs`` and ``/redoc`` (``docs.py``: assets
+served locally). Versioned paths under ``/v1``; every route but the health checks needs a
+bearer key (``auth.py``); the MCP server (streamable HTTP, stateless, JSON answers) is at
+``/mcp`` behind the same keys."""
 
 from __future__ import annotations
 
@@ -9,21 +10,25 @@ import json
 from contextlib import asynccontextmanager
 
 import anyio
+import structlog
 from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
 
 from memq import version
-from memq.api import errors
+from memq.api import docs, errors
 from memq.api.auth import UNAUTHORIZED, tenant_for
 from memq.api.limits import BodyLimit
+from memq.api.models import ERRORS
 from memq.api.request_log import RequestLog
 from memq.api.routes import conversations, facts, health, memory, messages, metrics
 from memq.api.services import Services
+from memq.producer.client import NO_WORKER
 from memq.shared.settings import Settings, get_settings
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
+log = structlog.get_logger("memq.api")
 
 
 def create_app(settings: Settings | None = None, services: Services | None = None) -> FastAPI:
@@ -47,6 +52,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         own = services is None
         svc = services if services is not None else await anyio.to_thread.run_sync(Services.start, settings)
         holder["services"] = app.state.services = svc
+        if not await anyio.to_thread.run_sync(lambda: svc.producer.worker_answers(timeout=1.0)):
+            log.warning("no_worker", hint=NO_WORKER)  # accepted messages wait until one runs
         try:
             async with mcp.session_manager.run():
                 yield
@@ -58,6 +65,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         title="memq",
         version=version(),
         lifespan=lifespan,
+        docs_url=None,  # served by memq.api.docs, with local assets
+        redoc_url=None,
         description="Long-term memory for LLM agents: add conversation messages, retrieve what matters, load the "
         "context of a new session, forget a conversation. Every route under /v1 needs "
         "`Authorization: Bearer <key>` (`memq keys create --tenant T`); the MCP server is at /mcp.",
@@ -65,8 +74,10 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     if services is not None:  # usable before the lifespan runs (schemathesis' ASGI client does not run it)
         holder["services"] = app.state.services = services
     errors.install(app)
-    for module in (messages, memory, conversations, facts, health, metrics):
-        app.include_router(module.router)
+    docs.install(app)
+    for module in (messages, memory, conversations, facts, metrics):
+        app.include_router(module.router, responses=ERRORS)  # what every error looks like (errors.py)
+    app.include_router(health.router)
     app.router.routes.append(
         Route(
             "/mcp",

@@ -1,6 +1,11 @@
 """Every error the API answers is JSON ``{"error": {"type", "message", "field"}}`` with a
 4xx or 503 status; input is never answered with a 500. ``field`` names the offending
-field (``messages[2].timestamp``, ``query``) when there is one."""
+field (``messages[2].timestamp``, ``query``) when there is one.
+
+A body that is not a JSON object at all says what to send instead of pydantic's "Input
+should be a valid dictionary": 415 when it is not sent as JSON (no ``content-type:
+application/json``), 400 when it is JSON but not an object (a list, a string, null) or
+when it is missing."""
 
 from __future__ import annotations
 
@@ -12,6 +17,7 @@ import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memq.shared.errors import BatchIncomplete, BatchRejected, Busy, NotFound, ServiceError, ValidationError
@@ -51,12 +57,53 @@ def _loc(loc: tuple) -> str | None:
     return out or None
 
 
+_NOT_AN_OBJECT = {"model_attributes_type", "model_type", "dict_type"}
+_JSON_KINDS = {list: "an array", str: "a string", bool: "true or false", int: "a number", float: "a number"}
+
+
+def _whole_body(found: list[Any]) -> bool:
+    """The errors are about the body as a whole (not an object, or absent), not a field of it."""
+    return bool(found) and all(
+        tuple(e.get("loc", ()))[:1] == ("body",)
+        and all(part in _BODY_MODELS for part in tuple(e["loc"])[1:])
+        and e.get("type") in (_NOT_AN_OBJECT | {"missing"})
+        for e in found
+    )
+
+
+def _send_instead(request: Request) -> str:
+    route = request.scope.get("route")
+    docs = f"{request.scope.get('root_path', '').rstrip('/')}/docs"
+    if isinstance(route, APIRoute) and route.tags:  # Swagger UI's deep link to the operation
+        docs += f"#/{route.tags[0]}/{route.unique_id}"
+    return f"send a JSON object with content-type: application/json; see {docs} for this endpoint's body"
+
+
+def _body_error(request: Request, found: list[Any], body: Any) -> JSONResponse | None:
+    if not _whole_body(found):
+        return None
+    instead = _send_instead(request)
+    if isinstance(body, bytes | bytearray):  # what FastAPI hands on when the content type is not JSON
+        sent = request.headers.get("content-type")
+        what = f"content-type: {sent[:100]}" if sent else "no content-type"
+        return error(415, "unsupported_media_type", f"the body was sent with {what}: {instead}")
+    if any(e.get("type") == "missing" for e in found):
+        return error(400, "validation", f"the body is missing: {instead}")
+    kind = "null" if body is None else _JSON_KINDS.get(type(body), "not an object")
+    if isinstance(body, list) and any("MessagesIn" in e.get("loc", ()) for e in found):
+        instead += '; a batch is {"messages": [...]}'
+    return error(400, "validation", f"the body is {kind}, not a JSON object: {instead}")
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
         found = list(exc.errors())
-        # a body that is one message or {"messages": [...]}: report the errors of the form it has
         body = getattr(exc, "body", None)
+        shape = _body_error(request, found, body)
+        if shape is not None:
+            return shape
+        # a body that is one message or {"messages": [...]}: report the errors of the form it has
         form = "MessagesIn" if isinstance(body, dict) and "messages" in body else "MessageIn"
         found.sort(key=lambda e: 0 if form in e.get("loc", ()) else 1)
         first = found[0] if found else {"loc": (), "msg": "invalid request"}
@@ -115,6 +162,7 @@ def install(app: FastAPI) -> None:
             404: "not_found",
             405: "method_not_allowed",
             413: "request_too_large",
+            415: "unsupported_media_type",
         }
         return error(
             exc.status_code,

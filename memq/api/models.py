@@ -1,7 +1,13 @@
 """Request and response bodies, for validation of shapes and types and for the OpenAPI
 document. What the values may be (lengths, characters, time ranges, budgets) is checked
 by the same code as the library's (``producer/validation.py``,
-``shared/retrieval/request.py``), so HTTP and Python callers meet the same rules."""
+``shared/retrieval/request.py``), so HTTP and Python callers meet the same rules.
+
+Every JSON answer has a model here (the route's ``response_model``). The models of what the
+library renders as JSON (``RetrievalResult.to_json()``, ``RecentResult.records``, the
+manifest's and the session context's ``to_json()``, ``Fact.to_json()``) declare its keys
+in its order with its types, so the answer is the library's JSON unchanged
+(``tests/integration/api/test_memory_chain.py`` compares them)."""
 
 from __future__ import annotations
 
@@ -50,6 +56,11 @@ class MessagesOut(BaseModel):
 class FlushOut(BaseModel):
     conversation_id: str
     flushed: bool = Field(description="False when nothing was waiting.")
+    warning: str | None = Field(
+        default=None,
+        description="Set when something was flushed but no worker answered a ping: the messages are kept, "
+        "and no episode is made until a worker runs.",
+    )
 
 
 class TimeRangeIn(Strict):
@@ -121,6 +132,33 @@ class ForgetOut(BaseModel):
     messages: int
 
 
+class ErrorDetailOut(BaseModel):
+    type: str = Field(description="validation, unauthorized, not_found, rejected, unsupported_media_type, busy, ...")
+    message: str
+    field: str | None = Field(description="The offending field (`messages[2].timestamp`), when there is one.")
+    results: list[AddResultOut] | None = Field(
+        default=None, description="Per message, with a refused or incomplete batch (409, 503)."
+    )
+
+
+class ErrorOut(BaseModel):
+    error: ErrorDetailOut
+
+
+ERRORS: dict[int | str, dict[str, Any]] = {
+    "4XX": {
+        "model": ErrorOut,
+        "description": "400 bad input (naming the field), 401 a missing or wrong key, 404, 409, 413 too large, "
+        "415 a body not sent as JSON",
+    },
+    503: {"model": ErrorOut, "description": "Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After)"},
+}
+
+
+class HealthOut(BaseModel):
+    status: Literal["ok"]
+
+
 class Check(BaseModel):
     ok: bool
     detail: str | None = None
@@ -129,3 +167,197 @@ class Check(BaseModel):
 class ReadyOut(BaseModel):
     ready: bool
     checks: dict[str, Check]
+
+
+# --- facts (``Fact.to_json()``, ``fact_record()``, ``fact_history()``) ----------------------
+
+
+class FactOut(BaseModel):
+    id: str
+    conversation_id: str
+    category: str = Field(
+        description="identity, preference, interest, personality, relationship, experience, goal or guideline"
+    )
+    content: str
+    valid_at: str | None
+    invalid_at: str | None
+    created_at: str
+    expired_at: str | None = Field(description="When the fact was retired (superseded or invalidated).")
+    superseded_by: str | None
+    source_episode_ids: list[str]
+    reinforcements: int
+    last_reinforced_at: str | None
+    active: bool
+
+
+class FactScoresOut(BaseModel):
+    model_config = ConfigDict(extra="allow")  # a rank per fact leg that found it: vector, lexical
+
+    rrf: float
+    vector: int | None = Field(default=None, description="Rank in the vector leg; absent when it did not find it.")
+    lexical: int | None = Field(default=None, description="Rank in the lexical leg; absent when it did not find it.")
+
+
+class ScoredFactOut(FactOut):
+    scores: FactScoresOut
+
+
+class ConversationFactsOut(BaseModel):
+    conversation_id: str
+    facts: list[FactOut]
+
+
+class FactSearchOut(BaseModel):
+    query: str
+    facts: list[ScoredFactOut]
+
+
+class FactChangeOut(BaseModel):
+    action: Literal["created", "reinforced", "superseded", "invalidated"]
+    at: str
+    run_id: str
+    episode_ids: list[str]
+    detail: dict[str, Any]
+
+
+class FactHistoryOut(BaseModel):
+    fact: FactOut
+    history: list[FactChangeOut] = Field(description="Every change, oldest first.")
+
+
+# --- retrieval (``RetrievalResult.to_json()``, ``hit_record()``) -----------------------------
+
+
+class MemoryScoresOut(BaseModel):
+    lexical_rank: int | None
+    vector_rank: int | None
+    message_lexical_rank: int | None
+    message_vector_rank: int | None
+    rrf: float
+    retrievability: float
+    time_boost: float
+    final: float
+
+
+class MemoryMessageOut(BaseModel):
+    seq: int
+    role: str
+    speaker: str | None
+    content: str
+    timestamp: str
+    relevance: float
+    vector_rank: int | None
+    lexical_rank: int | None
+    speaker_named: bool
+
+
+class MemoryOut(BaseModel):
+    id: str
+    conversation_id: str
+    rank: int
+    title: str
+    summary: str
+    summary_source: str
+    start_at: str
+    end_at: str
+    surprise: float
+    message_count: int
+    scores: MemoryScoresOut
+    summary_shown: bool
+    messages: list[MemoryMessageOut] = Field(description="The messages shown, in order.")
+
+
+class TimeRangeOut(BaseModel):
+    start: str | None
+    end: str | None
+
+
+class NamedTimeOut(BaseModel):
+    phrase: str
+    start: str | None
+    end: str | None
+
+
+class RetrieveOut(BaseModel):
+    query: str
+    tenant: str
+    conversation_ids: list[str] | None = Field(description="null: every conversation of the tenant.")
+    detail: str
+    limit: int
+    max_tokens: int
+    now: str
+    time_range: TimeRangeOut | None
+    named_time: NamedTimeOut | None = Field(description="A time the query names, which boosts episodes in it.")
+    participants_named: list[str]
+    asked_in: str | None
+    tokens: int
+    facts: list[ScoredFactOut]
+    memories: list[MemoryOut] = Field(description="Best first, with every score.")
+    text: str = Field(description="The markdown (what format=markdown answers).")
+    timings_ms: dict[str, float]
+
+
+class RecentOut(BaseModel):
+    conversation_id: str
+    tokens: int
+    text: str = Field(description="The markdown (what format=markdown answers).")
+    memories: list[MemoryOut] = Field(description="Newest first.")
+
+
+# --- the manifest and the session context (``shared/context``) ----------------------------
+
+
+class ManifestSegmentOut(BaseModel):
+    id: str | None = Field(description="null for the open segment (not yet an episode).")
+    title: str
+    status: Literal["active", "collapsed"]
+    start_at: str
+    end_at: str
+    message_count: int
+    tools_used: list[str]
+
+
+class ManifestGroupOut(BaseModel):
+    label: str = Field(examples=["Today"])
+    date: str
+    segments: list[ManifestSegmentOut]
+
+
+class ManifestOut(BaseModel):
+    conversation_id: str
+    generated_at: str
+    timezone: str
+    total_episodes: int
+    groups: list[ManifestGroupOut] = Field(description="By day, newest first.")
+    text: str = Field(description="The markdown tree (what format=markdown answers).")
+    cached: bool
+
+
+class ContextSummaryOut(BaseModel):
+    id: str
+    title: str
+    summary: str
+    start_at: str
+    end_at: str
+    message_count: int
+
+
+class SaidOut(BaseModel):
+    role: str
+    speaker: str | None
+    content: str
+    timestamp: str
+
+
+class ContextOut(BaseModel):
+    conversation_id: str
+    timezone: str
+    total_episodes: int
+    summaries: list[ContextSummaryOut] = Field(description="The latest episode summaries, oldest first.")
+    facts: list[str]
+    continuity: list[SaidOut] = Field(description="The last messages before the open segment.")
+    gap_seconds: int | None
+    open_segment: list[SaidOut] = Field(description="Messages not yet in an episode.")
+    left_out: dict[str, int] = Field(description="What the budget did not hold, per part.")
+    tokens: int
+    text: str = Field(description="The markdown (what format=markdown answers).")

@@ -52,6 +52,8 @@ def route_template(scope: dict[str, Any]) -> str:
     path = getattr(route, "path", None)
     if isinstance(path, str):
         return path
-    if str(scope.get("path", "")).startswith("/mcp"):
-        return "/mcp"
+    requested = str(scope.get("path", ""))
+    for mounted in ("/mcp", "/docs/assets"):  # not routes FastAPI names in the scope
+        if requested.startswith(mounted):
+            return mounted
     return "(unmatched)"

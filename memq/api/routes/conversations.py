@@ -5,13 +5,13 @@ does not exist: empty lists, an empty manifest, nothing to forget."""
 from __future__ import annotations
 
 from dataclasses import asdict
-from typing import Any, Literal
+from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query
-from fastapi.responses import PlainTextResponse, Response
 
 from memq.api.auth import caller, services
-from memq.api.models import EpisodeOut, EpisodesOut, ForgetOut
+from memq.api.formats import JSON_BY_DEFAULT, Format, markdown, markdown_or_json
+from memq.api.models import ContextOut, EpisodeOut, EpisodesOut, ErrorOut, ForgetOut, ManifestOut
 from memq.api.services import Services
 from memq.shared.context.service import manifest as read_manifest
 from memq.shared.context.service import session_context as read_session_context
@@ -21,16 +21,6 @@ from memq.shared.ids import check_conversation_id
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 ConversationId = Path(description="1-128 letters, digits, '.', '_', ':', '-', starting with a letter or digit")
-Format = Query("json", alias="format", description="json (with the markdown in `text`) or markdown")
-MARKDOWN_OR_JSON: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"application/json": {}, "text/markdown": {"schema": {"type": "string"}}}}
-}
-
-
-def _answer(data: dict[str, Any], text: str, fmt: str) -> Response | dict[str, Any]:
-    if fmt == "markdown":
-        return PlainTextResponse(text, media_type="text/markdown; charset=utf-8")
-    return data
 
 
 @router.get(
@@ -52,13 +42,16 @@ def episodes(
 
 
 @router.get(
-    "/{conversation_id}/manifest", responses=MARKDOWN_OR_JSON, summary="The manifest: episodes by relative date"
+    "/{conversation_id}/manifest",
+    response_model=ManifestOut,
+    responses=markdown_or_json("JSON (the default, with the markdown tree in `text`), or `format=markdown`"),
+    summary="The manifest: episodes by relative date",
 )
 def manifest(
     conversation_id: str = ConversationId,
     depth: int | None = Query(None, description="default MEMQ_MANIFEST_DEPTH"),
     tz: str | None = Query(None, alias="timezone", description="IANA name, default UTC"),
-    fmt: Literal["json", "markdown"] = Format,
+    fmt: Format = JSON_BY_DEFAULT,
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
 ) -> Any:
@@ -66,17 +59,22 @@ def manifest(
         result = read_manifest(
             conversation_id, tenant=tenant, depth=depth, tz=tz, settings=svc.settings, conn=conn, client=svc.redis
         )
-    return _answer(result.to_json(), result.text, fmt)
+    return markdown(result.text) if fmt == "markdown" else result.to_json()
 
 
-@router.get("/{conversation_id}/context", responses=MARKDOWN_OR_JSON, summary="What to put at the top of a new session")
+@router.get(
+    "/{conversation_id}/context",
+    response_model=ContextOut,
+    responses=markdown_or_json("JSON (the default, with the markdown in `text`), or `format=markdown`"),
+    summary="What to put at the top of a new session",
+)
 def context(
     conversation_id: str = ConversationId,
     max_tokens: int | None = Query(None, description="default MEMQ_SESSION_MAX_TOKENS"),
     summaries: int | None = Query(None, description="episode summaries (default MEMQ_SESSION_SUMMARY_COUNT)"),
     continuity: int | None = Query(None, description="messages before the open segment"),
     tz: str | None = Query(None, alias="timezone", description="IANA name, default UTC"),
-    fmt: Literal["json", "markdown"] = Format,
+    fmt: Format = JSON_BY_DEFAULT,
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
 ) -> Any:
@@ -95,14 +93,14 @@ def context(
             conn=conn,
             client=svc.redis,
         )
-    return _answer(result.to_json(), result.text, fmt)
+    return markdown(result.text) if fmt == "markdown" else result.to_json()
 
 
 @router.delete(
     "/{conversation_id}",
     response_model=ForgetOut,
     summary="Forget the conversation: every trace of it",
-    responses={503: {"description": "a worker is processing it; try again"}},
+    responses={503: {"model": ErrorOut, "description": "a worker is processing it; try again"}},
 )
 def forget(
     conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)

@@ -9,7 +9,7 @@ from typing import Any
 from fastapi import APIRouter, Depends, Path, Query
 
 from memq.api.auth import caller, services
-from memq.api.models import FactSearchIn
+from memq.api.models import ConversationFactsOut, FactHistoryOut, FactSearchIn, FactSearchOut
 from memq.api.services import Services
 from memq.shared.db.facts import fact_history, get_fact, list_facts
 from memq.shared.errors import NotFound, ValidationError
@@ -21,7 +21,9 @@ router = APIRouter(tags=["facts"])
 
 
 @router.get(
-    "/v1/conversations/{conversation_id}/facts", summary="The conversation's facts (active, or all with retired)"
+    "/v1/conversations/{conversation_id}/facts",
+    response_model=ConversationFactsOut,
+    summary="The conversation's facts (active, or all with retired)",
 )
 def conversation_facts(
     conversation_id: str = Path(...),
@@ -35,7 +37,13 @@ def conversation_facts(
     return {"conversation_id": conversation_id, "facts": [f.to_json() for f in facts]}
 
 
-@router.post("/v1/facts/search", summary="Active facts most relevant to a query (hybrid search)")
+# response_model_exclude_unset: a fact's scores name only the legs that found it, as the library's JSON does
+@router.post(
+    "/v1/facts/search",
+    response_model=FactSearchOut,
+    response_model_exclude_unset=True,
+    summary="Active facts most relevant to a query (hybrid search)",
+)
 def facts_search(
     body: FactSearchIn, tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> dict[str, Any]:
@@ -52,7 +60,7 @@ def facts_search(
     return {"query": query, "facts": [fact_record(f, score, ranks) for f, score, ranks in found]}
 
 
-@router.get("/v1/facts/{fact_id}/history", summary="A fact and every change to it")
+@router.get("/v1/facts/{fact_id}/history", response_model=FactHistoryOut, summary="A fact and every change to it")
 def history(
     fact_id: str = Path(...), tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> dict[str, Any]:

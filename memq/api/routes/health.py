@@ -10,15 +10,15 @@ from fastapi import APIRouter, Depends
 from fastapi.responses import JSONResponse
 
 from memq.api.auth import services
-from memq.api.models import Check, ReadyOut
+from memq.api.models import Check, HealthOut, ReadyOut
 from memq.api.services import Services
 
 router = APIRouter(tags=["health"])
 
 
-@router.get("/healthz", summary="The process is up")
-def healthz() -> dict[str, str]:
-    return {"status": "ok"}
+@router.get("/healthz", response_model=HealthOut, summary="The process is up")
+def healthz() -> HealthOut:
+    return HealthOut(status="ok")
 
 
 @router.get(

@@ -1,22 +1,20 @@
 """Retrieval (Plast Mem's retrieve_memory and recent_memory): markdown for an LLM's tool
-result, and ``/raw`` with every score."""
+result by default, ``?format=json`` with every score. ``/retrieve/raw`` and ``/recent/raw``
+are deprecated aliases of ``?format=json`` (``memq.api.formats``)."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends
-from fastapi.responses import PlainTextResponse
+from fastapi import APIRouter, Depends, Request, Response
 
 from memq.api.auth import caller, services
-from memq.api.models import RecentIn, RetrieveIn
+from memq.api.formats import MARKDOWN_BY_DEFAULT, Format, deprecated_alias, markdown, markdown_or_json
+from memq.api.models import RecentIn, RecentOut, RetrieveIn, RetrieveOut
 from memq.api.services import Services
 from memq.shared.retrieval.service import RecentResult, RetrievalResult, recent_memory, retrieve_memory
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"])
-MARKDOWN: dict[int | str, dict[str, Any]] = {
-    200: {"content": {"text/markdown": {"schema": {"type": "string"}}}, "description": "markdown"}
-}
 
 
 def _retrieve(body: RetrieveIn, tenant: str, svc: Services) -> RetrievalResult:
@@ -53,26 +51,86 @@ def _recent(body: RecentIn, tenant: str, svc: Services) -> RecentResult:
         )
 
 
+def _recent_json(body: RecentIn, result: RecentResult) -> dict[str, Any]:
+    return {
+        "conversation_id": body.conversation_id,
+        "tokens": result.tokens,
+        "text": result.text,
+        "memories": result.records,
+    }
+
+
+# response_model_exclude_unset: the answer has exactly the keys the library's JSON has (a
+# fact's scores name only the legs that found it)
 @router.post(
-    "/retrieve", response_class=PlainTextResponse, responses=MARKDOWN, summary="What memq remembers (markdown)"
+    "/retrieve",
+    response_model=RetrieveOut,
+    response_model_exclude_unset=True,
+    responses=markdown_or_json("markdown (the default), or `format=json`: the same with every score"),
+    summary="What memq remembers (markdown, or JSON with every score)",
 )
-def retrieve(body: RetrieveIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> PlainTextResponse:
+def retrieve(
+    body: RetrieveIn,
+    fmt: Format = MARKDOWN_BY_DEFAULT,
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
+) -> Any:
     """Hybrid lexical + vector search over episodes and their messages, fused by RRF and
     re-ranked by FSRS retrievability, within ``max_tokens``."""
-    return PlainTextResponse(_retrieve(body, tenant, svc).text, media_type="text/markdown; charset=utf-8")
+    result = _retrieve(body, tenant, svc)
+    return markdown(result.text) if fmt == "markdown" else result.to_json()
 
 
-@router.post("/retrieve/raw", summary="The same as JSON, with every score")
-def retrieve_raw(body: RetrieveIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+@router.post(
+    "/retrieve/raw",
+    response_model=RetrieveOut,
+    response_model_exclude_unset=True,
+    deprecated=True,
+    summary="Deprecated: use POST /v1/memory/retrieve?format=json",
+)
+def retrieve_raw(
+    body: RetrieveIn,
+    request: Request,
+    response: Response,
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
+) -> Any:
+    """The same as ``POST /v1/memory/retrieve?format=json``; answered with ``Deprecation:
+    true`` and a ``Link`` to it. Removed in the next release."""
+    deprecated_alias(request, response, "/v1/memory/retrieve?format=json")
     return _retrieve(body, tenant, svc).to_json()
 
 
-@router.post("/recent", response_class=PlainTextResponse, responses=MARKDOWN, summary="The latest episodes (markdown)")
-def recent(body: RecentIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> PlainTextResponse:
-    return PlainTextResponse(_recent(body, tenant, svc).text, media_type="text/markdown; charset=utf-8")
+@router.post(
+    "/recent",
+    response_model=RecentOut,
+    responses=markdown_or_json("markdown (the default), or `format=json`"),
+    summary="The latest episodes (markdown, or JSON)",
+)
+def recent(
+    body: RecentIn,
+    fmt: Format = MARKDOWN_BY_DEFAULT,
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
+) -> Any:
+    result = _recent(body, tenant, svc)
+    return markdown(result.text) if fmt == "markdown" else _recent_json(body, result)
 
 
-@router.post("/recent/raw", summary="The latest episodes as JSON")
-def recent_raw(body: RecentIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
-    r = _recent(body, tenant, svc)
-    return {"conversation_id": body.conversation_id, "tokens": r.tokens, "text": r.text, "memories": r.records}
+@router.post(
+    "/recent/raw",
+    response_model=RecentOut,
+    deprecated=True,
+    summary="Deprecated: use POST /v1/memory/recent?format=json",
+)
+def recent_raw(
+    body: RecentIn,
+    request: Request,
+    response: Response,
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
+) -> Any:
+    """The same as ``POST /v1/memory/recent?format=json``; answered with ``Deprecation:
+    true`` and a ``Link`` to it. Removed in the next release."""
+    deprecated_alias(request, response, "/v1/memory/recent?format=json")
+    return _recent_json(body, _recent(body, tenant, svc))

@@ -7,8 +7,9 @@ from __future__ import annotations
 from fastapi import APIRouter, Depends, Path
 
 from memq.api.auth import caller, services
-from memq.api.models import FlushOut, MessageIn, MessagesIn, MessagesOut
+from memq.api.models import ErrorOut, FlushOut, MessageIn, MessagesIn, MessagesOut
 from memq.api.services import Services
+from memq.producer.client import NO_WORKER
 from memq.shared.errors import ValidationError
 from memq.shared.ids import check_conversation_id
 
@@ -23,10 +24,10 @@ ConversationId = Path(description="1-128 letters, digits, '.', '_', ':', '-', st
     response_model=MessagesOut,
     summary="Add one message or a batch to a conversation",
     responses={
-        400: {"description": "invalid input; nothing was written"},
-        409: {"description": "out of order under MEMQ_OUT_OF_ORDER_POLICY=reject; nothing written"},
-        413: {"description": "body too large"},
-        503: {"description": "Redis failed; see results"},
+        400: {"model": ErrorOut, "description": "invalid input; nothing was written"},
+        409: {"model": ErrorOut, "description": "out of order under MEMQ_OUT_OF_ORDER_POLICY=reject; nothing written"},
+        413: {"model": ErrorOut, "description": "body too large"},
+        503: {"model": ErrorOut, "description": "Redis failed; see results"},
     },
 )
 def add_messages(
@@ -61,4 +62,6 @@ def add_messages(
 def flush(
     conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> FlushOut:
-    return FlushOut(conversation_id=conversation_id, flushed=svc.producer.flush(conversation_id, tenant=tenant))
+    flushed = svc.producer.flush(conversation_id, tenant=tenant)
+    warning = NO_WORKER if flushed and not svc.producer.worker_answers() else None
+    return FlushOut(conversation_id=conversation_id, flushed=flushed, warning=warning)

@@ -74,8 +74,10 @@ hostile_text = st.text(st.characters(codec="utf-8"), max_size=400) | st.sampled_
 )
 POSTS = [
     "/v1/memory/retrieve",
+    "/v1/memory/retrieve?format=json",
     "/v1/memory/retrieve/raw",
     "/v1/memory/recent",
+    "/v1/memory/recent?format=json",
     "/v1/memory/recent/raw",
     "/v1/conversations/fuzz/messages",
 ]

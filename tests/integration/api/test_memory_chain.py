@@ -5,6 +5,7 @@ context and over the API, scoped to the tenant."""
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from datetime import UTC, datetime, timedelta
@@ -53,6 +54,79 @@ def route(request: dict):
             ]
         }
     raise AssertionError(f"unexpected request {name}")
+
+
+def shape(value):
+    """The JSON types at every node (an int that became a float changes the bytes)."""
+    if isinstance(value, dict):
+        return {k: shape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [shape(v) for v in value]
+    return type(value).__name__
+
+
+def as_sent(answer) -> str:
+    return json.dumps(answer.json(), sort_keys=True)
+
+
+def as_library(value) -> str:
+    return json.dumps(json.loads(json.dumps(value)), sort_keys=True)
+
+
+def same_json_as_the_library(client, auth, db, settings, tenant, conv, fact_id):
+    """The typed answers (response models) are the library's JSON, key for key and type for
+    type: what the routes returned before they had models."""
+    from memq.shared.context.service import manifest, session_context
+    from memq.shared.db.facts import fact_history, get_fact, list_facts
+    from memq.shared.retrieval.facts import find_facts
+    from memq.shared.retrieval.facts_section import fact_record
+    from memq.shared.retrieval.service import recent_memory, retrieve_memory
+
+    now = (T0 + timedelta(days=1)).isoformat()
+    ask = {"query": "Ana's dog and the cello", "conversation_id": conv, "detail": "high", "now": now, "record": False}
+    for path in ("/v1/memory/retrieve?format=json", "/v1/memory/retrieve/raw"):
+        answer = client.post(path, headers=auth, json=ask)
+        library = retrieve_memory(
+            ask["query"],
+            tenant=tenant,
+            conversation_id=conv,
+            detail="high",
+            now=now,
+            settings=settings,
+            conn=db,
+            record=False,
+        ).to_json()
+        assert library["facts"] and library["memories"] and library["memories"][0]["messages"], library
+        del library["timings_ms"]  # measured per call (and whether the model loaded): only the types compare
+        assert as_sent(answer) == as_library({**library, "timings_ms": answer.json()["timings_ms"]})
+        assert answer.json()["timings_ms"] and {shape(v) for v in answer.json()["timings_ms"].values()} == {"float"}
+
+    recent = recent_memory(conv, tenant=tenant, days=30, now=now, settings=settings, conn=db)
+    expected = {"conversation_id": conv, "tokens": recent.tokens, "text": recent.text, "memories": recent.records}
+    for path in ("/v1/memory/recent?format=json", "/v1/memory/recent/raw"):
+        answer = client.post(path, headers=auth, json={"conversation_id": conv, "days": 30, "now": now})
+        assert as_sent(answer) == as_library(expected)
+
+    url = f"/v1/conversations/{conv}"
+    assert shape(client.get(f"{url}/manifest", headers=auth).json()) == shape(
+        manifest(conv, tenant=tenant, settings=settings, conn=db).to_json()
+    )
+    assert shape(client.get(f"{url}/context", headers=auth).json()) == shape(
+        session_context(conv, tenant=tenant, settings=settings, conn=db).to_json()
+    )
+    assert as_sent(client.get(f"{url}/facts", headers=auth)) == as_library(
+        {"conversation_id": conv, "facts": [f.to_json() for f in list_facts(db, tenant, conv)]}
+    )
+    query, found = find_facts("musical instrument", tenant=tenant, settings=settings, conn=db, conversation_id=conv)
+    searched = client.post(
+        "/v1/facts/search", headers=auth, json={"query": "musical instrument", "conversation_id": conv}
+    )
+    assert as_sent(searched) == as_library({"query": query, "facts": [fact_record(f, s, r) for f, s, r in found]})
+    fact = get_fact(db, tenant, fact_id)
+    assert fact is not None
+    assert as_sent(client.get(f"/v1/facts/{fact_id}/history", headers=auth)) == as_library(
+        {"fact": fact.to_json(), "history": fact_history(db, tenant, fact_id)}
+    )
 
 
 @pytest.fixture
@@ -137,6 +211,7 @@ def test_messages_to_facts_through_the_worker(
     assert found["facts"][0]["content"] == "Ana plays the cello in an orchestra."
     history = client.get(f"/v1/facts/{facts[0]['id']}/history", headers=auth).json()
     assert history["history"][0]["action"] == "created"
+    same_json_as_the_library(client, auth, db, settings, tenant, conv, facts[0]["id"])
 
     _, theirs = stranger  # another tenant sees none of it
     assert client.get(f"{url}/facts", headers=theirs).json()["facts"] == []
