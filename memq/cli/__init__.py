@@ -122,6 +122,30 @@ class _Group(click.Group):
         except MemqError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(2)
+        except Exception as exc:
+            down = service_down(exc)
+            if down is None:
+                raise
+            click.secho(f"error: {down}", fg="red", err=True)
+            sys.exit(1)
+
+
+def service_down(exc: BaseException) -> str | None:
+    """What to tell the user when Redis or PostgreSQL does not answer (None: another error)."""
+    import redis
+
+    first_line = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
+    if isinstance(exc, (redis.exceptions.ConnectionError, redis.exceptions.TimeoutError)):
+        return (
+            f"Redis does not answer ({first_line}): start it with `memq services up` (development) "
+            "or check REDIS_URL / MEMQ_MAILBOX_REDIS_URL"
+        )
+    if any(c.__module__.startswith("psycopg") and c.__name__ == "OperationalError" for c in type(exc).__mro__):
+        return (
+            f"PostgreSQL does not answer ({first_line}): start it with `memq services up` (development) "
+            "or check DATABASE_URL"
+        )
+    return None
 
 
 @click.group(cls=_Group)
