@@ -35,7 +35,7 @@ from memq.shared.errors import BatchIncomplete, BatchRejected, ValidationError
 from memq.shared.ids import check_tenant
 from memq.shared.mailbox.codec import encode_payload, to_micros
 from memq.shared.mailbox.keys import ConversationKeys, conversation_keys
-from memq.shared.mailbox.scripts import Scripts, queue
+from memq.shared.mailbox.scripts import Scripts, run_queued
 from memq.shared.mailbox.status import ConversationStatus, conversation_status
 from memq.shared.settings import Settings, get_settings
 
@@ -134,9 +134,9 @@ class Producer:
         for index, msg in enumerate(valid):
             groups.setdefault((msg.tenant, msg.conversation_id), []).append(index)
 
-        pipe = self.redis.pipeline(transaction=False)
         order = list(groups)
         window_ms = int(self.settings.dedup_ttl_days * 86_400_000)
+        calls: list[tuple[list[str], list[Any]]] = []
         for tenant_id, conv in order:
             keys = conversation_keys(self.settings, tenant_id, conv)
             args: list[Any] = [self.settings.out_of_order_policy, window_ms, keys.member]
@@ -145,14 +145,9 @@ class Producer:
                 sent_us = to_micros(msg.timestamp) if msg.timestamp else None
                 payload = encode_payload(ids[index], msg.role, msg.content, sent_us, msg.metadata)
                 args += [ids[index], "" if sent_us is None else sent_us, payload]
-            queue(
-                self.scripts.enqueue,
-                pipe,
-                [keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains],
-                args,
-            )
+            calls.append(([keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains], args))
         try:
-            replies = pipe.execute(raise_on_error=False)
+            replies = run_queued(self.redis, self.scripts.enqueue, calls)  # one round trip
         except redis.RedisError as exc:
             replies = [exc] * len(order)
         replied = time.monotonic()

@@ -85,7 +85,11 @@ def encode_payload(
         payload["sent_us"] = sent_us
     if metadata:
         payload["metadata"] = metadata
-    return json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    return _ENCODER.encode(payload)
+
+
+# json.dumps with any non-default option builds an encoder per call; one, made once
+_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 
 
 def _decode(raw: str, seq: int | None, effective_us: str, arrival_us: str, body: str) -> QueuedMessage:

@@ -10,6 +10,7 @@ from typing import TYPE_CHECKING, Any
 from redis.client import Pipeline
 from redis.cluster import ClusterPipeline
 from redis.commands.core import Script
+from redis.exceptions import NoScriptError
 
 if TYPE_CHECKING:
     from memq.shared.connections import MailboxClient
@@ -43,12 +44,36 @@ class Scripts:
 
 
 def queue(script: Script, pipe: Pipeline | ClusterPipeline, keys: list[str], args: list[Any]) -> None:
-    """Queue a script call on a pipeline (``pipeline(transaction=False)``).
+    """Queue a script call on a pipeline (``pipeline(transaction=False)``); ``run_queued``
+    runs a batch of them.
 
-    redis-py's ``ClusterPipeline`` refuses EVALSHA and cannot load scripts beforehand, so
-    on a Redis Cluster the call goes as EVAL with the script's source: routed by its keys'
-    slot like any command, never failing with NOSCRIPT (each node caches the script)."""
+    On a standalone Redis the call goes as a plain EVALSHA: redis-py's own ``Script`` path
+    sends SCRIPT EXISTS before every pipeline that holds one, a second round trip per
+    batch. redis-py's ``ClusterPipeline`` refuses EVALSHA and cannot load scripts
+    beforehand, so on a Redis Cluster the call goes as EVAL with the script's source: routed
+    by its keys' slot like any command, never failing with NOSCRIPT (each node caches it)."""
     if isinstance(pipe, ClusterPipeline):
         pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
     else:
-        script(keys=keys, args=args, client=pipe)
+        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+
+
+def run_queued(client: MailboxClient, script: Script, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
+    """Every call of ``script`` in one round trip; a failed call's reply is its exception.
+
+    A Redis that does not know the script (restarted, or its script cache flushed) answers
+    NOSCRIPT to each call without running any of it: the script is loaded and exactly those
+    calls are sent again, so a call never runs twice."""
+    pipe = client.pipeline(transaction=False)
+    for keys, args in calls:
+        queue(script, pipe, keys, args)
+    replies: list[Any] = pipe.execute(raise_on_error=False)
+    unknown = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
+    if unknown:
+        client.script_load(script.script)
+        again = client.pipeline(transaction=False)
+        for i in unknown:
+            queue(script, again, *calls[i])
+        for i, reply in zip(unknown, again.execute(raise_on_error=False), strict=True):
+            replies[i] = reply
+    return replies

@@ -121,3 +121,30 @@ def test_a_batch_costs_one_round_trip_and_queues_at_most_one_drain(producer, mon
     assert sorted(published) == ["c0", "c1", "c2"]
     producer.add_messages([{"conversation_id": "c0", "role": "user", "content": "more"}])
     assert sorted(published) == ["c0", "c1", "c2"]  # a drain is already queued for c0
+
+
+def test_a_batch_sends_no_script_check_and_survives_a_flushed_script_cache(producer):
+    """The enqueue goes as EVALSHA without redis-py's SCRIPT EXISTS round trip; a Redis
+    that lost its scripts (restart, SCRIPT FLUSH) answers NOSCRIPT, and the producer loads
+    the script and sends exactly those calls again: each message stored once."""
+    redis = producer.redis
+
+    def script_calls() -> int:
+        stats = redis.info("commandstats")
+        if isinstance(next(iter(stats.values()), None), dict) and "calls" not in next(iter(stats.values())):
+            stats = {k: v for node in stats.values() for k, v in node.items()}  # a cluster: per node
+        return sum(int(v["calls"]) for k, v in stats.items() if k == "cmdstat_script")
+
+    before = script_calls()
+    producer.add_messages([{"conversation_id": f"s{i % 2}", "role": "user", "content": f"m {i}"} for i in range(6)])
+    assert script_calls() == before  # no SCRIPT EXISTS / LOAD on the way
+
+    redis.script_flush()
+    results = producer.add_messages(
+        [
+            {"conversation_id": f"s{i % 2}", "role": "user", "content": f"after {i}", "message_id": f"a{i}"}
+            for i in range(6)
+        ]
+    )
+    assert [r.status for r in results] == ["accepted"] * 6
+    assert [producer.status(f"s{c}").accepted for c in range(2)] == [6, 6]  # 3 + 3 each, none twice
