@@ -11,7 +11,7 @@ MEMQ   := $(VENV)/bin/memq
 STAMP  := $(VENV)/.installed-stamp
 DATA   ?= ../shared/eval
 
-.PHONY: api eval install demo lint test test-unit test-integration test-cluster soak check-deps services-up services-down migrate worker beat flower clean
+.PHONY: api bench eval install demo lint test test-unit test-integration test-cluster soak check-deps services-up services-down migrate worker beat flower clean
 
 $(STAMP): pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memq needs Python >= 3.11; set PYTHON=python3.11")'
@@ -55,6 +55,12 @@ test-integration: install
 # MEMQ_TEST_REDIS_CLUSTER_PORT to move them); the Celery broker stays on the standalone Redis.
 test-cluster: install
 	MEMQ_TEST_REDIS_CLUSTER=1 $(PY) -m pytest tests/integration -q
+
+# The benchmark (not a test): ingest, pipeline, scale-out, retrieval at 10k / 100k stored
+# messages and resources, each figure next to its floor; JSON and charts in .memq/bench/.
+# `memq bench --scale large` adds 1M messages; `memq bench --quick` is the smoke run.
+bench: migrate
+	$(MEMQ) bench --data $(DATA)
 
 # The fault-injection soak: >= 10,000 messages over 50 conversations through real workers,
 # Redis, PostgreSQL and a scripted LLM while faults are injected; a table of lost /

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "eval": ("memq.cli.evaluate", "eval_cmd"),
     "eval-locomo": ("memq.cli.evaluate", "eval_locomo_cmd"),
     "soak": ("memq.cli.soak", "soak_cmd"),
+    "bench": ("memq.cli.bench", "bench_cmd"),
     "check-deps": ("memq.cli.deps", "check_deps_cmd"),
     "retrieve": ("memq.cli.retrieve", "retrieve_cmd"),
     "recent": ("memq.cli.retrieve", "recent_cmd"),

@@ -1,0 +1,317 @@
+"""Pipeline throughput: messages per second from the inbox to committed episodes
+(segmentation and episode creation, the default detector profile, no LLM) with 1 and 2
+worker processes, against the floor the pipeline cannot beat: the embedding model's own
+batched throughput on the same texts, measured in the same run (every message is embedded
+once, so the model bounds the pipeline and everything else should hide behind it).
+
+Method: real conversations (the shipped sample and LoCoMo, cut into
+``pipeline_conversations`` streams of consecutive turns with their real timestamps) are
+queued while a warm worker waits; the clock runs from the first message queued until every
+conversation is idle (every message in an episode). Around that window: Redis commands and
+CPU time (``INFO``), PostgreSQL transactions, rows written and WAL bytes (``pg_stat_database``,
+``pg_current_wal_lsn``), each per message; and a py-spy profile of one busy pool process
+says where a message's time goes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import shutil
+import subprocess
+import sys
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import psutil
+
+from memq.bench.context import BenchContext
+from memq.bench.measurement import Measurement
+from memq.bench.texts import streams
+
+BATCH = 20  # messages per add_messages call, round-robin over the conversations
+_STORED = "SELECT count(*) FROM episode_message WHERE tenant_id = %s"
+
+
+@dataclass(frozen=True)
+class Conversation:
+    id: str
+    messages: list[dict[str, Any]]
+
+
+def plan(ctx: BenchContext, total: int, count: int) -> list[Conversation]:
+    """``count`` conversations of consecutive real turns, ``total`` messages in all."""
+    pool = [s for s in streams(ctx.data_dir) if len(s.messages) >= 10]
+    per = max(10, total // count)
+    conversations = []
+    for i in range(count):
+        stream = pool[i % len(pool)]
+        start = (i // len(pool)) * per % max(1, len(stream.messages) - per)
+        window = stream.messages[start : start + per]
+        conversations.append(
+            Conversation(
+                f"{stream.name}-{i}",
+                [
+                    {"role": role, "content": text, "timestamp": at, "message_id": f"b{i}-{n}"}
+                    for n, (role, text, at) in enumerate(window)
+                ],
+            )
+        )
+    return conversations
+
+
+@dataclass
+class Run:
+    workers: int
+    messages: int
+    seconds: float
+    redis_commands: int
+    redis_cpu_seconds: float
+    pg_transactions: int
+    pg_rows_written: int
+    pg_wal_bytes: int
+    episodes: int
+    profile: dict[str, float]
+    memory: dict[str, float]  # MiB: main and pool processes, idle and busy (the highest seen)
+    idle_conversation_bytes: float  # what a conversation keeps in Redis once idle
+    idle_ttl_days: float  # after which it keeps nothing
+    keys_without_ttl: int
+
+    @property
+    def throughput(self) -> float:
+        return self.messages / self.seconds
+
+
+def one_row(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...]:
+    """The single row an aggregate query answers."""
+    row = conn.execute(sql, args).fetchone()
+    if row is None:
+        raise RuntimeError(f"no row for {sql!r}")
+    return tuple(row)
+
+
+def _redis_counters(client: Any) -> tuple[int, float]:
+    stats, cpu = client.info("stats"), client.info("cpu")
+    return int(stats["total_commands_processed"]), float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+
+
+def _pg_counters(conn: Any) -> tuple[int, int, int]:
+    row = conn.execute(
+        "SELECT xact_commit + xact_rollback, tup_inserted + tup_updated + tup_deleted, "
+        "pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint FROM pg_stat_database WHERE datname = current_database()"
+    ).fetchone()
+    return int(row[0]), int(row[1]), int(row[2])
+
+
+def _wait_warm(client: Any, prefix: str, since: float, count: int, process: subprocess.Popen, log: Path) -> None:
+    deadline = time.monotonic() + 180
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"the bench worker exited with code {process.returncode}; see {log}")
+        warm = [k for k in client.scan_iter(match=f"{prefix}:workers:*") if float(client.get(k) or 0) >= since]
+        if len(warm) >= count:
+            return
+        time.sleep(0.2)
+    raise RuntimeError(f"{count} worker processes did not warm up within 180 s; see {log}")
+
+
+def _peak(memory: dict[str, float], name: str, pid: int) -> None:
+    """The highest RSS and PSS (MiB) seen of a process, as ``<name>_rss`` / ``<name>_pss``."""
+    with contextlib.suppress(psutil.Error):
+        info = psutil.Process(pid).memory_full_info()
+        for kind, value in (("rss", info.rss), ("pss", getattr(info, "pss", info.rss))):
+            memory[f"{name}_{kind}"] = max(memory.get(f"{name}_{kind}", 0.0), value / (1024 * 1024))
+
+
+def _pool_processes(process: subprocess.Popen) -> list[psutil.Process]:
+    with contextlib.suppress(psutil.Error):
+        return [p for p in psutil.Process(process.pid).children(recursive=True) if "celery" in " ".join(p.cmdline())]
+    return []
+
+
+def _profile(pid: int, seconds: float, out: Path) -> subprocess.Popen | None:
+    """py-spy sampling one pool process (collapsed stacks), or None when py-spy is absent."""
+    spy = str(Path(sys.executable).with_name("py-spy"))  # installed with memq[dev], next to this Python
+    if not Path(spy).exists():
+        spy = shutil.which("py-spy") or spy
+    if not Path(spy).exists():
+        return None
+    argv = [spy, "record", "--pid", str(pid), "--duration", str(max(1, int(seconds))), "--format", "raw"]
+    return subprocess.Popen(
+        [*argv, "--output", str(out), "--nonblocking", "--rate", "50"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+
+
+# Where a sample's time goes: the first of these found in its stack, innermost first.
+CATEGORIES = (
+    ("embedding model", ("torch", "sentence_transformers", "transformers", "tokenizers")),
+    ("PostgreSQL", ("psycopg", "pgvector")),
+    ("Redis", ("redis/", "redis\\", "kombu")),
+    ("token counting", ("tiktoken",)),
+    ("segmentation policy", ("memq/worker/segmentation", "worker/segmentation")),
+    ("episode building", ("memq/worker/episodes", "worker/episodes")),
+    ("Celery", ("celery", "billiard")),
+)
+
+
+def breakdown(collapsed: str) -> dict[str, float]:
+    """Share of samples per category from py-spy's raw (collapsed) output: each line is
+    ``frame;frame;...;frame count``, outermost first. Idle samples (waiting on a socket or
+    the pool's pipe) count as ``waiting``."""
+    counts: Counter[str] = Counter()
+    for line in collapsed.splitlines():
+        stack, _, n = line.rpartition(" ")
+        if not stack or not n.isdigit():
+            continue
+        frames = stack.split(";")
+        innermost = frames[-1]
+        category = "other Python"
+        if any(w in innermost for w in ("select (", "poll (", "epoll", "recv (", "read (", "wait (", "_wait")):
+            category = "waiting"
+        else:
+            for frame in reversed(frames):
+                found = next((name for name, needles in CATEGORIES if any(x in frame for x in needles)), None)
+                if found:
+                    category = found
+                    break
+        counts[category] += int(n)
+    total = sum(counts.values()) or 1
+    return {k: round(v / total, 3) for k, v in counts.most_common()}
+
+
+def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversation], *, profile: bool = True) -> Run:
+    from memq.producer.client import Producer
+    from memq.shared.connections import pg_connect, redis_client
+    from memq.shared.forget import forget_conversation
+    from memq.worker_process import start_worker, stop_worker
+
+    settings = ctx.settings
+    tenant = ctx.tenant(f"pipeline{workers}")
+    producer = Producer(settings)
+    broker = redis_client(settings)
+    log = ctx.out_dir / "bench-worker.log"
+    ctx.out_dir.mkdir(parents=True, exist_ok=True)
+    since = time.time()
+    process = start_worker(concurrency=workers, hostname=f"bench{workers}@%h", log_path=log)
+    total = sum(len(c.messages) for c in conversations)
+    try:
+        _wait_warm(broker, settings.key_prefix, since, workers, process, log)
+        pool = _pool_processes(process)
+        memory: dict[str, float] = {}
+        _peak(memory, "main_idle", process.pid)
+        for p in pool:
+            _peak(memory, "pool_idle", p.pid)
+        with pg_connect(settings, autocommit=True) as conn:
+            r0, p0 = _redis_counters(producer.redis), _pg_counters(conn)
+            t0 = time.perf_counter()
+            for start in range(0, max(len(c.messages) for c in conversations), BATCH):
+                for c in conversations:
+                    if batch := c.messages[start : start + BATCH]:
+                        producer.add_messages(batch, conversation_id=c.id, tenant=tenant)
+            for c in conversations:
+                producer.flush(c.id, tenant=tenant)
+            profile_out = ctx.out_dir / f"pipeline-{workers}w.collapsed"
+            spy = _profile(pool[0].pid, 8, profile_out) if pool and workers == 1 and profile else None
+            # wait on PostgreSQL (one cheap count, its transactions subtracted below), not on
+            # Redis: the bench's own polling must not count as the pipeline's Redis commands
+            polls = 0
+            while one_row(conn, _STORED, (tenant,))[0] < total:
+                polls += 1
+                for p in pool:
+                    _peak(memory, "pool_busy", p.pid)
+                time.sleep(0.05)
+            seconds = time.perf_counter() - t0
+            while not all(producer.status(c.id, tenant=tenant).idle for c in conversations):
+                time.sleep(0.05)  # the segments' Redis clean-up, just after their commit
+            r1, p1 = _redis_counters(producer.redis), _pg_counters(conn)
+            stored, episodes = one_row(
+                conn,
+                "SELECT (SELECT count(*) FROM episode_message WHERE tenant_id = %s), "
+                "(SELECT count(*) FROM episodic_memory WHERE tenant_id = %s)",
+                (tenant, tenant),
+            )
+            if stored != total:
+                raise RuntimeError(f"pipeline bench: {stored} of {total} messages stored; see {log}")
+            where: dict[str, float] = {}
+            if spy is not None:
+                spy.wait(timeout=60)
+                if profile_out.exists():
+                    where = breakdown(profile_out.read_text())
+            idle_bytes, ttls = 0, []
+            for c in conversations:
+                for key in producer.keys(c.id, tenant).all():
+                    if producer.redis.exists(key):
+                        idle_bytes += producer.redis.memory_usage(key) or 0
+                        ttls.append(producer.redis.ttl(key))
+            for c in conversations:
+                forget_conversation(producer.redis, conn, producer.keys(c.id, tenant))
+    finally:
+        stop_worker(process)
+    return Run(
+        workers=workers,
+        messages=total,
+        seconds=seconds,
+        redis_commands=r1[0] - r0[0],
+        redis_cpu_seconds=r1[1] - r0[1],
+        pg_transactions=p1[0] - p0[0] - polls - 1,  # less the bench's own reads
+        pg_rows_written=p1[1] - p0[1],
+        pg_wal_bytes=p1[2] - p0[2],
+        episodes=int(episodes),
+        profile=where,
+        memory=memory,
+        idle_conversation_bytes=idle_bytes / len(conversations),
+        idle_ttl_days=max(ttls, default=0) / 86_400,
+        keys_without_ttl=sum(1 for t in ttls if t < 0),
+    )
+
+
+def embedding_ceiling(ctx: BenchContext, conversations: list[Conversation]) -> float:
+    """The model's batched throughput (messages/s) on the same texts, in this process."""
+    texts = [m["content"] for c in conversations for m in c.messages]
+    ctx.embedder.embed(texts[:64])  # warm
+    t0 = time.perf_counter()
+    ctx.embedder.embed(texts)
+    return len(texts) / (time.perf_counter() - t0)
+
+
+def run(ctx: BenchContext) -> list[Measurement]:
+    conversations = plan(ctx, ctx.scale.pipeline_messages, ctx.scale.pipeline_conversations)
+    ceiling = embedding_ceiling(ctx, conversations)
+    ctx.console.print(f"  embedding ceiling {ceiling:,.0f} messages/s")
+    runs = {}
+    for workers in (1, 2):
+        runs[workers] = ctx.shared[f"pipeline_run_{workers}"] = pipeline_run(ctx, workers, conversations)
+        r = runs[workers]
+        ctx.console.print(f"  {workers} worker process(es): {r.throughput:,.0f} messages/s ({r.episodes} episodes)")
+    one, two = runs[1], runs[2]
+    common = {"messages": one.messages, "conversations": len(conversations), "episodes": one.episodes}
+    found = [
+        Measurement(
+            "pipeline",
+            one.throughput,
+            "messages/s",
+            floor=ceiling,
+            target=0.8,
+            params={**common, "workers": 1, "profile": one.profile},
+        ),
+        Measurement("pipeline_2", two.throughput, "messages/s", floor=ceiling, params={**common, "workers": 2}),
+        Measurement("scale_out_2", two.throughput / one.throughput, "x", target=1.8, params={"workers": "2 vs 1"}),
+    ]
+    per = one.messages
+    found += [
+        Measurement("redis_commands_per_message", one.redis_commands / per, "commands", higher_is_better=False),
+        Measurement("redis_cpu_us_per_message", one.redis_cpu_seconds / per * 1e6, "µs", higher_is_better=False),
+        Measurement("pg_transactions_per_message", one.pg_transactions / per, "transactions", higher_is_better=False),
+        Measurement("pg_rows_written_per_message", one.pg_rows_written / per, "rows", higher_is_better=False),
+        Measurement("pg_wal_bytes_per_message", one.pg_wal_bytes / per, "bytes", higher_is_better=False),
+    ]
+    if one.profile:
+        ctx.console.print(
+            "  where a message's time goes (1 worker, py-spy): "
+            + ", ".join(f"{k} {v:.0%}" for k, v in one.profile.items())
+        )
+    return found

@@ -1,0 +1,40 @@
+"""``memq bench --quick`` keeps working: it runs every benchmark family end to end on the
+real services and writes every named figure. Only that: the values are the benchmark's to
+report, never a test's to assert (no timing assertions in tests)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from memq.bench.runner import FAMILIES
+
+pytestmark = pytest.mark.integration
+MEMQ = str(Path(sys.executable).with_name("memq"))
+DATA = Path(__file__).resolve().parents[2].parent / "shared" / "eval"
+
+
+def test_the_quick_bench_writes_every_named_figure(service_env, tmp_path):
+    report = tmp_path / "bench.json"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MEMQ_MAILBOX_REDIS")}  # the bench's own mailbox
+    out = subprocess.run(
+        [MEMQ, "bench", "--quick", "--json", str(report), "--data", str(DATA)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=900,
+        check=False,
+    )
+    assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
+    document = json.loads(report.read_text())
+    names = {m["name"] for m in document["measurements"]}
+    expected = {name for _, produced in FAMILIES.values() for name in produced}
+    assert expected <= names, f"missing: {sorted(expected - names)}"
+    for m in document["measurements"]:
+        assert set(m) >= {"name", "value", "unit", "floor", "ratio", "params"}
+        assert isinstance(m["value"], (int, float)), m
