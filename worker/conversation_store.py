@@ -21,12 +21,15 @@ State hash fields:
 
 from __future__ import annotations
 
+import base64
 import json
 import secrets
 import uuid
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
 
+import numpy as np
 import redis
 from redis.commands.core import Script
 
@@ -36,6 +39,15 @@ from memq.shared.mailbox.scripts import Scripts
 from memq.shared.settings import Settings
 from memq.worker.segmentation.engine import ClosedSegment
 from memq.worker.segmentation.event_state import EventState
+
+
+def encode_vector(vector: np.ndarray) -> str:
+    """An embedding as Redis keeps it: float32, base64 (text: the mailbox client decodes replies)."""
+    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
+
+
+def decode_vector(text: str) -> np.ndarray:
+    return np.frombuffer(base64.b64decode(text), dtype="<f4").copy()
 
 
 class LockLost(Exception):
@@ -298,6 +310,29 @@ class ConversationStore:
     def invalidate_manifest(self) -> None:
         """A new episode changes the conversation's manifest (shared/context/service.py)."""
         self.client.delete(self.keys.manifest)
+
+    # -- embeddings carried from segmentation to episode creation ------------------------
+    def remember_vectors(self, vectors: Mapping[str, np.ndarray]) -> None:
+        """Keep the embeddings segmentation computed (message id -> vector) for episode
+        creation, whichever worker runs it, so a message is embedded once. A cache: what is
+        missing (expired, lost with Redis, never written) is embedded again."""
+        if not vectors or not self.settings.carry_vectors:
+            return
+        pipe = self.client.pipeline(transaction=False)
+        pipe.hset(self.keys.vectors, mapping={k: encode_vector(v) for k, v in vectors.items()})
+        pipe.pexpire(self.keys.vectors, self.state_ttl_ms)
+        pipe.execute()
+
+    def vectors(self, message_ids: Sequence[str]) -> dict[str, np.ndarray]:
+        """The carried embeddings of these messages that are there."""
+        if not message_ids or not self.settings.carry_vectors:
+            return {}
+        found = self.client.hmget(self.keys.vectors, list(message_ids))
+        return {k: decode_vector(v) for k, v in zip(message_ids, found, strict=True) if v}
+
+    def forget_vectors(self, message_ids: Sequence[str]) -> None:
+        if message_ids:
+            self.client.hdel(self.keys.vectors, *message_ids)
 
     def finish_segment(self, episode_id: str) -> None:
         self.scripts.finish_segment(

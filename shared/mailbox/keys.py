@@ -15,6 +15,7 @@ sweep, quarantine listing) walk the shards one by one.
     memq:{s17}:t1/conv-42:lock        STRING token of the one worker draining the conversation
     memq:{s17}:t1/conv-42:quarantine  HASH   item id -> what failed repeatedly, and why
     memq:{s17}:t1/conv-42:manifest    STRING the cached manifest (shared/context/service.py)
+    memq:{s17}:t1/conv-42:vectors     HASH   message id -> its embedding (segmentation's, reused by episode creation)
     memq:{s17}:active                 ZSET   member -> arrival time of its newest message (s)
     memq:{s17}:drains                 ZSET   member -> when a drain was queued or last heartbeat (s)
     memq:{s17}:pending                ZSET   member/episode_id -> when the segment was cut (s)
@@ -129,9 +130,23 @@ class ConversationKeys:
     def member(self) -> str:
         return member(self.tenant, self.conversation_id)
 
+    @property
+    def vectors(self) -> str:
+        return f"{self._base}:vectors"
+
     def all(self) -> list[str]:
         """Every per-conversation key (for forget and tests)."""
-        return [self.inbox, self.buffer, self.state, self.ids, self.segments, self.lock, self.quarantine, self.manifest]
+        return [
+            self.inbox,
+            self.buffer,
+            self.state,
+            self.ids,
+            self.segments,
+            self.lock,
+            self.quarantine,
+            self.manifest,
+            self.vectors,
+        ]
 
 
 def conversation_keys(settings: Settings, tenant: str, conversation_id: str) -> ConversationKeys:

@@ -15,6 +15,12 @@ class WorkerSettings(BaseModel):
         default=60.0, gt=0, description="Seconds a drain task runs before re-queueing itself."
     )
     embed_prefetch: int = Field(default=32, ge=1, description="Inbox messages embedded per batch.")
+    carry_vectors: bool = Field(
+        default=True,
+        description="Keep each message's embedding from segmentation in Redis (about 2 kB per message of an open "
+        "event or waiting segment, deleted when its episode is stored) so episode creation does not embed it "
+        "again; false: every message is embedded twice and Redis holds no vectors.",
+    )
     lock_lease_seconds: float = Field(
         default=60.0, gt=0, description="Conversation lock lease, renewed at every committed step."
     )

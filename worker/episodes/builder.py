@@ -5,9 +5,11 @@ the summary, tools used, and the initial FSRS state."""
 from __future__ import annotations
 
 import uuid
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
+import numpy as np
 import structlog
 
 from memq.shared.db.episodes import EpisodeRow
@@ -23,7 +25,12 @@ from memq.worker.episodes.tools_used import tools_used
 log = structlog.get_logger("memq.episodes")
 
 
-def build_episode(segment: dict[str, Any], settings: Settings, embedder: Embedder) -> EpisodeRow:
+def build_episode(
+    segment: dict[str, Any], settings: Settings, embedder: Embedder, known: Mapping[str, np.ndarray] | None = None
+) -> EpisodeRow:
+    """``known``: message id -> the embedding segmentation already computed for it (the same
+    text, ``indexed_text``, the same model); only the summary and the other messages are
+    embedded here."""
     messages = segment["messages"]
     overlap = segment.get("overlap") or []
     tools = tools_used(messages)
@@ -42,8 +49,11 @@ def build_episode(segment: dict[str, Any], settings: Settings, embedder: Embedde
         title = extractive_title(messages, settings.title_min_words, settings.title_max_words)
         summary = extractive_summary(messages, settings.summary_max_sentences, tools)
 
-    vectors = embedder.embed([summary, *(indexed_text(m) for m in messages)])
-    embedding, message_embeddings = vectors[0], vectors[1:]
+    known = known or {}
+    missing = [m for m in messages if m["id"] not in known]
+    vectors = embedder.embed([summary, *(indexed_text(m) for m in missing)])
+    embedding, fresh = vectors[0], dict(zip((m["id"] for m in missing), vectors[1:], strict=True))
+    message_embeddings = np.stack([known[m["id"]] if m["id"] in known else fresh[m["id"]] for m in messages])
     start_at = datetime.fromisoformat(messages[0]["timestamp"])
     end_at = datetime.fromisoformat(messages[-1]["timestamp"])
     surprise = float(segment.get("surprise") or 0.0)

@@ -49,7 +49,8 @@ def create_episode(
         row = None
         if keep:
             episode_id = episode_id_for(tenant, conversation_id, keep[0]["seq"], keep[-1]["seq"])
-            row = build_episode({**segment, "messages": keep, "episode_id": episode_id}, settings, embedder)
+            known = store.vectors([m["id"] for m in keep])  # segmentation's, when carried
+            row = build_episode({**segment, "messages": keep, "episode_id": episode_id}, settings, embedder, known)
         try:
             outcome = store_episode(
                 conn,
@@ -66,6 +67,7 @@ def create_episode(
     else:
         raise StoredChanged(f"segment {segment_id}: what PostgreSQL holds kept changing; will retry")
     store.finish_segment(segment_id)
+    store.forget_vectors([m["id"] for m in messages])
     if outcome.inserted:
         store.invalidate_manifest()
     if outcome.duplicates:

@@ -136,6 +136,7 @@ def drain(
         return outcome.processed >= settings.drain_max_messages or time.monotonic() >= ends_at
 
     lookahead = detector.lookahead if detector.needs_embeddings else 0
+    embedded: dict[str, np.ndarray | _Unusable | None] = {}  # inbox item -> its vector, within this drain
     while True:
         if out_of_budget():
             outcome.more = True  # the task's release decides, with the inbox, whether a drain follows
@@ -149,7 +150,22 @@ def drain(
         if decidable <= 0:
             break
         decoded = _decode(raws)
-        vectors = _embed(embedder(), decoded) if detector.needs_embeddings and embedder else [None] * len(raws)
+        vectors: list[np.ndarray | _Unusable | None] = [None] * len(raws)
+        if detector.needs_embeddings and embedder:
+            # the look-ahead messages of the last batch are this batch's first: embedded once
+            fresh = [i for i, raw in enumerate(raws) if raw not in embedded]
+            for i, vector in zip(fresh, _embed(embedder(), [decoded[i] for i in fresh]), strict=True):
+                embedded[raws[i]] = vector
+            vectors = [embedded[raw] for raw in raws]
+            store.remember_vectors(  # for episode creation, on whichever worker it runs
+                {
+                    item.id: vector
+                    for item, vector in zip(decoded[:decidable], vectors[:decidable], strict=True)
+                    if isinstance(item, QueuedMessage) and isinstance(vector, np.ndarray)
+                }
+            )
+            for raw in raws[:decidable]:
+                embedded.pop(raw, None)
         for j in range(decidable):
             if out_of_budget():
                 outcome.more = True
