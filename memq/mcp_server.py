@@ -238,7 +238,7 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
         signature = inspect.signature(spec.body, eval_str=True)
         context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
         params = [*list(signature.parameters.values())[1:], context]
-        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]
+        run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # settable, not declared
         run.__annotations__ = {p.name: p.annotation for p in params} | {"return": str}
         run.__name__ = run.__qualname__ = spec.name  # names the schemas, as for a function of that name
         return run

@@ -78,8 +78,10 @@ def _number(value: float | None) -> str:
 
 def table(found: Sequence[Measurement], scale: str) -> Table:
     out = Table(title=f"memq bench ({scale}): every figure next to its floor, measured in this run")
-    for column, justify in (("measurement", "left"), ("value", "right"), ("unit", "left"), ("floor", "right")):
-        out.add_column(column, justify=justify)  # type: ignore[arg-type]
+    out.add_column("measurement")
+    out.add_column("value", justify="right")
+    out.add_column("unit")
+    out.add_column("floor", justify="right")
     out.add_column("ratio", justify="right")
     out.add_column("target", justify="right")
     out.add_column("params")

@@ -592,7 +592,7 @@ def api_routes_get(path: str) -> bool:
 
 def flower_routes_get(path: str) -> bool:
     from flower.urls import handlers  # type: ignore[import-untyped]  # no py.typed
-    from flower.views.error import NotFoundErrorHandler  # type: ignore[import-untyped]
+    from flower.views.error import NotFoundErrorHandler  # type: ignore[import-untyped]  # no py.typed
 
     # tornado takes the first pattern that matches; the last one answers everything with 404
     for handler in handlers:

@@ -75,9 +75,9 @@ def test_memq_mcp_help_names_every_tool():
 
 mcp = pytest.importorskip("mcp")
 
-from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402
+from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402 - only once importorskip found the SDK
 
-from memq.mcp_server import build_server  # noqa: E402
+from memq.mcp_server import build_server  # noqa: E402 - the same
 
 
 class _Services:
