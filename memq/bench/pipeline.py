@@ -69,6 +69,7 @@ class Run:
     seconds: float
     redis_commands: int
     redis_cpu_seconds: float
+    cpu_seconds: dict[str, float]  # CPU time of the worker's processes, PostgreSQL's and Redis' over the run
     pg_transactions: int
     pg_rows_written: int
     pg_wal_bytes: int
@@ -123,6 +124,24 @@ def _peak(memory: dict[str, float], name: str, pid: int) -> None:
         info = psutil.Process(pid).memory_full_info()
         for kind, value in (("rss", info.rss), ("pss", getattr(info, "pss", info.rss))):
             memory[f"{name}_{kind}"] = max(memory.get(f"{name}_{kind}", 0.0), value / (1024 * 1024))
+
+
+def _cpu(worker: subprocess.Popen) -> dict[str, float]:
+    """CPU seconds (user + system) so far of the worker's processes, of PostgreSQL's and of
+    Redis' on this machine: where the cores went while the pipeline ran."""
+    found = {"worker": 0.0, "postgres": 0.0, "redis": 0.0}
+    with contextlib.suppress(psutil.Error):
+        tree = psutil.Process(worker.pid)
+        for p in [tree, *tree.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                found["worker"] += sum(p.cpu_times()[:2])
+    for p in psutil.process_iter(["name"]):
+        name = (p.info.get("name") or "").lower()
+        kind = "postgres" if name.startswith("postgres") else "redis" if name.startswith("redis-server") else None
+        if kind:
+            with contextlib.suppress(psutil.Error):
+                found[kind] += sum(p.cpu_times()[:2])
+    return found
 
 
 def _pool_processes(process: subprocess.Popen) -> list[psutil.Process]:
@@ -206,7 +225,7 @@ def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversati
         for p in pool:
             _peak(memory, "pool_idle", p.pid)
         with pg_connect(settings, autocommit=True) as conn:
-            r0, p0 = _redis_counters(producer.redis), _pg_counters(conn)
+            r0, p0, c0 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
             t0 = time.perf_counter()
             for start in range(0, max(len(c.messages) for c in conversations), BATCH):
                 for c in conversations:
@@ -227,7 +246,7 @@ def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversati
             seconds = time.perf_counter() - t0
             while not all(producer.status(c.id, tenant=tenant).idle for c in conversations):
                 time.sleep(0.05)  # the segments' Redis clean-up, just after their commit
-            r1, p1 = _redis_counters(producer.redis), _pg_counters(conn)
+            r1, p1, c1 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
             stored, episodes = one_row(
                 conn,
                 "SELECT (SELECT count(*) FROM episode_message WHERE tenant_id = %s), "
@@ -257,6 +276,7 @@ def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversati
         seconds=seconds,
         redis_commands=r1[0] - r0[0],
         redis_cpu_seconds=r1[1] - r0[1],
+        cpu_seconds={k: round(c1[k] - c0.get(k, 0.0), 2) for k in c1},
         pg_transactions=p1[0] - p0[0] - polls - 1,  # less the bench's own reads
         pg_rows_written=p1[1] - p0[1],
         pg_wal_bytes=p1[2] - p0[2],
@@ -286,7 +306,10 @@ def run(ctx: BenchContext) -> list[Measurement]:
     for workers in (1, 2):
         runs[workers] = ctx.shared[f"pipeline_run_{workers}"] = pipeline_run(ctx, workers, conversations)
         r = runs[workers]
-        ctx.console.print(f"  {workers} worker process(es): {r.throughput:,.0f} messages/s ({r.episodes} episodes)")
+        ctx.console.print(
+            f"  {workers} worker process(es): {r.throughput:,.0f} messages/s ({r.episodes} episodes) in "
+            f"{r.seconds:.0f} s; CPU seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in r.cpu_seconds.items())
+        )
     one, two = runs[1], runs[2]
     common = {"messages": one.messages, "conversations": len(conversations), "episodes": one.episodes}
     found = [
@@ -296,9 +319,15 @@ def run(ctx: BenchContext) -> list[Measurement]:
             "messages/s",
             floor=ceiling,
             target=0.8,
-            params={**common, "workers": 1, "profile": one.profile},
+            params={**common, "workers": 1, "cpu_seconds": one.cpu_seconds, "profile": one.profile},
         ),
-        Measurement("pipeline_2", two.throughput, "messages/s", floor=ceiling, params={**common, "workers": 2}),
+        Measurement(
+            "pipeline_2",
+            two.throughput,
+            "messages/s",
+            floor=ceiling,
+            params={**common, "workers": 2, "cpu_seconds": two.cpu_seconds},
+        ),
         Measurement("scale_out_2", two.throughput / one.throughput, "x", target=1.8, params={"workers": "2 vs 1"}),
     ]
     per = one.messages
