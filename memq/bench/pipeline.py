@@ -118,12 +118,22 @@ def _wait_warm(client: Any, prefix: str, since: float, count: int, process: subp
     raise RuntimeError(f"{count} worker processes did not warm up within 180 s; see {log}")
 
 
+def memory_mib(pid: int) -> tuple[float, float]:
+    """A process' (RSS, PSS) in MiB; PSS falls back to RSS where smaps_rollup is not readable."""
+    process = psutil.Process(pid)
+    rss = process.memory_info().rss
+    try:
+        pss = process.memory_full_info().pss
+    except (psutil.AccessDenied, AttributeError):
+        pss = rss
+    return rss / (1024 * 1024), pss / (1024 * 1024)
+
+
 def _peak(memory: dict[str, float], name: str, pid: int) -> None:
     """The highest RSS and PSS (MiB) seen of a process, as ``<name>_rss`` / ``<name>_pss``."""
     with contextlib.suppress(psutil.Error):
-        info = psutil.Process(pid).memory_full_info()
-        for kind, value in (("rss", info.rss), ("pss", getattr(info, "pss", info.rss))):
-            memory[f"{name}_{kind}"] = max(memory.get(f"{name}_{kind}", 0.0), value / (1024 * 1024))
+        for kind, value in zip(("rss", "pss"), memory_mib(pid), strict=True):
+            memory[f"{name}_{kind}"] = max(memory.get(f"{name}_{kind}", 0.0), value)
 
 
 def _cpu(worker: subprocess.Popen) -> dict[str, float]:

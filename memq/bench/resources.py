@@ -22,24 +22,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import psutil
 
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
-from memq.bench.pipeline import Conversation, one_row, plan
-
-MB = 1024 * 1024
-
-
-def _memory(pid: int) -> tuple[float, float]:
-    """(RSS, PSS) in MiB; PSS falls back to RSS where smaps_rollup is not readable."""
-    process = psutil.Process(pid)
-    rss = process.memory_info().rss
-    try:
-        pss = process.memory_full_info().pss
-    except (psutil.AccessDenied, AttributeError):
-        pss = rss
-    return rss / MB, pss / MB
+from memq.bench.pipeline import Conversation, memory_mib, one_row, plan
 
 
 def _queue(producer: Any, tenant: str, conversations: list[Conversation]) -> int:
@@ -103,11 +89,11 @@ def _api(ctx: BenchContext) -> tuple[float, float]:
             if server.poll() is not None or time.monotonic() > deadline:
                 raise RuntimeError(f"memq api did not start; see {ctx.out_dir / 'bench-api.log'}")
             time.sleep(0.2)
-        (ready, _), headers = _memory(server.pid), {"Authorization": f"Bearer {key.key}"}
+        (ready, _), headers = memory_mib(server.pid), {"Authorization": f"Bearer {key.key}"}
         with httpx.Client(base_url=url, headers=headers, timeout=30) as client:
             for i in range(30):
                 client.post("/v1/memory/retrieve", json={"query": f"what did we plan for the trip {i}?"})
-        served, _ = _memory(server.pid)
+        served, _ = memory_mib(server.pid)
         return ready, served
     finally:
         server.terminate()
