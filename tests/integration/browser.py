@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import base64
 import contextlib
+import json
 import os
 import shutil
 import socket
 import subprocess
 import time
 import urllib.error
+import urllib.parse
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import cast
 
@@ -149,6 +151,28 @@ class Flower:
                 return
             time.sleep(0.2)  # poll interval while the port is not yet open
         raise AssertionError(f"Flower did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+
+    def tasks(self, search: str) -> list[dict]:
+        """Flower's own record of the tasks matching ``search`` (its JSON API, the state the
+        tasks page is drawn from); empty while Flower does not answer."""
+        query = urllib.parse.urlencode({"search": search})
+        request = urllib.request.Request(f"{self.url}/api/tasks?{query}", headers={"Authorization": self.authorization})
+        try:
+            with urllib.request.urlopen(request, timeout=5) as response:
+                return list(json.load(response).values())
+        except OSError:
+            return []
+
+    def wait_tasks(self, search: str, done: Callable[[list[dict]], bool], timeout: float) -> list[dict]:
+        """Until Flower's record of the tasks matching ``search`` satisfies ``done`` (polled,
+        as Flower has no push API; fails at ``timeout`` with what it had)."""
+        deadline, found = time.monotonic() + timeout, []
+        while time.monotonic() < deadline:
+            found = self.tasks(search)
+            if done(found):
+                return found
+            time.sleep(0.5)  # poll interval: Flower has no push API
+        raise AssertionError(f"Flower's tasks after {timeout:.0f} s: {found}\n{self.log_tail()}")
 
     def stop(self, timeout: float = 20.0) -> None:
         self.process.terminate()

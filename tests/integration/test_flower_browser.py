@@ -116,6 +116,15 @@ def test_flower_dashboard_and_tasks_page_show_the_worker_and_finished_memq_tasks
             ).fetchone()
             assert episodes >= 2
 
+            # Flower learns of tasks from the worker's events, which under load may reach it a
+            # while after the episodes are stored: wait until its own record (the JSON the
+            # tasks page is drawn from) holds both kinds of task finished.
+            def both_succeeded(found: list[dict]) -> bool:
+                return all(any(t["name"] == name and t["state"] == "SUCCESS" for t in found) for name in EXPECTED_TASKS)
+
+            recorded = flower.wait_tasks(f"args:{tenant}", both_succeeded, timeout=180)
+            assert not any(t["state"] == "FAILURE" for t in recorded), recorded
+
             # Tasks page, searched the way a person would for this tenant's tasks (each memq
             # task's first argument is the tenant); the table is re-fetched until both kinds
             # of task show SUCCESS.
