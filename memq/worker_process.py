@@ -40,6 +40,23 @@ def wait_for_worker(
     raise WorkerNotReady(f"no worker answered a ping within {timeout:.0f} s; {log_hint}")
 
 
+def wait_warm(
+    client, prefix: str, since: float, count: int, alive=lambda: True, timeout: float = 180.0, log_hint: str = ""
+) -> None:
+    """Until ``count`` worker pool processes have warmed up (loaded their models) since
+    ``since``: each records ``<prefix>:workers:<host>:<pid>`` on the broker's Redis when it
+    has. ``alive`` says whether the workers still run (checked on every poll)."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not alive():
+            raise WorkerNotReady(f"a worker exited before warming up; {log_hint}")
+        warm = [k for k in client.scan_iter(match=f"{prefix}:workers:*") if float(client.get(k) or 0) >= since]
+        if len(warm) >= count:
+            return
+        time.sleep(0.2)  # poll interval: a warm-up leaves no event to wait on
+    raise WorkerNotReady(f"{count} worker processes did not warm up within {timeout:.0f} s; {log_hint}")
+
+
 def stop_worker(process: subprocess.Popen, timeout: float = 30.0) -> None:
     """A warm shutdown (SIGTERM), then SIGKILL after ``timeout``."""
     process.terminate()

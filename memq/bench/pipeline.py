@@ -30,6 +30,7 @@ import psutil
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
 from memq.bench.texts import streams
+from memq.worker_process import wait_warm
 
 BATCH = 20  # messages per add_messages call, round-robin over the conversations
 _STORED = "SELECT count(*) FROM episode_message WHERE tenant_id = %s"
@@ -39,6 +40,16 @@ _STORED = "SELECT count(*) FROM episode_message WHERE tenant_id = %s"
 class Conversation:
     id: str
     messages: list[dict[str, Any]]
+
+
+def enqueue(producer: Any, tenant: str, conversations: list[Conversation], batch: int = BATCH) -> int:
+    """Every conversation's messages through ``add_messages``, ``batch`` at a time,
+    round-robin over the conversations (as a fleet of live chats arrives); the count."""
+    for start in range(0, max((len(c.messages) for c in conversations), default=0), batch):
+        for c in conversations:
+            if part := c.messages[start : start + batch]:
+                producer.add_messages(part, conversation_id=c.id, tenant=tenant)
+    return sum(len(c.messages) for c in conversations)
 
 
 def plan(ctx: BenchContext, total: int, count: int) -> list[Conversation]:
@@ -104,18 +115,6 @@ def _pg_counters(conn: Any) -> tuple[int, int, int]:
         "pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint FROM pg_stat_database WHERE datname = current_database()"
     ).fetchone()
     return int(row[0]), int(row[1]), int(row[2])
-
-
-def _wait_warm(client: Any, prefix: str, since: float, count: int, process: subprocess.Popen, log: Path) -> None:
-    deadline = time.monotonic() + 180
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"the bench worker exited with code {process.returncode}; see {log}")
-        warm = [k for k in client.scan_iter(match=f"{prefix}:workers:*") if float(client.get(k) or 0) >= since]
-        if len(warm) >= count:
-            return
-        time.sleep(0.2)
-    raise RuntimeError(f"{count} worker processes did not warm up within 180 s; see {log}")
 
 
 def memory_mib(pid: int) -> tuple[float, float]:
@@ -228,7 +227,9 @@ def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversati
     process = start_worker(concurrency=workers, hostname=f"bench{workers}@%h", log_path=log)
     total = sum(len(c.messages) for c in conversations)
     try:
-        _wait_warm(broker, settings.key_prefix, since, workers, process, log)
+        wait_warm(
+            broker, settings.key_prefix, since, workers, alive=lambda: process.poll() is None, log_hint=f"see {log}"
+        )
         pool = _pool_processes(process)
         memory: dict[str, float] = {}
         _peak(memory, "main_idle", process.pid)
@@ -237,10 +238,7 @@ def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversati
         with pg_connect(settings, autocommit=True) as conn:
             r0, p0, c0 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
             t0 = time.perf_counter()
-            for start in range(0, max(len(c.messages) for c in conversations), BATCH):
-                for c in conversations:
-                    if batch := c.messages[start : start + BATCH]:
-                        producer.add_messages(batch, conversation_id=c.id, tenant=tenant)
+            enqueue(producer, tenant, conversations)
             for c in conversations:
                 producer.flush(c.id, tenant=tenant)
             profile_out = ctx.out_dir / f"pipeline-{workers}w.collapsed"

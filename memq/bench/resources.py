@@ -19,20 +19,12 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
 
 import httpx
 
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
-from memq.bench.pipeline import Conversation, memory_mib, one_row, plan
-
-
-def _queue(producer: Any, tenant: str, conversations: list[Conversation]) -> int:
-    for c in conversations:
-        for start in range(0, len(c.messages), 50):
-            producer.add_messages(c.messages[start : start + 50], conversation_id=c.id, tenant=tenant)
-    return sum(len(c.messages) for c in conversations)
+from memq.bench.pipeline import Conversation, enqueue, memory_mib, one_row, plan
 
 
 def _redis_inbox_bytes(ctx: BenchContext, conversations: list[Conversation]) -> tuple[float, int]:
@@ -41,7 +33,7 @@ def _redis_inbox_bytes(ctx: BenchContext, conversations: list[Conversation]) -> 
 
     producer = Producer(ctx.settings)
     tenant = ctx.tenant("inbox")
-    total = _queue(producer, tenant, conversations)
+    total = enqueue(producer, tenant, conversations)
     held = 0
     for c in conversations:
         keys = producer.keys(c.id, tenant)

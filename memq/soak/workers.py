@@ -7,11 +7,11 @@ import contextlib
 import os
 import signal
 import subprocess
-import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from memq.cli.worker_commands import celery_argv, worker_argv
+from memq.worker_process import wait_warm
 
 
 @dataclass
@@ -78,15 +78,8 @@ class WorkerPool:
         self.beat.start()
 
     def wait_ready(self, client, prefix: str, since: float, timeout: float = 180.0) -> None:
-        """Wait until every worker's pool process has warmed up (loaded its models): each
-        records ``<prefix>:workers:<host>:<pid>`` on the broker's Redis when it has."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            warm = [k for k in client.scan_iter(match=f"{prefix}:workers:*") if float(client.get(k) or 0) >= since]
-            if len(warm) >= len(self.workers):
-                return
-            time.sleep(0.5)
-        raise RuntimeError(f"{len(self.workers)} workers did not warm up within {timeout:.0f} s; see {self.log_dir}")
+        """Wait until every worker's pool process has warmed up (loaded its models)."""
+        wait_warm(client, prefix, since, len(self.workers), timeout=timeout, log_hint=f"see {self.log_dir}")
 
     def kill(self, index: int, sig: int = signal.SIGKILL) -> None:
         self.workers[index].signal(sig)
