@@ -37,6 +37,7 @@ from memq.shared.mailbox.codec import encode_payload, to_micros
 from memq.shared.mailbox.keys import ConversationKeys, conversation_keys
 from memq.shared.mailbox.scripts import Scripts, run_queued
 from memq.shared.mailbox.status import ConversationStatus, conversation_status
+from memq.shared.metrics import count_messages, metrics
 from memq.shared.settings import Settings, get_settings
 
 log = structlog.get_logger("memq.producer")
@@ -115,18 +116,38 @@ class Producer:
         (nothing written), ``BatchRejected`` or ``BatchIncomplete`` (each with exact
         per-message ``results``).
         """
+        batch = list(messages)
+        try:
+            valid = self._validate(batch, conversation_id, tenant)
+        except ValidationError:
+            metrics().messages.labels(outcome="refused").inc(len(batch))
+            raise
+        if not valid:
+            return []
+        try:
+            results = self._queue(valid)
+        except (BatchIncomplete, BatchRejected) as exc:
+            count_messages(r.status for r in exc.results)
+            raise
+        count_messages(r.status for r in results)
+        return results
+
+    def _validate(self, batch: list[Any], conversation_id: str | None, tenant: str | None) -> list[ValidMessage]:
+        """Every message checked, or ValidationError naming the first bad one."""
         default_tenant = check_tenant(tenant or self.settings.tenant)
         now = datetime.now(UTC)
         valid: list[ValidMessage] = []
-        for index, raw in enumerate(messages):
+        for index, raw in enumerate(batch):
             if not isinstance(raw, Mapping):
                 raise ValidationError(f"must be a mapping of message fields, not a {type(raw).__name__}", index=index)
             item = dict(raw)
             if conversation_id is not None:
                 item.setdefault("conversation_id", conversation_id)
             valid.append(validate_message(item, self.settings, now, index=index, tenant=default_tenant))
-        if not valid:
-            return []
+        return valid
+
+    def _queue(self, valid: list[ValidMessage]) -> list[AddResult]:
+        """The validated batch onto Redis in one round trip, each message's result in order."""
 
         ids = [msg.message_id or uuid.uuid4().hex for msg in valid]
         generated = {i for i, msg in enumerate(valid) if msg.message_id is None}

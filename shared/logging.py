@@ -1,17 +1,34 @@
 """structlog configuration: JSON in production (MEMQ_LOG_FORMAT=json), readable
 console lines otherwise. stdlib logging (Celery's own lines included) goes through
-the same renderer, so one process writes one format."""
+the same renderer, so one process writes one format; every line logged while a task runs
+carries task_id, task_name, tenant and conversation_id (memq.worker.app binds them), and
+Celery's own task lines their task_id and task_name."""
 
 from __future__ import annotations
 
 import logging
 import sys
+from collections.abc import Mapping
+from typing import Any
 
 import structlog
+from structlog.typing import EventDict
 
 from memq.shared.settings import Settings
 
 _configured = False
+
+
+def celery_task_fields(_: Any, __: str, event: EventDict) -> EventDict:
+    """Celery's own task lines ("Task ... received", "... succeeded in ...") pass the task's
+    id and name as their format arguments: bound as task_id / task_name, as memq's lines
+    have them, so one filter on a task id finds both."""
+    record = event.get("_record")
+    data = getattr(record, "args", None)
+    if isinstance(data, Mapping) and "id" in data and "name" in data:
+        event.setdefault("task_id", data["id"])
+        event.setdefault("task_name", data["name"])
+    return event
 
 
 def configure_logging(settings: Settings, *, force: bool = False) -> None:
@@ -42,7 +59,7 @@ def configure_logging(settings: Settings, *, force: bool = False) -> None:
         cache_logger_on_first_use=True,
     )
     formatter = structlog.stdlib.ProcessorFormatter(
-        foreign_pre_chain=shared_processors,
+        foreign_pre_chain=[*shared_processors, celery_task_fields],
         processors=[
             structlog.stdlib.ProcessorFormatter.remove_processors_meta,
             structlog.processors.format_exc_info if settings.log_format == "json" else (lambda _, __, e: e),
@@ -54,6 +71,7 @@ def configure_logging(settings: Settings, *, force: bool = False) -> None:
     root = logging.getLogger()
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())
+    logging.captureWarnings(True)  # Python warnings as log lines too: one format per process
     for noisy in ("httpx", "LiteLLM", "litellm", "sentence_transformers", "transformers", "urllib3", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     _configured = True

@@ -21,6 +21,7 @@ from memq.shared.celery_config import celery_config
 from memq.shared.connections import redis_url
 from memq.shared.logging import configure_logging
 from memq.shared.settings import get_settings
+from memq.worker import metrics_export
 from memq.worker.broker_recovery import SweepAfterReconnect
 from memq.worker.watchdog import WatchdogStep
 
@@ -68,12 +69,24 @@ def _quiet_cancel_notice(**_: object) -> None:
 @signals.celeryd_after_setup.connect
 def _record_pool_size(instance: Any = None, **_: object) -> None:
     """In the worker's main process, before the pool forks: how many pool processes share
-    this machine's CPUs (each sizes its embedding model's threads to its share)."""
+    this machine's CPUs (each sizes its embedding model's threads to its share), and the
+    metrics server (multiprocess mode must be on before the pool processes exist)."""
     from memq.worker import resources
 
     concurrency = getattr(instance, "concurrency", None)
     if isinstance(concurrency, int) and concurrency > 0:
         resources.POOL_PROCESSES = concurrency
+    metrics_export.serve(get_settings())
+
+
+@signals.worker_process_shutdown.connect
+def _pool_process_exiting(**_: object) -> None:
+    metrics_export.process_exiting()
+
+
+@signals.worker_shutdown.connect
+def _worker_exiting(**_: object) -> None:
+    metrics_export.stop()
 
 
 @signals.worker_process_init.connect
@@ -99,8 +112,10 @@ def _bind_task(task_id: str | None = None, task: object = None, args: Sequence[A
     if args and len(args) >= 2:
         context.update(tenant=args[0], conversation_id=args[1])
     structlog.contextvars.bind_contextvars(**context)
+    metrics_export.task_started(task_id)
 
 
 @signals.task_postrun.connect
-def _unbind_task(**_: object) -> None:
+def _unbind_task(task_id: str | None = None, task: object = None, state: str | None = None, **_: object) -> None:
     structlog.contextvars.clear_contextvars()
+    metrics_export.task_finished(task_id, getattr(task, "name", None), state)

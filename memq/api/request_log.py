@@ -1,5 +1,6 @@
-"""One log line per request (pure ASGI): method, route template, status, duration and
-tenant; never the key, the query string or the body. Health checks and scrapes are logged
+"""One log line and one latency observation (memq_http_request_seconds) per request (pure
+ASGI): method, route template, status, duration and tenant (the tenant in the log only);
+never the key, the query string or the body. Health checks and scrapes are logged
 at debug, so probes do not drown the log."""
 
 from __future__ import annotations
@@ -9,9 +10,12 @@ from typing import Any
 
 import structlog
 
+from memq.shared.metrics import metrics
+
 log = structlog.get_logger("memq.api")
 
 QUIET = frozenset({"/healthz", "/readyz", "/metrics"})
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 
 
 class RequestLog:
@@ -34,15 +38,18 @@ class RequestLog:
         try:
             await self.app(scope, receive, sending)
         finally:
-            route = route_template(scope)
+            route, seconds = route_template(scope), time.perf_counter() - started
             (log.debug if route in QUIET else log.info)(
                 "request",
                 method=scope.get("method"),
                 route=route,
                 status=status,
-                duration_ms=round((time.perf_counter() - started) * 1000, 1),
+                duration_ms=round(seconds * 1000, 1),
                 tenant=(scope.get("state") or {}).get("memq_tenant"),
             )
+            method = str(scope.get("method"))
+            method = method if method in METHODS else "OTHER"  # a label takes values from a fixed set
+            metrics().http_seconds.labels(method=method, route=route, status=str(status)).observe(seconds)
 
 
 def route_template(scope: dict[str, Any]) -> str:

@@ -3,7 +3,9 @@ server at /mcp) and ``memq mcp`` (the MCP server on stdio)."""
 
 from __future__ import annotations
 
+import os
 import socket
+import tempfile
 
 import click
 
@@ -69,6 +71,9 @@ def api_cmd(host: str | None, port: int | None, workers: int) -> None:
         click.secho(
             f"listening on {host}: put TLS in front (a reverse proxy) and keep the keys secret", fg="yellow", err=True
         )
+    if workers > 1 and not os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        # each uvicorn process counts its own requests: they write to files /metrics sums
+        os.environ["PROMETHEUS_MULTIPROC_DIR"] = tempfile.mkdtemp(prefix="memq-api-metrics-")
     click.echo(f"memq API on http://{host}:{port} (docs /docs, MCP /mcp)")
     uvicorn.run(
         "memq.api.app:create_app",

@@ -32,6 +32,9 @@ class Backlog:
     conversations_waiting: int  # with a drain queued or running
     oldest_wait_seconds: float  # since the oldest of those drains was queued (0 when none)
     queued_tasks: dict[str, int]  # per broker queue, not yet taken by a worker
+    open_conversations: int = 0  # with an open event or unread inbox (the shards' active indexes)
+    segments_pending: int = 0  # closed segments whose episode is not yet written
+    quarantined_conversations: int = 0  # with something in the quarantine
 
     @property
     def total(self) -> int:
@@ -46,13 +49,20 @@ def queue_lists(queue: str) -> list[str]:
 def measure_backlog(
     mailbox: MailboxClient, broker: redis.Redis, settings: Settings, *, now: float | None = None
 ) -> Backlog:
-    """One pass over the shards' drain indexes and the broker's queues (pipelined: one round
-    trip per shard and one for the broker)."""
+    """One pass over the shards' indexes and the broker's queues (pipelined: one round trip
+    per shard, one more per shard with waiting drains, and one for the broker)."""
     now = time.time() if now is None else now
     messages = conversations = 0
     oldest: float | None = None
+    sizes = [0, 0, 0]  # open conversations, pending segments, quarantined conversations
     for shard in all_shards(settings.key_prefix, settings.redis_shards):
-        waiting = cast(list[tuple[str, float]], mailbox.zrange(shard.drains, 0, -1, withscores=True))
+        pipe = mailbox.pipeline(transaction=False)  # one slot: the shard's keys share its hash tag
+        pipe.zrange(shard.drains, 0, -1, withscores=True)
+        for index in (shard.active, shard.pending, shard.quarantined):
+            pipe.zcard(index)
+        drains, *counts = pipe.execute()
+        sizes = [a + int(b) for a, b in zip(sizes, counts, strict=True)]
+        waiting = cast(list[tuple[str, float]], drains)
         if not waiting:
             continue
         conversations += len(waiting)
@@ -68,4 +78,4 @@ def measure_backlog(
             pipe.llen(name)
     lengths = iter(pipe.execute())
     queued = {queue: sum(int(next(lengths)) for _ in queue_lists(queue)) for queue in tasks.ALL_QUEUES}
-    return Backlog(messages, conversations, max(0.0, now - oldest) if oldest is not None else 0.0, queued)
+    return Backlog(messages, conversations, max(0.0, now - oldest) if oldest is not None else 0.0, queued, *sizes)

@@ -24,6 +24,7 @@ import structlog
 from memq.shared.db.facts import FACT_CANDIDATES, facts_by_id, fuse_fact_legs
 from memq.shared.db.reviews import Retrieved, ReviewNote
 from memq.shared.errors import ValidationError
+from memq.shared.metrics import metrics
 from memq.shared.retrieval import legs
 from memq.shared.retrieval.facts_section import fact_record, facts_block
 from memq.shared.retrieval.fusion import rrf
@@ -324,6 +325,9 @@ def retrieve(
         ms=round(timings["total"], 1),
         stages_ms={stage: round(ms, 1) for stage, ms in timings.items() if stage != "total"},
     )
+    measures = metrics()
+    measures.retrieval_seconds.observe(timings["total"] / 1000)
+    measures.retrieval_tokens.observe(tokens)
     return RetrievalResult(
         request, text, tokens, returned, chosen, named, timings, recorded, sorted(terms.named), fact_records
     )

@@ -67,6 +67,18 @@ class WorkerSettings(BaseModel):
         description="An unacknowledged task is redelivered after this (at least twice the task limit).",
     )
     worker_concurrency: int = Field(default=2, ge=1, description="Pool processes per worker (each loads the model).")
+    worker_metrics_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="Port on which a worker's main process serves Prometheus metrics (GET /metrics) for all of "
+        "its pool processes (prometheus-client's multiprocess mode). 0 = not served; the deployment files "
+        "set 9808.",
+    )
+    worker_metrics_address: str = Field(
+        default="0.0.0.0",
+        description="Address the worker's metrics server listens on.",
+    )
     quarantine_after_failures: int = Field(
         default=3,
         ge=1,

@@ -29,6 +29,7 @@ def test_backlog_counts_inbox_messages_and_queued_tasks(own_redis, settings):
     mailbox = mailbox_client(mine)
     empty = measure_backlog(mailbox, broker, mine)
     assert (empty.total, empty.conversations_waiting, empty.oldest_wait_seconds) == (0, 0, 0.0)
+    assert (empty.open_conversations, empty.segments_pending, empty.quarantined_conversations) == (0, 0, 0)
 
     producer = Producer(mine)  # no worker runs: everything stays waiting
     producer.add_messages([{"conversation_id": "a", "role": "user", "content": f"message {i}"} for i in range(5)])
@@ -39,6 +40,8 @@ def test_backlog_counts_inbox_messages_and_queued_tasks(own_redis, settings):
     # one drain task per conversation, however many messages it carries
     assert backlog.queued_tasks[tasks.SEGMENTATION_QUEUE] == 2
     assert backlog.total == 10
+    # both conversations have unread messages; nothing is cut or quarantined yet
+    assert (backlog.open_conversations, backlog.segments_pending, backlog.quarantined_conversations) == (2, 0, 0)
     assert backlog.oldest_wait_seconds >= 0.0
     later = measure_backlog(mailbox, broker, mine, now=broker.time()[0] + 60)
     assert later.oldest_wait_seconds >= 59.0

@@ -20,6 +20,7 @@ import structlog
 
 from memq.shared.db.episodes import StoredChanged, check_stored, store_episode
 from memq.shared.embeddings import Embedder
+from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
 from memq.worker.conversation_store import ConversationStore, episode_id_for
 from memq.worker.episodes.builder import build_episode
@@ -70,6 +71,8 @@ def create_episode(
     store.forget_vectors([m["id"] for m in messages])
     if outcome.inserted:
         store.invalidate_manifest()
+        if row is not None:
+            metrics().episodes.labels(summary_source=row.summary_source).inc()
     if outcome.duplicates:
         log.warning("duplicate_messages_not_stored", segment_id=segment_id, duplicates=outcome.duplicates)
     if row is None:

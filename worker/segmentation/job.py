@@ -27,6 +27,7 @@ import structlog
 from memq.shared import deadline
 from memq.shared.embeddings import Embedder
 from memq.shared.mailbox.codec import QueuedMessage, decode_inbox_item, to_micros
+from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
 from memq.worker.conversation_store import ConversationStore, Snapshot
 from memq.worker.failures import STOP, describe, is_transient
@@ -247,5 +248,6 @@ def _closed(episode_id: str, segment: ClosedSegment, outcome: DrainOutcome, on_e
         last_seq=segment.messages[-1].seq,
         surprise=round(segment.surprise, 3),
     )
+    metrics().boundaries.labels(reason=segment.reason).inc()
     outcome.episodes.append(episode_id)
     on_episode(episode_id)
