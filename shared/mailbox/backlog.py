@@ -17,6 +17,7 @@ import redis
 
 from memq.shared import tasks
 from memq.shared.connections import MailboxClient
+from memq.shared.mailbox.codec import arrival_micros
 from memq.shared.mailbox.keys import all_shards, conversation_keys, split_member
 from memq.shared.settings import Settings
 
@@ -35,6 +36,7 @@ class Backlog:
     open_conversations: int = 0  # with an open event or unread inbox (the shards' active indexes)
     segments_pending: int = 0  # closed segments whose episode is not yet written
     quarantined_conversations: int = 0  # with something in the quarantine
+    oldest_message_age_seconds: float = 0.0  # since the oldest unread inbox message was accepted (0 when none)
 
     @property
     def total(self) -> int:
@@ -54,6 +56,7 @@ def measure_backlog(
     now = time.time() if now is None else now
     messages = conversations = 0
     oldest: float | None = None
+    first_message: float | None = None  # when the oldest unread message was accepted (s)
     sizes = [0, 0, 0]  # open conversations, pending segments, quarantined conversations
     for shard in all_shards(settings.key_prefix, settings.redis_shards):
         pipe = mailbox.pipeline(transaction=False)  # one slot: the shard's keys share its hash tag
@@ -70,12 +73,28 @@ def measure_backlog(
         oldest = first if oldest is None else min(oldest, first)
         pipe = mailbox.pipeline(transaction=False)
         for member, _ in waiting:
-            pipe.llen(conversation_keys(settings, *split_member(str(member))).inbox)
-        messages += sum(int(n) for n in pipe.execute())
+            inbox = conversation_keys(settings, *split_member(str(member))).inbox
+            pipe.llen(inbox)
+            pipe.lindex(inbox, 0)
+        replies = pipe.execute()
+        messages += sum(int(n) for n in replies[0::2])
+        heads = [arrival_micros(item) / 1e6 for item in replies[1::2] if item is not None]
+        if heads:
+            first_message = min(heads) if first_message is None else min(first_message, *heads)
     pipe = broker.pipeline(transaction=False)
     for queue in tasks.ALL_QUEUES:
         for name in queue_lists(queue):
             pipe.llen(name)
     lengths = iter(pipe.execute())
     queued = {queue: sum(int(next(lengths)) for _ in queue_lists(queue)) for queue in tasks.ALL_QUEUES}
-    return Backlog(messages, conversations, max(0.0, now - oldest) if oldest is not None else 0.0, queued, *sizes)
+    open_conversations, segments_pending, quarantined = sizes
+    return Backlog(
+        messages,
+        conversations,
+        max(0.0, now - oldest) if oldest is not None else 0.0,
+        queued,
+        open_conversations=open_conversations,
+        segments_pending=segments_pending,
+        quarantined_conversations=quarantined,
+        oldest_message_age_seconds=max(0.0, now - first_message) if first_message is not None else 0.0,
+    )

@@ -108,6 +108,12 @@ def _decode(raw: str, seq: int | None, effective_us: str, arrival_us: str, body:
     )
 
 
+def arrival_micros(item: str | bytes) -> int:
+    """When Redis accepted an inbox item (its clock, µs), without decoding the message."""
+    raw = item.decode() if isinstance(item, bytes) else item
+    return int(raw.split(" ", 2)[1])
+
+
 def decode_inbox_item(item: str | bytes) -> QueuedMessage:
     raw = item.decode() if isinstance(item, bytes) else item
     effective, arrival, body = raw.split(" ", 2)

@@ -30,6 +30,7 @@ def test_backlog_counts_inbox_messages_and_queued_tasks(own_redis, settings):
     empty = measure_backlog(mailbox, broker, mine)
     assert (empty.total, empty.conversations_waiting, empty.oldest_wait_seconds) == (0, 0, 0.0)
     assert (empty.open_conversations, empty.segments_pending, empty.quarantined_conversations) == (0, 0, 0)
+    assert empty.oldest_message_age_seconds == 0.0
 
     producer = Producer(mine)  # no worker runs: everything stays waiting
     producer.add_messages([{"conversation_id": "a", "role": "user", "content": f"message {i}"} for i in range(5)])
@@ -45,3 +46,4 @@ def test_backlog_counts_inbox_messages_and_queued_tasks(own_redis, settings):
     assert backlog.oldest_wait_seconds >= 0.0
     later = measure_backlog(mailbox, broker, mine, now=broker.time()[0] + 60)
     assert later.oldest_wait_seconds >= 59.0
+    assert 59.0 <= later.oldest_message_age_seconds <= 62.0  # conversation a's first message, by Redis' clock

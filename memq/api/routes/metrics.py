@@ -56,6 +56,11 @@ class BacklogCollector(Collector):
             b.oldest_wait_seconds,
         )
         yield _gauge(
+            "memq_inbox_oldest_age_seconds",
+            "Seconds since the oldest message still unread in a waiting inbox was accepted (0 when none).",
+            b.oldest_message_age_seconds,
+        )
+        yield _gauge(
             "memq_open_conversations",
             "Conversations with an open event or unread messages (not yet closed into episodes).",
             b.open_conversations,

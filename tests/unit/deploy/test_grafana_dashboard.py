@@ -25,6 +25,7 @@ BACKLOG = {
     "memq_inbox_messages",
     "memq_conversations_waiting",
     "memq_backlog_oldest_age_seconds",
+    "memq_inbox_oldest_age_seconds",
     "memq_open_conversations",
     "memq_segments_pending",
     "memq_quarantined_conversations",
