@@ -19,6 +19,7 @@ from starlette.routing import Route
 from memq import version
 from memq.api import docs, errors
 from memq.api.auth import UNAUTHORIZED, tenant_for
+from memq.api.inspect import router as inspector
 from memq.api.limits import BodyLimit
 from memq.api.models import ERRORS
 from memq.api.request_log import RequestLog
@@ -78,6 +79,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     for module in (messages, memory, conversations, facts, metrics):
         app.include_router(module.router, responses=ERRORS)  # what every error looks like (errors.py)
     app.include_router(health.router)
+    app.include_router(inspector)  # the memory inspector, /inspect (not in the OpenAPI document)
     app.router.routes.append(
         Route(
             "/mcp",

@@ -55,8 +55,7 @@ def retry_cmd(conversation_id: str | None, item: str | None, tenant: str | None,
     id>) of CONVERSATION_ID, every item of CONVERSATION_ID, or --all."""
     from memq.shared import publisher
     from memq.shared.connections import mailbox_client
-    from memq.shared.mailbox.keys import conversation_keys
-    from memq.shared.mailbox.quarantine import list_quarantined, retry
+    from memq.shared.mailbox.quarantine import list_quarantined, retry_and_publish
     from memq.shared.mailbox.scripts import Scripts
     from memq.shared.settings import get_settings
 
@@ -73,14 +72,9 @@ def retry_cmd(conversation_id: str | None, item: str | None, tenant: str | None,
     ]
     if not items:
         raise click.ClickException("nothing in the quarantine matches")
+    app = publisher.publishing_app(settings)
     for q in items:
-        keys = conversation_keys(settings, q.tenant, q.conversation_id)
-        done = retry(client, scripts, keys, q.entry.field)
+        done = retry_and_publish(client, scripts, settings, app, q.tenant, q.conversation_id, q.entry.field)
         if done is None:
             continue
-        if done.publish:
-            if done.kind == "message":
-                publisher.drain(publisher.publishing_app(settings), q.tenant, q.conversation_id)
-            else:
-                publisher.episode(publisher.publishing_app(settings), q.tenant, q.conversation_id, done.id)
         click.echo(f"retrying {done.kind} {done.id} of {q.tenant}/{q.conversation_id}")

@@ -12,6 +12,8 @@ from memq.shared.mailbox.scripts import Scripts
 from memq.shared.mailbox.status import QuarantineEntry, parse_quarantine
 
 if TYPE_CHECKING:
+    from celery import Celery
+
     from memq.shared.connections import MailboxClient
     from memq.shared.settings import Settings
 
@@ -68,3 +70,25 @@ def retry(client: MailboxClient, scripts: Scripts, keys: ConversationKeys, field
         return None
     kind, item_id, publish = reply
     return Retried(kind, item_id, bool(int(publish)))
+
+
+def retry_and_publish(
+    client: MailboxClient,
+    scripts: Scripts,
+    settings: Settings,
+    app: Celery,
+    tenant: str,
+    conversation_id: str,
+    field: str,
+) -> Retried | None:
+    """``retry``, then the task that puts the item to work (a drain for a message, an
+    episode creation for a segment) when the script says one must be published."""
+    from memq.shared import publisher
+
+    done = retry(client, scripts, conversation_keys(settings, tenant, conversation_id), field)
+    if done is not None and done.publish:
+        if done.kind == "message":
+            publisher.drain(app, tenant, conversation_id)
+        else:
+            publisher.episode(app, tenant, conversation_id, done.id)
+    return done

@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import functools
 from datetime import datetime
-from typing import Any, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from fsrs import Card, Scheduler, State
 from fsrs.card import CardDict
+
+if TYPE_CHECKING:
+    from memq.shared.settings import Settings
 
 
 @functools.lru_cache(maxsize=4)
@@ -41,3 +44,16 @@ def retrievability(
 
 def with_floor(value: float, surprise: float, *, flashbulb_surprise: float, floor: float) -> float:
     return max(value, floor) if surprise >= flashbulb_surprise else value
+
+
+def retrievability_now(
+    stability: float | None, last_review: datetime | None, surprise: float, now: datetime, settings: Settings
+) -> float:
+    """An episode's retrievability at ``now`` as retrieval ranks it: FSRS with the
+    settings' desired retention, floored for a flashbulb memory."""
+    return with_floor(
+        retrievability(stability, last_review, now, desired_retention=settings.desired_retention),
+        surprise,
+        flashbulb_surprise=settings.flashbulb_surprise,
+        floor=settings.flashbulb_floor,
+    )
