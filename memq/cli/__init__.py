@@ -48,6 +48,8 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "context": ("memq.cli.context", "context_cmd"),
     "consolidate": ("memq.cli.memory", "consolidate_cmd"),
     "facts": ("memq.cli.memory", "facts_cmd"),
+    "export": ("memq.cli.portability", "export_cmd"),
+    "import": ("memq.cli.portability", "import_cmd"),
 }
 
 # The extra that brings a third-party package a command may need (pyproject's extras).

@@ -1,0 +1,100 @@
+"""``memq export`` and ``memq import``: a tenant (or one conversation) as a JSON Lines file,
+and back into this or another deployment (docs/portability.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from contextlib import nullcontext
+from pathlib import Path
+
+import click
+from rich.console import Console
+from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from memq.cli.options import tenant_option
+from memq.shared.settings import get_settings
+
+
+@click.command("export")
+@tenant_option
+@click.option("--conversation", "conversation_id", metavar="ID", help="Only this conversation.")
+@click.option(
+    "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file (default: stdout)."
+)
+def export_cmd(tenant: str | None, conversation_id: str | None, output: Path | None) -> None:
+    """Export a tenant's memory (messages, episodes, facts, reviews) as JSON Lines.
+
+    Streams from one consistent snapshot in constant memory. Redis' in-flight state
+    (messages not yet in an episode) and API keys are not exported."""
+    from memq.shared.connections import pg_connect
+    from memq.shared.ids import check_conversation_id
+    from memq.shared.portability.export import count_rows, export_lines, export_records
+
+    settings = get_settings()
+    tenant = tenant or settings.tenant
+    if conversation_id is not None:
+        check_conversation_id(conversation_id, settings.conversation_id_max_length)
+    partial = output.with_name(output.name + ".partial") if output else None
+    with pg_connect(settings, autocommit=True) as conn:
+        total = count_rows(conn, tenant, conversation_id) + 2
+        records = export_records(conn, tenant, settings=settings, conversation_id=conversation_id)
+        columns = (TextColumn("[bold]exporting[/] records"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with (
+            open(partial, "w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out,
+            Progress(*columns, console=Console(stderr=True)) as progress,
+        ):
+            task = progress.add_task("records", total=total)
+            for lines in export_lines(records):
+                out.write(lines)
+                progress.advance(task, lines.count("\n"))
+            out.flush()
+    if output and partial:
+        os.replace(partial, output)  # a file under the final name is always whole
+        click.echo(f"exported tenant {tenant} to {output}", err=True)
+
+
+@click.command("import")
+@click.argument("file", type=click.Path(exists=True, dir_okay=False, allow_dash=True))
+@tenant_option
+@click.option(
+    "--batch", type=click.IntRange(1, 100_000), default=1000, show_default=True, help="Records per transaction."
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def import_cmd(file: str, tenant: str | None, batch: int, as_json: bool) -> None:
+    """Import a file written by `memq export` (idempotent: importing twice changes nothing).
+
+    With --tenant every record goes to that tenant (ids are then derived from it);
+    by default to the file's. Vectors are computed again when the file's embedding
+    model is not the configured one. A broken record stops the import there: what came
+    before it is imported, and the line and the reason are printed."""
+    from memq.shared.connections import pg_connect
+    from memq.shared.embeddings import get_embedder
+    from memq.shared.portability.importer import ImportStopped, import_lines
+
+    settings = get_settings()
+    size = None if file == "-" else os.path.getsize(file)
+    columns = (TextColumn("[bold]importing[/]"), BarColumn(), DownloadColumn(), TimeElapsedColumn())
+    with (
+        open(file, "rb") if file != "-" else sys.stdin.buffer as lines,
+        pg_connect(settings, autocommit=True) as conn,
+        Progress(*columns, console=Console(stderr=True)) as progress,
+    ):
+        task = progress.add_task("bytes", total=size)
+        report = import_lines(
+            conn,
+            lines,
+            settings,
+            lambda: get_embedder(settings),
+            tenant=tenant,
+            batch=batch,
+            progress=lambda n: progress.advance(task, n),
+        )
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        note = ", re-embedded with " + settings.embedding_model if report.reembedded else ""
+        click.echo(f"imported into tenant {report.tenant} from {report.source_tenant}: {report.summary()}{note}")
+    if report.stopped is not None:
+        raise ImportStopped(report)
