@@ -2,18 +2,29 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import click
 
 from memq.cli.options import tenant_option
 from memq.cli.output import answer_only_on_stdout
-from memq.shared.settings import get_settings
+from memq.shared.settings import Settings, get_settings
+
+if TYPE_CHECKING:
+    from memq.producer.client import Producer
 
 
 @click.command("forget")
 @click.argument("conversation_id")
 @tenant_option
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
-def forget_cmd(conversation_id: str, tenant: str | None, yes: bool) -> None:
+@click.option(
+    "--compact",
+    is_flag=True,
+    help="Then remove the bytes storage still holds: rewrite the touched PostgreSQL tables (VACUUM FULL: locks "
+    "them while it runs), CHECKPOINT, and rewrite Redis' append-only files (docs/api.md, Forget).",
+)
+def forget_cmd(conversation_id: str, tenant: str | None, yes: bool, compact: bool) -> None:
     """Forget a conversation: every episode, message, review note and Redis trace of it."""
     from memq.producer.client import Producer
     from memq.shared.connections import pg_connect
@@ -40,3 +51,23 @@ def forget_cmd(conversation_id: str, tenant: str | None, yes: bool) -> None:
         click.echo(f"forgot {conversation_id}: {done.episodes} episodes, {done.messages} messages")
     else:
         click.echo(f"nothing to forget: no conversation {conversation_id!r}")
+    if compact:
+        _compact(settings, producer)
+
+
+def _compact(settings: Settings, producer: Producer) -> None:
+    import redis
+
+    from memq.shared.connections import pg_connect, redis_url
+    from memq.shared.forget_compact import compact, redis_servers
+
+    click.echo("compacting: rewriting the touched tables and Redis' append-only files ...")
+    broker = redis.Redis.from_url(redis_url(settings))
+    with pg_connect(settings, autocommit=True) as conn:
+        done = compact(conn, redis_servers(producer.redis, broker))
+    click.echo(
+        f"compacted {len(done.tables)} tables{', checkpointed' if done.checkpoint else ''}, "
+        f"rewrote the append-only file of {done.redis_rewritten} Redis server(s)"
+    )
+    for note in done.notes:
+        click.secho(note, fg="yellow", err=True)
