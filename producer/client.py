@@ -160,12 +160,13 @@ class Producer:
         calls: list[tuple[list[str], list[Any]]] = []
         for tenant_id, conv in order:
             keys = conversation_keys(self.settings, tenant_id, conv)
-            args: list[Any] = [self.settings.out_of_order_policy, window_ms, keys.member]
+            lines = []
             for index in groups[(tenant_id, conv)]:
                 msg = valid[index]
                 sent_us = to_micros(msg.timestamp) if msg.timestamp else None
                 payload = encode_payload(ids[index], msg.role, msg.content, sent_us, msg.metadata)
-                args += [ids[index], "" if sent_us is None else sent_us, payload]
+                lines.append(f"{ids[index]} {'' if sent_us is None else sent_us} {payload}")
+            args: list[Any] = [self.settings.out_of_order_policy, window_ms, keys.member, "\n".join(lines)]
             calls.append(([keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains], args))
         try:
             replies = run_queued(self.redis, self.scripts.enqueue, calls)  # one round trip
@@ -193,7 +194,8 @@ class Producer:
                     results[index] = AddResult(tenant_id, conv, ids[index], "rejected")
                 rejected = rejected or (bad, conv)
                 continue
-            for index, status in zip(group, reply[1:]):
+            statuses = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+            for index, status in zip(group, statuses, strict=True):
                 results[index] = AddResult(tenant_id, conv, ids[index], _STATUS[status])
             # A fresh id can only be a "duplicate" when the client library re-sent this very
             # call after a timeout: the first send stored it and marked a drain queued whose

@@ -80,16 +80,20 @@ class QueuedMessage:
 def encode_payload(
     message_id: str, role: str, content: str, sent_us: int | None, metadata: dict[str, Any] | None
 ) -> str:
-    payload: dict[str, Any] = {"id": message_id, "role": role, "content": content}
+    """The JSON object ``{"id", "role", "content"[, "sent_us"][, "metadata"]}``, byte for byte
+    what ``_ENCODER`` makes of it, its strings written by json's C string encoder directly
+    (the producer's hot path: half the time of encoding the dict)."""
+    text = f'{{"id":{_string(message_id)},"role":{_string(role)},"content":{_string(content)}'
     if sent_us is not None:
-        payload["sent_us"] = sent_us
+        text += f',"sent_us":{int(sent_us)}'
     if metadata:
-        payload["metadata"] = metadata
-    return _ENCODER.encode(payload)
+        text += ',"metadata":' + _ENCODER.encode(metadata)
+    return text + "}"
 
 
 # json.dumps with any non-default option builds an encoder per call; one, made once
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_string = json.encoder.encode_basestring  # what _ENCODER writes a str with (ensure_ascii=False), in C
 
 
 def _decode(raw: str, seq: int | None, effective_us: str, arrival_us: str, body: str) -> QueuedMessage:

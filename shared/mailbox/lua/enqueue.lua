@@ -4,7 +4,10 @@
 -- ARGV[1] out-of-order policy: "clamp" | "reject"
 -- ARGV[2] dedup window (ms): how long each message id is remembered, from its acceptance
 -- ARGV[3] the conversation's member name in the shard indexes
--- ARGV[4..] triples: message id, sent timestamp in µs ("" = now), JSON payload
+-- ARGV[4] the batch: one line per message, "<message id> <sent µs or empty> <JSON payload>",
+--         lines joined by "\n" (ids are printable ASCII without spaces; JSON escapes every
+--         newline). One argument instead of three per message: redis-py packs each argument
+--         separately, which cost the producer more than the script itself.
 --
 -- An accepted message is pushed as "<effective_us> <arrival_us> <json>": arrival is
 -- Redis' clock; the effective timestamp is the sent one or, under "clamp", the previous
@@ -12,61 +15,99 @@
 -- duplicate. At most one drain task is queued per conversation: the caller publishes one
 -- only when this returns schedule = 1.
 --
--- Returns {schedule, status_1, status_2, ...}: "a" accepted, "c" accepted with a clamped
--- timestamp, "d" duplicate; or {-1, index, last_us} when "reject" refuses message #index
--- (nothing written).
+-- Returns {schedule, statuses}: statuses one character per message, "a" accepted, "c"
+-- accepted with a clamped timestamp, "d" duplicate; or {-1, index, last_us} when "reject"
+-- refuses message #index (nothing written). The ids are looked up with one ZMSCORE and
+-- the accepted ones written with one ZADD and one RPUSH (in chunks below Lua's unpack limit).
 
 local policy, window, member = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local now = now_us()
 local now_ms = math.floor(now / 1000)
+local CHUNK = 1000  -- values per unpack(): Lua's C stack holds at most ~8000
+
+local now_text, now_ms_text = fmt(now), fmt(now_ms)
+local ids, sent, sent_text, payloads = {}, {}, {}, {}
+local batch, pos, n = ARGV[4], 1, 0
+local find, sub = string.find, string.sub
+while pos <= #batch do
+  local eol = find(batch, '\n', pos, true) or (#batch + 1)
+  local s1 = find(batch, ' ', pos, true)
+  local s2 = find(batch, ' ', s1 + 1, true)
+  n = n + 1
+  ids[n] = sub(batch, pos, s1 - 1)
+  local ts = sub(batch, s1 + 1, s2 - 1)
+  if ts == '' then
+    sent[n], sent_text[n] = now, now_text
+  else
+    sent[n], sent_text[n] = tonumber(ts), ts
+  end
+  payloads[n] = sub(batch, s2 + 1, eol - 1)
+  pos = eol + 1
+end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. fmt(now_ms - window))
+local known = {}
+for first = 1, #ids, CHUNK do
+  local scores = redis.call('ZMSCORE', KEYS[3], unpack(ids, first, math.min(first + CHUNK - 1, #ids)))
+  for k = 1, #scores do
+    if scores[k] then known[ids[first + k - 1]] = true end
+  end
+end
+-- new: the messages to store (first of each id not already known)
+local new, seen = {}, {}
+for i = 1, n do
+  if not known[ids[i]] and not seen[ids[i]] then
+    seen[ids[i]] = true
+    new[i] = true
+  end
+end
+
 local last = tonumber(redis.call('HGET', KEYS[2], 'last_ts_us') or '-1')
-
 if policy == 'reject' then
-  local probe, index, seen = last, 0, {}
-  for i = 4, #ARGV, 3 do
-    local id = ARGV[i]
-    if not seen[id] and not redis.call('ZSCORE', KEYS[3], id) then
-      seen[id] = true
-      local ts = now
-      if ARGV[i + 1] ~= '' then ts = tonumber(ARGV[i + 1]) end
-      if ts < probe then
-        return {-1, index, fmt(probe)}
+  local probe = last
+  for i = 1, n do
+    if new[i] then
+      if sent[i] < probe then
+        return {-1, i - 1, fmt(probe)}
       end
-      probe = ts
+      probe = sent[i]
     end
-    index = index + 1
   end
 end
 
-local out = {0}
-local accepted = 0
-for i = 4, #ARGV, 3 do
-  if redis.call('ZADD', KEYS[3], 'NX', now_ms, ARGV[i]) == 0 then
-    table.insert(out, 'd')
+local statuses, members, items = {}, {}, {}
+for i = 1, n do
+  if new[i] then
+    local text = sent_text[i]
+    if sent[i] < last then
+      text = fmt(last)
+      statuses[i] = 'c'
+    else
+      last = sent[i]
+      statuses[i] = 'a'
+    end
+    members[#members + 1] = now_ms_text
+    members[#members + 1] = ids[i]
+    items[#items + 1] = text .. ' ' .. now_text .. ' ' .. payloads[i]
   else
-    local ts = now
-    if ARGV[i + 1] ~= '' then ts = tonumber(ARGV[i + 1]) end
-    local status = 'a'
-    if ts < last then
-      ts = last
-      status = 'c'
-    end
-    last = ts
-    redis.call('RPUSH', KEYS[1], fmt(ts) .. ' ' .. fmt(now) .. ' ' .. ARGV[i + 2])
-    table.insert(out, status)
-    accepted = accepted + 1
+    statuses[i] = 'd'
   end
 end
+for first = 1, #members, 2 * CHUNK do
+  redis.call('ZADD', KEYS[3], unpack(members, first, math.min(first + 2 * CHUNK - 1, #members)))
+end
+for first = 1, #items, CHUNK do
+  redis.call('RPUSH', KEYS[1], unpack(items, first, math.min(first + CHUNK - 1, #items)))
+end
 
+local out = {0, table.concat(statuses)}
 if redis.call('EXISTS', KEYS[3]) == 1 then
   redis.call('PEXPIRE', KEYS[3], window)
 end
-if accepted > 0 then
+if #items > 0 then
   local now_s = now / 1000000
   redis.call('HSET', KEYS[2], 'last_ts_us', fmt(last))
-  redis.call('HINCRBY', KEYS[2], 'accepted', accepted)
+  redis.call('HINCRBY', KEYS[2], 'accepted', #items)
   redis.call('PERSIST', KEYS[2])
   redis.call('ZADD', KEYS[4], now_s, member)
   if redis.call('HSETNX', KEYS[2], 'drain', fmt(now)) == 1 then

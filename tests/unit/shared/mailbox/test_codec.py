@@ -1,4 +1,8 @@
+import json
 from datetime import UTC, datetime
+
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memq.shared.mailbox.codec import decode_buffer_item, decode_inbox_item, encode_payload, to_micros
 
@@ -40,3 +44,21 @@ def test_a_message_sent_without_a_timestamp_was_sent_on_arrival():
     payload = encode_payload("x", "assistant", "a b\nc  d", None, None)
     m = decode_inbox_item(f"{to_micros(ARRIVAL)} {to_micros(ARRIVAL)} {payload}")
     assert m.content == "a b\nc  d" and m.sent_at == ARRIVAL and not m.clamped and "sent_at" not in m.to_record()
+
+
+@given(
+    st.text(min_size=1),
+    st.sampled_from(["user", "assistant", "tool"]),
+    st.text(),
+    st.none() | st.integers(-(2**53), 2**53),
+    st.none() | st.dictionaries(st.text(max_size=5), st.text(max_size=5) | st.integers(), max_size=3),
+)
+def test_the_payload_is_the_json_encoders_byte_for_byte(message_id, role, content, sent_us, metadata):
+    expected = {"id": message_id, "role": role, "content": content}
+    if sent_us is not None:
+        expected["sent_us"] = sent_us
+    if metadata:
+        expected["metadata"] = metadata
+    encoded = encode_payload(message_id, role, content, sent_us, metadata)
+    assert encoded == json.dumps(expected, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    assert "\n" not in encoded  # enqueue.lua splits a batch on newlines
