@@ -17,12 +17,22 @@ OpenAI's), a deterministic failure that would quarantine the segment.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
-_WORD = re.compile(r"[A-Za-z][A-Za-z'\-]+|\d+(?:[.,]\d+)?")
+import regex  # type: ignore[import-untyped]  # no stubs installed (types-regex)
+
+# A word: letters of any script with their combining marks (accents, Devanagari vowel
+# signs ...), joined by an inner apostrophe or hyphen (O'Brien, e-mail); a number with its
+# decimals or a time (9:40) and an attached unit or per cent (5km, 3.5kg, 20%). The old
+# ASCII class cut "Príncipe" into "Pr" and "ncipe". Text is NFC-normalised first, so a
+# letter and its accent typed apart are one character.
+_LETTERS = r"\p{L}[\p{L}\p{M}\p{Nd}]*"  # a word may carry digits after its first letter: A320, COVID19
+_UNIT = r"\p{L}[\p{L}\p{M}]*(?![\p{L}\p{M}\p{Nd}'\u2019])"
+_WORD = regex.compile(rf"{_LETTERS}(?:['\u2019\-]{_LETTERS})*|\p{{Nd}}+(?:[.,:]\p{{Nd}}+)*(?:%|{_UNIT})?")
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 STOPWORDS = frozenset(
     [
@@ -254,19 +264,71 @@ TOOLS_LISTED = 20
 ELLIPSIS = "\u2026"
 
 
+def _key(word: str) -> str:
+    """What two spellings of one word share: case-folded, the typographic apostrophe as ASCII."""
+    return word.casefold().replace("\u2019", "'")
+
+
+def _script(ch: str) -> str:
+    """The scripts written without spaces between words, told apart; "" for the others."""
+    if "\u3040" <= ch <= "\u309f":
+        return "hiragana"
+    if "\u30a0" <= ch <= "\u30ff":
+        return "katakana"
+    if "\u3400" <= ch <= "\u9fff" or "\uf900" <= ch <= "\ufaff":
+        return "han"
+    if "\uac00" <= ch <= "\ud7af":
+        return "hangul"
+    return ""
+
+
+def _unspaced_runs(word: str) -> list[str]:
+    """A word of Japanese or Chinese text, where no space separates words, cut where the
+    script changes: the Han and Katakana runs carry the content (東京, 会議); Hiragana
+    runs are mostly particles and endings (で, があります) and are left out."""
+    runs: list[str] = []
+    for ch in word:
+        if runs and _script(ch) == _script(runs[-1][-1]):
+            runs[-1] += ch
+        else:
+            runs.append(ch)
+    return [r for r in runs if _script(r[0]) not in ("hiragana", "")]
+
+
+def _is_content(word: str) -> bool:
+    # Words of one or two letters are mostly function words, except in the scripts written
+    # without spaces (a two-character Han word is a word).
+    shortest = 2 if _script(word[0]) else 3
+    return shortest <= len(word) <= WORD_MAX_CHARS and _key(word) not in STOPWORDS
+
+
+def surface_words(text: str) -> list[str]:
+    """The content words of ``text`` as written (case and accents kept), in order."""
+    words: list[str] = []
+    for w in _WORD.findall(unicodedata.normalize("NFC", text)):
+        words += _unspaced_runs(w) if any(_script(ch) for ch in w) else [w]
+    return [w for w in words if _is_content(w)]
+
+
 def content_words(text: str) -> list[str]:
-    return [w.lower() for w in _WORD.findall(text) if 2 < len(w) <= WORD_MAX_CHARS and w.lower() not in STOPWORDS]
+    """The content words of ``text``, case-folded: what counts as the same word."""
+    return [_key(w) for w in surface_words(text)]
 
 
 def keywords(messages: Sequence[dict[str, Any]], k: int = 5) -> list[str]:
     """Most frequent content words (counted once per message), user and assistant text
-    only (tool dumps excluded); ties in order of first appearance, so the same messages
-    always give the same words (a set's order changes with each process's hash seed)."""
+    only (tool dumps excluded), each shown as it is most often written (names keep their
+    capital, accents stay); ties in order of first appearance, so the same messages always
+    give the same words (a set's order changes with each process's hash seed)."""
     counts: Counter[str] = Counter()
+    spellings: dict[str, Counter[str]] = {}
     for m in messages:
         if m["role"] in ("user", "assistant"):
-            counts.update(dict.fromkeys(content_words(m["content"]), 1))
-    return [w for w, _ in counts.most_common(k)]
+            words = surface_words(m["content"])
+            counts.update(dict.fromkeys((_key(w) for w in words), 1))
+            for w in words:
+                spellings.setdefault(_key(w), Counter())[w] += 1
+    return [spellings[key].most_common(1)[0][0] for key, _ in counts.most_common(k)]
 
 
 @dataclass(frozen=True)

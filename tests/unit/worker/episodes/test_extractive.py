@@ -3,6 +3,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import regex  # type: ignore[import-untyped]  # no stubs installed (types-regex)
+from hypothesis import given
+from hypothesis import strategies as st
 
 from memq.worker.episodes.extractive import (
     QUOTE_MAX_CHARS,
@@ -11,6 +14,7 @@ from memq.worker.episodes.extractive import (
     extractive_summary,
     extractive_title,
     keywords,
+    surface_words,
 )
 
 CONV: list[dict[str, Any]] = [
@@ -61,7 +65,8 @@ TIES = [
 
 
 def test_keywords_that_tie_come_in_order_of_first_appearance():
-    assert keywords(TIES, 5) == ["caroline", "melanie", "family", "support", "love"]  # each in both messages
+    # each in both messages; shown as written (names keep their capital)
+    assert keywords(TIES, 5) == ["Caroline", "Melanie", "family", "support", "love"]
 
 
 def test_the_same_messages_give_the_same_summary_in_every_process():
@@ -142,3 +147,60 @@ def test_no_catastrophic_backtracking_on_100000_characters(text):
     extractive_title(messages)
     extractive_summary(messages)
     assert time.perf_counter() - started < 2.0
+
+
+# Key terms in any script: real cases, each word whole (no fragment such as "ncipe").
+WORD_CASES = [
+    ("Lunch in São Tomé and Príncipe on Friday", ["Lunch", "São", "Tomé", "Príncipe", "Friday"]),
+    ("O'Brien’s e-mail about Zürich", ["O'Brien’s", "e-mail", "Zürich"]),
+    (
+        "The 9:40 train, a 5km walk, 20% off and 3.5kg of flour",
+        ["9:40", "train", "5km", "walk", "20%", "3.5kg", "flour"],
+    ),
+    ("Встреча в Москве завтра", ["Встреча", "Москве", "завтра"]),
+    ("Ταξίδι, Αθήνα", ["Ταξίδι", "Αθήνα"]),
+    ("नमस्ते दुनिया", ["नमस्ते", "दुनिया"]),
+    ("東京で会議があります", ["東京", "会議"]),  # Han runs kept, the Hiragana particles and endings left out
+    ("サッカーの試合", ["サッカー", "試合"]),
+    ("Tome\u0301 cafe\u0301", ["Tomé", "café"]),  # decomposed accents: one letter each (NFC)
+    ("the and of it is to", []),
+    ("Flight A320 or COVID19 rules", ["Flight", "A320", "COVID19", "rules"]),
+]
+
+
+@pytest.mark.parametrize(("text", "expected"), WORD_CASES)
+def test_key_terms_are_whole_words_in_any_script(text, expected):
+    assert surface_words(text) == expected
+
+
+def test_the_demo_key_terms_keep_accented_names_whole():
+    messages = [
+        {"role": "user", "content": "We fly to São Tomé and Príncipe at night, Príncipe first."},
+        {"role": "assistant", "content": "Príncipe is quieter; São Tomé has the capital."},
+    ]
+    terms = keywords(messages, 5)
+    assert "Príncipe" in terms and "ncipe" not in terms and "real" not in terms
+
+
+_LETTER = regex.compile(r"[\p{L}\p{M}]")
+
+
+@given(st.text(max_size=300))
+def test_key_terms_of_any_text_are_whole_words_of_it(text):
+    """Over arbitrary Unicode: every key term is in the (NFC) text, and where it stands
+    the characters on either side are not letters of the same word (no fragments), except
+    in the scripts written without spaces, where words are cut where the script changes."""
+    import unicodedata
+
+    normal = unicodedata.normalize("NFC", text)
+    for word in surface_words(text):
+        assert word in normal
+        if any("\u3040" <= ch <= "\u9fff" for ch in word):
+            continue
+        starts = [m.start() for m in regex.finditer(regex.escape(word), normal, overlapped=True)]
+        assert any(
+            not (i > 0 and _LETTER.match(normal[i - 1]))
+            and not (i + len(word) < len(normal) and _LETTER.match(normal[i + len(word)]))
+            for i in starts
+        ), (word, normal)
+        assert 2 <= len(word) <= 50
