@@ -135,3 +135,49 @@ def test_a_conversation_of_1000_messages_renders_on_the_server_in_under_100_ms(c
     best = min(times)
     print(f"\nconversation of 1,000 messages: best {best * 1000:.1f} ms of {[round(t * 1000, 1) for t in times]}")
     assert best < 0.100, f"best of five was {best * 1000:.0f} ms"
+
+
+def test_the_facts_page_shows_both_timelines_and_each_facts_history(client, db, settings, tenant, auth, stranger):
+    """Facts as consolidation writes them (memq.shared.db.facts): one superseded by another
+    and one still active; the page draws valid and recorded time for each and lists every
+    change, and another tenant sees none of them."""
+    import uuid
+    from datetime import UTC, datetime
+
+    import numpy as np
+
+    from memq.shared.db.facts import add_fact, retire_fact
+
+    conv, run = "facts-page", str(uuid.uuid4())
+    episode = _store(db, settings, tenant, conv, episodes=1, per_episode=2)[0]
+    vector = np.ones(settings.embedding_dim, dtype=np.float32) / np.sqrt(settings.embedding_dim)
+    lived = datetime(2024, 5, 1, tzinfo=UTC)
+    moved, recorded = datetime(2026, 2, 1, tzinfo=UTC), datetime(2026, 2, 3, tzinfo=UTC)
+    common = {"tenant": tenant, "conversation_id": conv, "run_id": run, "model": "test", "episode_ids": [episode]}
+    with db.transaction():
+        old = add_fact(
+            db, category="identity", content="Ana lives in <b>Lisbon</b>.", embedding=vector, valid_at=lived,
+            at=datetime(2026, 1, 5, tzinfo=UTC), **common,
+        )  # fmt: skip
+        new = add_fact(
+            db, category="identity", content="Ana lives in Porto.", embedding=vector, valid_at=moved, at=recorded,
+            **common,
+        )  # fmt: skip
+        retire_fact(
+            db, old, tenant=tenant, conversation_id=conv, invalid_at=moved, at=recorded, run_id=run,
+            episode_ids=[episode], superseded_by=new,
+        )  # fmt: skip
+
+    page = client.get("/inspect/fragments/facts", params={"conversation_id": conv}, headers=auth)
+    assert page.status_code == 200, page.text
+    html = page.text
+    assert "2 fact(s)" in html and "Ana lives in Porto." in html
+    assert "&lt;b&gt;Lisbon&lt;/b&gt;" in html and "<b>Lisbon" not in html  # content escaped
+    assert html.count('class="fact active"') == 1 and html.count('class="fact retired"') == 1
+    assert f"superseded by {new}" in html
+    assert html.count('class="fact-lines"') == 2 and html.count('class="recorded"') == 2  # both timelines each
+    assert "History (2 change(s))" in html and "History (1 change(s))" in html  # created + superseded; created
+    assert "<strong>superseded</strong>" in html and html.count("<strong>created</strong>") == 2
+    assert f'href="#/episode/{episode}"' in html
+    _, theirs = stranger
+    assert "Ana lives" not in client.get("/inspect/fragments/facts", headers=theirs).text
