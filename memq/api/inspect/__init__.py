@@ -46,7 +46,10 @@ def static(name: str) -> FileResponse:
 def conversations(tenant: str = Depends(caller), svc: Services = Depends(services)) -> HTMLResponse:
     with svc.conn() as conn:
         found = queries.conversations(conn, tenant)
-    return render("conversations.html", conversations=found)
+    open_now = live.open_conversations(svc, tenant)
+    stored = {c.conversation_id for c in found}
+    only_open = sorted(((c, at) for c, at in open_now.items() if c not in stored), key=lambda p: p[1], reverse=True)
+    return render("conversations.html", conversations=found, open_now=open_now, only_open=only_open)
 
 
 @dataclass(frozen=True)

@@ -181,3 +181,14 @@ def test_the_facts_page_shows_both_timelines_and_each_facts_history(client, db, 
     assert f'href="#/episode/{episode}"' in html
     _, theirs = stranger
     assert "Ana lives" not in client.get("/inspect/fragments/facts", headers=theirs).text
+
+
+def test_a_conversation_still_open_in_redis_is_listed(client, producer, tenant, auth, stranger):
+    """Messages accepted, no episode yet (no flush: the event stays open): the conversation
+    is listed with its last accepted message, for its tenant only."""
+    conv = "still-open"
+    producer.add_messages([{"role": "user", "content": "Just one thought for now."}], conversation_id=conv)
+    html = client.get("/inspect/fragments/conversations", headers=auth).text
+    assert "not yet in any episode" in html and f'href="#/conversation/{conv}"' in html
+    _, theirs = stranger
+    assert conv not in client.get("/inspect/fragments/conversations", headers=theirs).text
