@@ -30,6 +30,7 @@ from pydantic import BaseModel, ValidationError
 
 from memq.shared import deadline
 from memq.shared.errors import MemqError
+from memq.shared.llm_answers import parse_answer
 from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
 
@@ -123,10 +124,17 @@ def complete_json(
         try:
             response = litellm.completion(**kwargs)
             content = response.choices[0].message.content or ""
-            value = output.model_validate(json.loads(_strip_fences(content)))
+            value, repairs = parse_answer(content, output)
             seconds = time.monotonic() - started
-            log.info("llm_ok", purpose=purpose, model=settings.llm_model, attempt=attempt, seconds=round(seconds, 3))
-            _measured(purpose, "ok", seconds)
+            log.info(
+                "llm_ok",
+                purpose=purpose,
+                model=settings.llm_model,
+                attempt=attempt,
+                seconds=round(seconds, 3),
+                repairs=repairs or None,  # what the answer needed to be read (llm_answers.py)
+            )
+            _measured(purpose, "repaired" if repairs else "ok", seconds)
             return LLMResult(value, settings.llm_model or "", attempt, seconds)
         except stop:
             raise
@@ -174,13 +182,3 @@ def _stop_inside(exc: BaseException, stop: tuple[type[BaseException], ...]) -> B
     if stop and any(s.__name__ in str(exc) for s in stop):
         return stop[0]()
     return None
-
-
-def _strip_fences(content: str) -> str:
-    """Some models wrap JSON in a Markdown fence despite the schema."""
-    text = content.strip()
-    if text.startswith("```"):
-        text = text.split("\n", 1)[1] if "\n" in text else ""
-        if text.rstrip().endswith("```"):
-            text = text.rstrip()[:-3]
-    return text.strip()

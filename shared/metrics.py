@@ -80,7 +80,8 @@ def build(registry: CollectorRegistry) -> Metrics:
         llm_calls=Counter(
             "memq_llm_calls",
             "LLM requests through litellm, by stage (topic_shift, episode_summary, memory_review, semantic_"
-            "consolidation) and outcome (ok; failed: after its retries, the stage falls back to its rules).",
+            "consolidation) and outcome (ok; repaired: read after fixing a fence, prose around the JSON or an "
+            "enum's case; failed: after its retries, the stage falls back to its rules).",
             ["stage", "outcome"],
             registry=registry,
         ),
