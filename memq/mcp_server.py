@@ -75,6 +75,9 @@ def tool_names() -> list[str]:
 
 ConversationId = Annotated[str, Field(description="The conversation's id (1-128 letters, digits, '.', '_', ':', '-').")]
 MaxTokens = Annotated[int | None, Field(description="Budget of the answer in tokens.")]
+UserId = Annotated[
+    str | None, Field(description="Only this user's conversations (the user's memories across conversations).")
+]
 
 
 @tool(
@@ -97,6 +100,7 @@ def retrieve_memory(
     asked_in: Annotated[
         str | None, Field(description="The conversation you are in (default: the one searched).")
     ] = None,
+    user_id: UserId = None,
 ) -> str:
     from memq.shared.retrieval.service import retrieve_memory as retrieve
 
@@ -112,6 +116,7 @@ def retrieve_memory(
         settings=call.settings,
         conn=call.conn,
         asked_in=asked_in,
+        user_id=user_id,
     ).text
 
 
@@ -124,28 +129,39 @@ def search_facts(
     query: Annotated[str, Field(description="What to look for, in words.")],
     conversation_id: Annotated[str | None, Field(description="Facts of this conversation only.")] = None,
     limit: Annotated[int | None, Field(description="Most facts.")] = None,
+    user_id: UserId = None,
 ) -> str:
     from memq.shared.retrieval.facts import find_facts
     from memq.shared.retrieval.facts_section import fact_line
 
     asked, found = find_facts(
-        query, tenant=call.tenant, settings=call.settings, conn=call.conn, conversation_id=conversation_id, limit=limit
+        query,
+        tenant=call.tenant,
+        settings=call.settings,
+        conn=call.conn,
+        conversation_id=conversation_id,
+        limit=limit,
+        user_id=user_id,
     )
     return "\n".join(fact_line(f) for f, _, _ in found) or f"No facts match “{asked}”."
 
 
-@tool("The latest episodes of a conversation (title, when, summary), newest first.")
+@tool("The latest episodes of a conversation, or of a user's conversations (title, when, summary), newest first.")
 def recent_memory(
     call: Call,
-    conversation_id: ConversationId,
+    conversation_id: Annotated[
+        str | None, Field(description="The conversation's id (or give user_id for all of the user's).")
+    ] = None,
     days: Annotated[float, Field(description="How far back, in days.")] = 7.0,
     limit: Annotated[int | None, Field(description="Most episodes.")] = None,
     max_tokens: MaxTokens = None,
+    user_id: UserId = None,
 ) -> str:
     from memq.shared.retrieval.service import recent_memory as recent
 
     return recent(
         conversation_id,
+        user_id=user_id,
         tenant=call.tenant,
         days=days,
         limit=limit,
@@ -164,11 +180,13 @@ def manifest(
     conversation_id: ConversationId,
     depth: Annotated[int | None, Field(description="Most entries shown (default 30).")] = None,
     timezone: Annotated[str | None, Field(description="IANA time zone for days and times (default UTC).")] = None,
+    user_id: UserId = None,
 ) -> str:
     from memq.shared.context.service import manifest as read
 
     return read(
         conversation_id,
+        user_id=user_id,
         tenant=call.tenant,
         depth=depth,
         tz=timezone,
@@ -187,11 +205,13 @@ def session_context(
     conversation_id: ConversationId,
     max_tokens: Annotated[int | None, Field(description="Budget in tokens (default 2000).")] = None,
     timezone: Annotated[str | None, Field(description="IANA time zone (default UTC).")] = None,
+    user_id: UserId = None,
 ) -> str:
     from memq.shared.context.service import session_context as read
 
     return read(
         conversation_id,
+        user_id=user_id,
         tenant=call.tenant,
         max_tokens=max_tokens,
         tz=timezone,

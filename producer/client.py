@@ -31,8 +31,8 @@ from memq.producer.validation import ValidMessage, check_conversation_id, valida
 from memq.shared import publisher
 from memq.shared.celery_config import celery_config
 from memq.shared.connections import MailboxClient, mailbox_client, redis_url
-from memq.shared.errors import BatchIncomplete, BatchRejected, ValidationError
-from memq.shared.ids import check_tenant
+from memq.shared.errors import BatchIncomplete, BatchRejected, UserConflict, ValidationError
+from memq.shared.ids import check_tenant, check_user_id
 from memq.shared.mailbox.codec import encode_payload, to_micros
 from memq.shared.mailbox.keys import ConversationKeys, conversation_keys
 from memq.shared.mailbox.scripts import Scripts, run_queued
@@ -93,12 +93,13 @@ class Producer:
         metadata: Mapping[str, Any] | None = None,
         *,
         tenant: str | None = None,
+        user_id: str | None = None,
     ) -> AddResult:
         raw: dict[str, Any] = {"conversation_id": conversation_id, "role": role, "content": content}
         for name, value in (("timestamp", timestamp), ("message_id", message_id), ("metadata", metadata)):
             if value is not None:
                 raw[name] = dict(value) if name == "metadata" and isinstance(value, Mapping) else value
-        return self.add_messages([raw], tenant=tenant)[0]
+        return self.add_messages([raw], tenant=tenant, user_id=user_id)[0]
 
     def add_messages(
         self,
@@ -106,26 +107,32 @@ class Producer:
         *,
         conversation_id: str | None = None,
         tenant: str | None = None,
+        user_id: str | None = None,
     ) -> list[AddResult]:
         """Validate the whole batch first (all or nothing), then queue it in one round trip.
 
         Each message is a mapping with ``role``, ``content`` and optionally
         ``conversation_id`` (or pass ``conversation_id=`` for all), ``timestamp``,
-        ``message_id``, ``metadata`` and ``tenant`` (default: ``tenant=`` or
-        ``MEMQ_TENANT``). Results come back in input order. Raises ``ValidationError``
-        (nothing written), ``BatchRejected`` or ``BatchIncomplete`` (each with exact
+        ``message_id``, ``metadata``, ``tenant`` (default: ``tenant=`` or
+        ``MEMQ_TENANT``) and ``user_id`` (or pass ``user_id=`` for all): the user the
+        conversation belongs to, set by the first message naming one; a message naming
+        another user is refused (``UserConflict``, nothing of its conversation's part
+        written). Results come back in input order. Raises ``ValidationError``
+        (nothing written), ``BatchRejected`` (``UserConflict``) or ``BatchIncomplete`` (each with exact
         per-message ``results``).
         """
         batch = list(messages)
         try:
+            batch, users = self._split_users(batch, user_id)
             valid = self._validate(batch, conversation_id, tenant)
+            group_users = self._group_users(valid, users)
         except ValidationError:
             metrics().messages.labels(outcome="refused").inc(len(batch))
             raise
         if not valid:
             return []
         try:
-            results = self._queue(valid)
+            results = self._queue(valid, group_users)
         except (BatchIncomplete, BatchRejected) as exc:
             count_messages(r.status for r in exc.results)
             raise
@@ -146,8 +153,42 @@ class Producer:
             valid.append(validate_message(item, self.settings, now, index=index, tenant=default_tenant))
         return valid
 
-    def _queue(self, valid: list[ValidMessage]) -> list[AddResult]:
+    def _split_users(self, batch: list[Any], user_id: str | None) -> tuple[list[Any], list[str | None]]:
+        """The messages without their ``user_id`` field, and each one's user (checked)."""
+        default = None if user_id is None else check_user_id(user_id, self.settings.conversation_id_max_length)
+        rest: list[Any] = []
+        users: list[str | None] = []
+        for index, raw in enumerate(batch):
+            user = default
+            if isinstance(raw, Mapping) and "user_id" in raw:
+                raw = dict(raw)
+                named = raw.pop("user_id")
+                if named is not None:
+                    user = check_user_id(named, self.settings.conversation_id_max_length, index)
+            rest.append(raw)
+            users.append(user)
+        return rest, users
+
+    @staticmethod
+    def _group_users(valid: list[ValidMessage], users: list[str | None]) -> dict[tuple[str, str], str]:
+        """The user each conversation's part names; two users for one conversation are refused."""
+        named: dict[tuple[str, str], str] = {}
+        for index, (msg, user) in enumerate(zip(valid, users, strict=True)):
+            if user is None:
+                continue
+            key = (msg.tenant, msg.conversation_id)
+            if named.setdefault(key, user) != user:
+                raise ValidationError(
+                    f"names user {user!r} but an earlier message of conversation {msg.conversation_id!r} "
+                    f"names {named[key]!r}: a conversation belongs to one user",
+                    field="user_id",
+                    index=index,
+                )
+        return named
+
+    def _queue(self, valid: list[ValidMessage], users: Mapping[tuple[str, str], str] | None = None) -> list[AddResult]:
         """The validated batch onto Redis in one round trip, each message's result in order."""
+        users = users or {}
 
         ids = [msg.message_id or uuid.uuid4().hex for msg in valid]
         generated = {i for i, msg in enumerate(valid) if msg.message_id is None}
@@ -166,7 +207,13 @@ class Producer:
                 sent_us = to_micros(msg.timestamp) if msg.timestamp else None
                 payload = encode_payload(ids[index], msg.role, msg.content, sent_us, msg.metadata)
                 lines.append(f"{ids[index]} {'' if sent_us is None else sent_us} {payload}")
-            args: list[Any] = [self.settings.out_of_order_policy, window_ms, keys.member, "\n".join(lines)]
+            args: list[Any] = [
+                self.settings.out_of_order_policy,
+                window_ms,
+                keys.member,
+                "\n".join(lines),
+                users.get((tenant_id, conv), ""),
+            ]
             calls.append(([keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains], args))
         try:
             replies = run_queued(self.redis, self.scripts.enqueue, calls)  # one round trip
@@ -179,6 +226,7 @@ class Producer:
             AddResult(msg.tenant, msg.conversation_id, ids[i], "unknown") for i, msg in enumerate(valid)
         ]
         rejected: tuple[int, str] | None = None
+        conflict: tuple[int, str, str, str] | None = None  # (index, conversation, owner, named)
         failures: list[str] = []
         for (tenant_id, conv), reply in zip(order, replies):
             group = groups[(tenant_id, conv)]
@@ -187,6 +235,12 @@ class Producer:
                 # Maybe stored, with its drain marked queued but never published: publish one
                 # now (a spare drain is harmless; if this fails too, the sweeper finds the mark).
                 self._publish_drain(tenant_id, conv)
+                continue
+            if int(reply[0]) == -2:
+                owner = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+                for index in group:
+                    results[index] = AddResult(tenant_id, conv, ids[index], "rejected")
+                conflict = conflict or (group[0], conv, owner, users[(tenant_id, conv)])
                 continue
             if int(reply[0]) == -1:
                 bad = group[int(reply[1])]
@@ -212,6 +266,16 @@ class Producer:
                 "messages with status 'unknown' may or may not be stored: send them again with the same "
                 "message ids (BatchIncomplete.retry_messages) and each is stored exactly once",
                 results,
+            )
+        if conflict is not None:
+            index, conv, owner, named = conflict
+            raise UserConflict(
+                f"conversation {conv!r} belongs to user {owner!r}, not {named!r}: nothing of that "
+                f"conversation's part of the batch was queued; send it with user_id={owner!r} (or without a "
+                "user), use another conversation id, or move the conversation first "
+                f"(`memq conversations move {conv} --user {named}`; see .results for the others)",
+                results,
+                index=index,
             )
         if rejected is not None:
             index, conv = rejected

@@ -58,6 +58,15 @@ class BatchRejected(BatchError, ValidationError):
         self.index = index
 
 
+class UserConflict(BatchRejected):
+    """A conversation's part of the batch named a user other than the one that owns the
+    conversation: nothing of that part was written (HTTP 409)."""
+
+    def __init__(self, message: str, results: list[Any], *, index: int | None = None) -> None:
+        super().__init__(message, results, index=index)
+        self.field = "user_id"
+
+
 class BatchIncomplete(BatchError, ServiceError):
     """Redis failed during the batch: some conversations' parts may have been stored."""
 

@@ -64,6 +64,7 @@ import psycopg
 from memq.shared.errors import Busy
 from memq.shared.mailbox.keys import ConversationKeys
 from memq.shared.mailbox.scripts import Scripts
+from memq.shared.webhooks import events as webhook_events
 
 if TYPE_CHECKING:
     from memq.shared.connections import MailboxClient
@@ -159,6 +160,7 @@ def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str
         conn.execute(f"DELETE FROM semantic_fact {where}", args)
         messages = conn.execute(f"DELETE FROM episode_message {where}", args).rowcount
         episodes = conn.execute(f"DELETE FROM episodic_memory {where}", args).rowcount
-        for table in ("seq_gap", "conversation_participant", "conversation"):
+        for table in ("seq_gap", "conversation_participant", "conversation_user_change", "conversation"):
             conn.execute(f"DELETE FROM {table} {where}", args)
+        webhook_events.conversation_forgotten(conn, tenant, conversation_id, episodes=episodes, messages=messages)
     return episodes, messages

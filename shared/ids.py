@@ -41,3 +41,8 @@ def check_conversation_id(
             index=index,
         )
     return value
+
+
+def check_user_id(value: Any, max_length: int = 128, index: int | None = None, field: str = "user_id") -> str:
+    """A user id: the alphabet and length of a conversation id (it ends up in the same places)."""
+    return check_conversation_id(value, max_length, index, field)

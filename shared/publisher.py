@@ -56,3 +56,12 @@ def consolidation(app: Celery, tenant: str, conversation_id: str, *, countdown: 
 
 def sweep(app: Celery, *, age: float, once_per_seconds: float) -> None:
     _send(app, tasks.SWEEP_STALLED, (), countdown=0.0, age=age, once_per_seconds=once_per_seconds)
+
+
+def webhook_delivery(app: Celery, delivery_id: str, *, countdown: float = 0.0) -> None:
+    app.send_task(tasks.WEBHOOK_DELIVERY, args=[delivery_id], countdown=countdown or None)
+
+
+def webhook_sweep(app: Celery, *, countdown: float = 0.0) -> None:
+    """The outbox sweep (``memq.worker.tasks.webhooks``)."""
+    app.send_task(tasks.WEBHOOK_SWEEP, countdown=countdown or None)

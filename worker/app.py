@@ -36,6 +36,7 @@ def create_app() -> Celery:
             "memq.worker.tasks.episodes",
             "memq.worker.tasks.maintenance",
             "memq.worker.tasks.memory",
+            "memq.worker.tasks.webhooks",
         ],
     )
     app.conf.update(celery_config(settings, redis_url(settings)))
@@ -46,6 +47,7 @@ def create_app() -> Celery:
             "task": tasks.SWEEP_STALLED,
             "schedule": max(5.0, min(60.0, settings.stalled_after_seconds / 2)),
         },
+        "sweep-webhook-outbox": {"task": tasks.WEBHOOK_SWEEP, "schedule": settings.webhook_sweep_seconds},
     }
     return app
 

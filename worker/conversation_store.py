@@ -37,6 +37,7 @@ from memq.shared.mailbox.codec import QueuedMessage, decode_buffer_item, parse_s
 from memq.shared.mailbox.keys import conversation_keys
 from memq.shared.mailbox.scripts import Scripts
 from memq.shared.settings import Settings
+from memq.shared.webhooks import events as webhook_events
 from memq.worker.segmentation.engine import ClosedSegment
 from memq.worker.segmentation.event_state import EventState
 
@@ -285,6 +286,10 @@ class ConversationStore:
                 self.token,
             ],
         )
+        if quarantined:
+            webhook_events.record_quarantined(
+                self.settings, self.tenant, self.conversation_id, kind=kind, item=item_id, failures=int(count)
+            )
         return int(count), bool(quarantined)
 
     def segment_record(self, episode_id: str, segment: ClosedSegment) -> dict[str, Any]:

@@ -32,6 +32,7 @@ import structlog
 
 from memq.shared.db.conversations import raise_fence
 from memq.shared.mailbox.codec import to_micros
+from memq.shared.users import record_owner, set_state_owner, state_owner
 from memq.worker.conversation_store import ConversationStore, Snapshot
 
 log = structlog.get_logger("memq.sync")
@@ -44,8 +45,14 @@ def sync_with_database(
     autocommit PostgreSQL connection."""
     if snapshot.synced:
         return snapshot
+    user = state_owner(store.client, store.settings, store.tenant, store.conversation_id)
     with connect() as conn, conn.transaction():
         plan = raise_fence(conn, store.tenant, store.conversation_id, snapshot.seq)
+        # the conversation's user: Redis' onto a row without one; a returning conversation
+        # (its state expired) gets PostgreSQL's back
+        stored_user = record_owner(conn, store.tenant, store.conversation_id, user)
+    if stored_user is not None and stored_user != user:
+        set_state_owner(store.client, store.settings, store.tenant, store.conversation_id, stored_user)
     last_eff = to_micros(plan.last_message_at) if plan.last_message_at else None
     restamped = store.sync(run_id=snapshot.run_id, fence=plan.fence, seq_floor=plan.last_seq, last_eff_floor=last_eff)
     rewound = snapshot.rid is not None and plan.last_seq > snapshot.seq

@@ -34,12 +34,18 @@ class MessageIn(Strict):
         description="Plain JSON object, at most 16 KiB; "
         "`name` is the speaker, `tool_calls` / `tool_name` are recorded.",
     )
+    user_id: str | None = Field(
+        default=None,
+        description="The user the conversation belongs to: set by the first message naming one; "
+        "another user for the same conversation is refused (409).",
+    )
 
 
 class MessagesIn(Strict):
     messages: list[MessageIn] = Field(
         min_length=1, description="In order; validated as a whole before anything is written."
     )
+    user_id: str | None = Field(default=None, description="The user of every message (see MessageIn.user_id).")
 
 
 class AddResultOut(BaseModel):
@@ -85,6 +91,9 @@ class RetrieveIn(Strict):
         description="The conversation the agent asks from (default: the one "
         "searched): its next segment shows whether what is returned was used.",
     )
+    user_id: str | None = Field(
+        default=None, description="Only this user's conversations (of those given, if any); omit for the tenant."
+    )
 
 
 class FactSearchIn(Strict):
@@ -92,10 +101,14 @@ class FactSearchIn(Strict):
     conversation_id: str | None = None
     conversation_ids: list[str] | None = None
     limit: int | None = Field(default=None, description="Most facts (default MEMQ_RETRIEVAL_LIMIT).")
+    user_id: str | None = Field(
+        default=None, description="Only this user's conversations (of those given, if any); omit for the tenant."
+    )
 
 
 class RecentIn(Strict):
-    conversation_id: str
+    conversation_id: str | None = Field(default=None, description="The conversation; or give user_id.")
+    user_id: str | None = Field(default=None, description="The user's conversations (or just conversation_id).")
     days: float = 7.0
     limit: int | None = None
     max_tokens: int | None = None
@@ -298,7 +311,7 @@ class RetrieveOut(BaseModel):
 
 
 class RecentOut(BaseModel):
-    conversation_id: str
+    conversation_id: str | None = Field(description="The conversation asked for (null: a user's conversations).")
     tokens: int
     text: str = Field(description="The markdown (what format=markdown answers).")
     memories: list[MemoryOut] = Field(description="Newest first.")

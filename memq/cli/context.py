@@ -7,7 +7,7 @@ import json
 
 import click
 
-from memq.cli.options import tenant_option
+from memq.cli.options import tenant_option, user_option
 from memq.cli.output import answer_only_on_stdout, print_answer
 from memq.shared.settings import get_settings
 
@@ -18,12 +18,16 @@ from memq.shared.settings import get_settings
 @click.option("--depth", type=int, help="Most entries (default MEMQ_MANIFEST_DEPTH).")
 @click.option("--timezone", "tz", help="IANA time zone for days and times (default UTC).")
 @click.option("--json", "as_json", is_flag=True)
-def manifest_cmd(conversation_id: str, tenant: str | None, depth: int | None, tz: str | None, as_json: bool) -> None:
-    """The conversation's episodes as a tree by day, the open segment marked Active."""
+@user_option
+def manifest_cmd(
+    conversation_id: str, tenant: str | None, depth: int | None, tz: str | None, as_json: bool, user_id: str | None
+) -> None:
+    """The conversation's episodes (with --user: every conversation of the user's) as a tree
+    by day, the open segment marked Active."""
     from memq.shared.context.service import manifest
 
     with answer_only_on_stdout():
-        result = manifest(conversation_id, tenant=tenant, depth=depth, tz=tz, settings=get_settings())
+        result = manifest(conversation_id, user_id=user_id, tenant=tenant, depth=depth, tz=tz, settings=get_settings())
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -36,12 +40,16 @@ def manifest_cmd(conversation_id: str, tenant: str | None, depth: int | None, tz
 @click.option("--max-tokens", type=int, help="Budget (default MEMQ_SESSION_MAX_TOKENS).")
 @click.option("--timezone", "tz", help="IANA time zone (default UTC).")
 @click.option("--json", "as_json", is_flag=True)
+@user_option
 def context_cmd(
-    conversation_id: str, tenant: str | None, max_tokens: int | None, tz: str | None, as_json: bool
+    conversation_id: str, tenant: str | None, max_tokens: int | None, tz: str | None, as_json: bool, user_id: str | None
 ) -> None:
-    """What an agent reads at the top of a new session of the conversation."""
+    """What an agent reads at the top of a new session of the conversation (with --user:
+    the summaries and facts of every conversation of the user)."""
     from memq.shared.context.service import session_context
 
     with answer_only_on_stdout():
-        result = session_context(conversation_id, tenant=tenant, max_tokens=max_tokens, tz=tz, settings=get_settings())
+        result = session_context(
+            conversation_id, user_id=user_id, tenant=tenant, max_tokens=max_tokens, tz=tz, settings=get_settings()
+        )
     print_answer(result.text, result.to_json(), as_json)

@@ -1,4 +1,4 @@
-"""``memq forget``: a conversation and every trace of it, for good."""
+"""``memq forget``: a conversation (or every conversation of a user) and every trace of it, for good."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING
 
 import click
 
-from memq.cli.options import tenant_option
+from memq.cli.options import tenant_option, user_option
 from memq.cli.output import answer_only_on_stdout
 from memq.shared.settings import Settings, get_settings
 
@@ -15,8 +15,9 @@ if TYPE_CHECKING:
 
 
 @click.command("forget")
-@click.argument("conversation_id")
+@click.argument("conversation_id", required=False)
 @tenant_option
+@user_option
 @click.option("--yes", is_flag=True, help="Do not ask for confirmation.")
 @click.option(
     "--compact",
@@ -24,8 +25,9 @@ if TYPE_CHECKING:
     help="Then remove the bytes storage still holds: rewrite the touched PostgreSQL tables (VACUUM FULL: locks "
     "them while it runs), CHECKPOINT, and rewrite Redis' append-only files (docs/api.md, Forget).",
 )
-def forget_cmd(conversation_id: str, tenant: str | None, yes: bool, compact: bool) -> None:
-    """Forget a conversation: every episode, message, review note and Redis trace of it."""
+def forget_cmd(conversation_id: str | None, tenant: str | None, yes: bool, compact: bool, user_id: str | None) -> None:
+    """Forget a conversation: every episode, message, review note and Redis trace of it.
+    With --user (and no conversation): every conversation of the user, and its audit rows."""
     from memq.producer.client import Producer
     from memq.shared.connections import pg_connect
     from memq.shared.errors import Busy
@@ -33,6 +35,14 @@ def forget_cmd(conversation_id: str, tenant: str | None, yes: bool, compact: boo
     from memq.shared.ids import check_conversation_id
 
     settings = get_settings()
+    if (conversation_id is None) == (user_id is None):
+        raise click.UsageError("give CONVERSATION_ID or --user USER_ID (not both)")
+    if user_id is not None:
+        _forget_user(settings, tenant, user_id, yes)
+        if compact:
+            _compact(settings, Producer(settings))
+        return
+    assert conversation_id is not None
     with answer_only_on_stdout():
         check_conversation_id(conversation_id, settings.conversation_id_max_length)
     if not yes:
@@ -53,6 +63,36 @@ def forget_cmd(conversation_id: str, tenant: str | None, yes: bool, compact: boo
         click.echo(f"nothing to forget: no conversation {conversation_id!r}")
     if compact:
         _compact(settings, producer)
+
+
+def _forget_user(settings: Settings, tenant: str | None, user_id: str, yes: bool) -> None:
+    from memq.producer.client import Producer
+    from memq.shared.connections import pg_connect
+    from memq.shared.errors import Busy
+    from memq.shared.users import forget_user
+
+    if not yes:
+        click.confirm(
+            f"forget every conversation of user {user_id!r} of tenant {tenant or settings.tenant!r} for good?",
+            abort=True,
+        )
+    producer = Producer(settings)
+    try:
+        with pg_connect(settings, autocommit=True) as conn:
+            done = forget_user(
+                producer.redis,
+                conn,
+                settings,
+                tenant=tenant,
+                user_id=user_id,
+                wait_seconds=settings.forget_wait_seconds,
+            )
+    except Busy as exc:
+        raise click.ClickException(str(exc)) from None
+    click.echo(
+        f"forgot user {user_id}: {len(done.conversations)} conversations, {done.episodes} episodes, "
+        f"{done.messages} messages, {done.audit_rows} audit rows"
+    )
 
 
 def _compact(settings: Settings, producer: Producer) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 
 import click
 
-from memq.cli.options import tenant_option
+from memq.cli.options import tenant_option, user_option
 from memq.cli.output import answer_only_on_stdout
 from memq.shared.settings import get_settings
 
@@ -81,6 +81,7 @@ def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
 @click.command("facts")
 @click.argument("conversation_id")
 @tenant_option
+@user_option
 @click.option("--query", help="Search the active facts instead of listing them.")
 @click.option("--history", "fact_id", metavar="FACT_ID", help="Show one fact and every change to it.")
 @click.option("--all", "include_retired", is_flag=True, help="Retired facts too.")
@@ -92,8 +93,10 @@ def facts_cmd(
     fact_id: str | None,
     include_retired: bool,
     as_json: bool,
+    user_id: str | None,
 ) -> None:
-    """A conversation's facts (semantic memory)."""
+    """A conversation's facts (semantic memory); with --query --user: search every
+    conversation of the user."""
     from memq.shared.connections import pg_connect
     from memq.shared.db.facts import fact_history, get_fact, list_facts
     from memq.shared.ids import check_conversation_id
@@ -121,7 +124,12 @@ def facts_cmd(
 
             with answer_only_on_stdout():
                 _, found = find_facts(
-                    query, tenant=tenant, settings=settings, conn=conn, conversation_id=conversation_id
+                    query,
+                    tenant=tenant,
+                    settings=settings,
+                    conn=conn,
+                    conversation_id=None if user_id else conversation_id,
+                    user_id=user_id,
                 )
             facts = [f for f, _, _ in found]
         else:

@@ -23,7 +23,13 @@ from memq.shared.errors import ValidationError
 @click.option("--message-id", help="Idempotency key: a repeat is accepted once.")
 @click.option("--metadata", help="JSON object.")
 @tenant_option
-def send_cmd(conversation_id, role, content, timestamp, message_id, metadata, tenant) -> None:
+@click.option(
+    "--user",
+    "user_id",
+    metavar="USER_ID",
+    help="The user the conversation belongs to (set by its first message naming one; another is refused).",
+)
+def send_cmd(conversation_id, role, content, timestamp, message_id, metadata, tenant, user_id) -> None:
     """Queue one message."""
     meta = None
     if metadata:
@@ -31,7 +37,9 @@ def send_cmd(conversation_id, role, content, timestamp, message_id, metadata, te
             meta = json.loads(metadata)
         except json.JSONDecodeError as exc:
             raise ValidationError(f"--metadata is not valid JSON ({exc.msg})", field="metadata") from None
-    result = Producer().add_message(conversation_id, role, content, timestamp, message_id, meta, tenant=tenant)
+    result = Producer().add_message(
+        conversation_id, role, content, timestamp, message_id, meta, tenant=tenant, user_id=user_id
+    )
     click.echo(f"{result.status} message_id={result.message_id}")
 
 

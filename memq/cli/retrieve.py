@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import click
 
-from memq.cli.options import tenant_option
+from memq.cli.options import tenant_option, user_option
 from memq.cli.output import answer_only_on_stdout, print_answer
 from memq.shared.retrieval.request import DETAILS
 from memq.shared.retrieval.review_notes import flush_review_notes
@@ -36,6 +36,7 @@ from memq.shared.settings import get_settings
 @click.option("--json", "as_json", is_flag=True, help="Print JSON with every score instead of markdown.")
 @click.option("--no-record", is_flag=True, help="Do not queue what is returned for review (inspection only).")
 @tenant_option
+@user_option
 def retrieve_cmd(
     conversation_id: str,
     query: str,
@@ -49,11 +50,13 @@ def retrieve_cmd(
     as_json: bool,
     no_record: bool,
     tenant: str | None,
+    user_id: str | None,
 ) -> None:
-    """Recall the memories most relevant to QUERY, as an LLM would receive them."""
+    """Recall the memories most relevant to QUERY, as an LLM would receive them. With
+    --user: every conversation of the user (or those of --conversation that are the user's)."""
     if all_conversations and more:
         raise click.UsageError("--all-conversations already searches every conversation; drop --conversation")
-    scope = None if all_conversations else [conversation_id, *more]
+    scope = None if all_conversations or (user_id and not more) else [conversation_id, *more]
     time_range = (since, until) if since or until else None
     with answer_only_on_stdout():
         result = retrieve_memory(
@@ -66,6 +69,8 @@ def retrieve_cmd(
             time_range=time_range,
             settings=get_settings(),
             record=not no_record,
+            user_id=user_id,
+            asked_in=conversation_id,
         )
         if not flush_review_notes(timeout=10.0):  # a one-shot command: its review note lands before it returns
             click.echo("warning: the review note could not be written (PostgreSQL unreachable?)", err=True)
@@ -73,7 +78,7 @@ def retrieve_cmd(
 
 
 @click.command("recent")
-@click.argument("conversation_id")
+@click.argument("conversation_id", required=False)
 @click.option("--limit", type=int, help="Most memories to show (default MEMQ_RETRIEVAL_LIMIT).")
 @click.option(
     "--days", type=float, default=7.0, show_default=True, help="Only memories that ended within this many days."
@@ -81,17 +86,34 @@ def retrieve_cmd(
 @click.option("--max-tokens", type=int, help="Token budget of the text (default MEMQ_RETRIEVAL_MAX_TOKENS).")
 @click.option("--json", "as_json", is_flag=True, help="Print JSON instead of markdown.")
 @tenant_option
+@user_option
 def recent_cmd(
-    conversation_id: str, limit: int | None, days: float, max_tokens: int | None, as_json: bool, tenant: str | None
+    conversation_id: str | None,
+    limit: int | None,
+    days: float,
+    max_tokens: int | None,
+    as_json: bool,
+    tenant: str | None,
+    user_id: str | None,
 ) -> None:
-    """The conversation's latest memories, newest first: what an agent reads when a session starts."""
+    """The conversation's latest memories (or, with --user and no conversation, the user's),
+    newest first: what an agent reads when a session starts."""
+    if conversation_id is None and user_id is None:
+        raise click.UsageError("give CONVERSATION_ID or --user")
     settings = get_settings()
     with answer_only_on_stdout():
         result = recent_memory(
-            conversation_id, tenant=tenant, limit=limit, days=days, max_tokens=max_tokens, settings=settings
+            conversation_id,
+            user_id=user_id,
+            tenant=tenant,
+            limit=limit,
+            days=days,
+            max_tokens=max_tokens,
+            settings=settings,
         )
     data = {
         "conversation_id": conversation_id,
+        "user_id": user_id,
         "tenant": tenant or settings.tenant,
         "days": days,
         "tokens": result.tokens,

@@ -28,7 +28,7 @@ from memq.shared.context.model import EpisodeListing, OpenSegment, OpenSpan, Sai
 from memq.shared.context.session import SessionContext, SessionParams, build_session_context
 from memq.shared.episode_listing import COLUMNS as LISTING_COLUMNS
 from memq.shared.errors import ValidationError
-from memq.shared.ids import check_conversation_id, check_tenant
+from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
 from memq.shared.mailbox.keys import ConversationKeys, conversation_keys
 from memq.shared.mailbox.open_segment import read_unstored
 from memq.shared.settings import Settings, get_settings
@@ -72,11 +72,13 @@ _CACHE_VERSION = 2
 
 
 def latest_episodes(
-    conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int
+    conn: psycopg.Connection, tenant: str, conversation_id: str | list[str], limit: int
 ) -> tuple[list[EpisodeListing], int]:
+    """The newest episodes of the conversation (or of the conversations, together)."""
+    match = "= %s" if isinstance(conversation_id, str) else "= ANY(%s)"  # one: the plan as before
     rows = conn.execute(
         f"SELECT {LISTING_COLUMNS}, count(*) OVER () FROM episodic_memory "
-        "WHERE tenant_id = %s AND conversation_id = %s ORDER BY start_at DESC, id LIMIT %s",
+        f"WHERE tenant_id = %s AND conversation_id {match} ORDER BY start_at DESC, id LIMIT %s",
         (tenant, conversation_id, limit),
     ).fetchall()
     return [EpisodeListing.from_row(r) for r in rows], (rows[0][-1] if rows else 0)
@@ -159,9 +161,33 @@ def _scope(settings: Settings, tenant: str | None, conversation_id: Any) -> tupl
     )
 
 
+def user_scope(
+    conn: psycopg.Connection,
+    client: MailboxClient,
+    settings: Settings,
+    tenant: str,
+    conversation_id: str,
+    user_id: str | None,
+) -> list[str]:
+    """The conversations a view of ``conversation_id`` scoped to ``user_id`` covers: the
+    user's and this one. Refused when this conversation belongs to another user."""
+    from memq.shared.users import owner, state_owner, user_conversations
+
+    user_id = check_user_id(user_id, settings.conversation_id_max_length)
+    current = owner(conn, tenant, conversation_id) or state_owner(client, settings, tenant, conversation_id)
+    if current is not None and current != user_id:
+        raise ValidationError(
+            f"conversation {conversation_id!r} belongs to user {current!r}, not {user_id!r}: ask with "
+            f"user_id={current!r} or without a user",
+            field="user_id",
+        )
+    return list(dict.fromkeys([conversation_id, *user_conversations(conn, tenant, user_id)]))
+
+
 def manifest(
     conversation_id: str,
     *,
+    user_id: str | None = None,
     tenant: str | None = None,
     depth: int | None = None,
     tz: str | None = None,
@@ -171,7 +197,8 @@ def manifest(
     client: MailboxClient | None = None,
 ) -> ManifestResult:
     """The conversation's episodes as a tree by relative date (newest first), the open
-    segment marked Active, in markdown (MIRA's tree) and JSON."""
+    segment marked Active, in markdown (MIRA's tree) and JSON. With ``user_id``: the
+    episodes of every conversation of the user (not cached)."""
     settings = settings or get_settings()
     tenant, conversation_id = _scope(settings, tenant, conversation_id)
     depth = settings.manifest_depth if depth is None else _int(depth, "depth", 1, 500)
@@ -179,7 +206,11 @@ def manifest(
     now = _now(now)
     keys = conversation_keys(settings, tenant, conversation_id)
     with _resources(settings, conn, client) as (c, r):
-        episodes, total, cached = _cached_episodes(r, c, keys, depth, settings)
+        if user_id is None:
+            episodes, total, cached = _cached_episodes(r, c, keys, depth, settings)
+        else:
+            scope = user_scope(c, r, settings, tenant, conversation_id, user_id)
+            (episodes, total), cached = latest_episodes(c, tenant, scope, depth), False
         segment, open_count, first = open_segment(r, keys, 1)
     span = OpenSpan(first, segment.messages[-1], open_count) if first is not None else None
     built = build_manifest(
@@ -199,6 +230,7 @@ def manifest(
 def session_context(
     conversation_id: str,
     *,
+    user_id: str | None = None,
     tenant: str | None = None,
     max_tokens: int | None = None,
     summaries: int | None = None,
@@ -212,7 +244,9 @@ def session_context(
 ) -> SessionContext:
     """What an agent puts at the top of a new session (MIRA), within ``max_tokens``.
     ``embed``: text -> vector for finding the relevant facts (default: the embedding model,
-    loaded only when the conversation has facts to rank)."""
+    loaded only when the conversation has facts to rank). With ``user_id``: the summaries and
+    facts of every conversation of the user. Without it, a conversation that belongs to a
+    user and has no episode yet (a new session) starts with what is known of its user."""
     settings = settings or get_settings()
     tenant, conversation_id = _scope(settings, tenant, conversation_id)
     params = SessionParams(
@@ -229,11 +263,19 @@ def session_context(
     keys = conversation_keys(settings, tenant, conversation_id)
     with _resources(settings, conn, client) as (c, r):
         recent, total = latest_episodes(c, tenant, conversation_id, max(1, params.summary_count))
+        scope: list[str] = [conversation_id]
+        if user_id is None and total == 0:  # a new session of a user's conversation: what is known of the user
+            from memq.shared.users import owner, state_owner
+
+            user_id = owner(c, tenant, conversation_id) or state_owner(r, settings, tenant, conversation_id)
+        if user_id is not None:
+            scope = user_scope(c, r, settings, tenant, conversation_id, user_id)
+            recent, total = latest_episodes(c, tenant, scope, max(1, params.summary_count))
         before = (
             last_messages(c, tenant, conversation_id, params.continuity_messages) if params.continuity_messages else []
         )
         segment, open_count, _ = open_segment(r, keys, settings.session_open_messages_max)
-        facts = relevant_facts(c, settings, tenant, conversation_id, segment, recent, embed)
+        facts = relevant_facts(c, settings, tenant, scope, segment, recent, embed)
     return build_session_context(
         conversation_id,
         recent,
@@ -254,7 +296,7 @@ def relevant_facts(
     conn: psycopg.Connection,
     settings: Settings,
     tenant: str,
-    conversation_id: str,
+    conversation_id: str | list[str],
     segment: OpenSegment,
     recent: list[EpisodeListing],
     embed: Callable[[str], np.ndarray] | None = None,
@@ -267,10 +309,11 @@ def relevant_facts(
 
     if settings.session_facts <= 0:
         return []
+    conversations = [conversation_id] if isinstance(conversation_id, str) else conversation_id
     row = conn.execute(
         "SELECT EXISTS (SELECT 1 FROM semantic_fact "
-        "WHERE tenant_id = %s AND conversation_id = %s AND expired_at IS NULL)",
-        (tenant, conversation_id),
+        "WHERE tenant_id = %s AND conversation_id = ANY(%s) AND expired_at IS NULL)",
+        (tenant, conversations),
     ).fetchone()
     assert row is not None  # EXISTS always gives a row
     if not row[0]:
@@ -283,7 +326,7 @@ def relevant_facts(
     else:
         about = ""
     if not about.strip():
-        facts = list_facts(conn, tenant, conversation_id, limit=500)
+        facts = [f for c in conversations for f in list_facts(conn, tenant, c, limit=500)]
         facts.sort(key=lambda f: (-f.reinforcements, f.created_at))
         return [fact_line(f) for f in facts[: settings.session_facts]]
     if embed is None:
@@ -297,7 +340,7 @@ def relevant_facts(
     found = search_facts(
         conn,
         tenant,
-        [conversation_id],
+        conversations,
         [(about[:2000], embed(about[:2000]))],
         settings.session_facts,
         k=settings.rrf_k,

@@ -21,6 +21,7 @@ from memq.shared.episode_listing import COLUMNS as LISTING_COLUMNS
 from memq.shared.episode_listing import EpisodeListing
 from memq.shared.errors import MemqError
 from memq.shared.messages import speaker_of
+from memq.shared.webhooks import events as webhook_events
 
 
 class StaleSegment(MemqError):
@@ -167,6 +168,17 @@ def store_episode(
                     "message_count = message_count + %s, episode_count = episode_count + 1, updated_at = now() "
                     "WHERE tenant_id = %s AND conversation_id = %s",
                     (row.last_seq, row.last_seq, row.end_at, row.message_count, tenant, conversation_id),
+                )
+                webhook_events.episode_created(
+                    conn,
+                    tenant,
+                    conversation_id,
+                    row.id,
+                    messages=row.message_count,
+                    first_seq=row.first_seq,
+                    last_seq=row.last_seq,
+                    title=row.title,
+                    summary=row.summary,
                 )
     return StoreOutcome(inserted, len(check.duplicates))
 

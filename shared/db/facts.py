@@ -16,6 +16,7 @@ import psycopg
 from psycopg.types.json import Jsonb
 
 from memq.shared.db.lexical import OR_QUERY
+from memq.shared.webhooks import events as webhook_events
 
 CATEGORIES = ("identity", "preference", "interest", "personality", "relationship", "experience", "goal", "guideline")
 
@@ -116,6 +117,9 @@ def add_fact(
         episode_ids,
         {"content": content, "category": category, **(detail or {})},
     )
+    webhook_events.fact_created(
+        conn, tenant, conversation_id, fact_id, category=category, text=content, episode_ids=episode_ids
+    )
     return fact_id
 
 
@@ -136,6 +140,7 @@ def reinforce_fact(
         (at, list(episode_ids), fact_id),
     )
     _history(conn, fact_id, tenant, conversation_id, "reinforced", at, run_id, episode_ids, detail or {})
+    webhook_events.fact_updated(conn, tenant, conversation_id, fact_id, episode_ids=episode_ids)
 
 
 def retire_fact(
@@ -168,6 +173,9 @@ def retire_fact(
         run_id,
         episode_ids,
         {**(detail or {}), **({"superseded_by": superseded_by} if superseded_by else {})},
+    )
+    webhook_events.fact_invalidated(
+        conn, tenant, conversation_id, fact_id, superseded_by=superseded_by, invalid_at=invalid_at
     )
 
 

@@ -12,7 +12,7 @@ import psycopg
 from memq.shared.db.facts import Fact, search_facts
 from memq.shared.retrieval.legs import participants
 from memq.shared.retrieval.participants import query_terms
-from memq.shared.retrieval.request import build_request
+from memq.shared.retrieval.request import build_request, scoped
 from memq.shared.settings import Settings
 
 
@@ -26,6 +26,7 @@ def find_facts(
     conversation_ids: list[str] | None = None,
     limit: int | None = None,
     embed: Callable[[str], np.ndarray] | None = None,
+    user_id: str | None = None,
 ) -> tuple[str, list[tuple[Fact, float, dict[str, int]]]]:
     """(the validated query, the facts best first with their scores)."""
     request = build_request(
@@ -35,7 +36,9 @@ def find_facts(
         conversation_id=conversation_id,
         conversation_ids=conversation_ids,
         limit=limit,
+        user_id=user_id,
     )
+    request = scoped(conn, request)
     terms = query_terms(request.query, participants(conn, request))
     if embed is None:
         from memq.shared.embeddings import get_embedder

@@ -270,14 +270,15 @@ def participants(conn: psycopg.Connection, request: RetrievalRequest, limit: int
 
 
 def recent_candidates(
-    conn: psycopg.Connection, tenant: str, conversation_id: str, since: datetime, limit: int
+    conn: psycopg.Connection, tenant: str, conversation_id: str | list[str], since: datetime, limit: int
 ) -> list[EpisodeHit]:
-    """The conversation's latest episodes that ended since ``since``, newest first, read as
-    retrieval reads them (``memq_episode_rows``, migration 0009)."""
+    """The conversation's (or conversations') latest episodes that ended since ``since``,
+    newest first, read as retrieval reads them (``memq_episode_rows``, migration 0009)."""
+    match = "= %s" if isinstance(conversation_id, str) else "= ANY(%s)"  # one: the plan as before
     rows = conn.execute(
         "SELECT id, conversation_id, title, summary, start_at, end_at, surprise, message_count, first_seq, last_seq, "
         "summary_source, stability, last_review FROM memq_episode_rows(%s, ARRAY("
-        "SELECT id FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s AND end_at >= %s "
+        f"SELECT id FROM episodic_memory WHERE tenant_id = %s AND conversation_id {match} AND end_at >= %s "
         "ORDER BY end_at DESC LIMIT %s)) ORDER BY end_at DESC",
         (tenant, tenant, conversation_id, since, limit),
     ).fetchall()

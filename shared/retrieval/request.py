@@ -7,7 +7,7 @@ from datetime import UTC, datetime
 from typing import Any, cast
 
 from memq.shared.errors import ValidationError
-from memq.shared.ids import check_conversation_id, check_tenant
+from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
 from memq.shared.settings import Settings
 
 DETAILS = ("none", "low", "high", "auto")
@@ -33,6 +33,7 @@ class RetrievalRequest:
     time_range: TimeRange | None
     now: datetime  # the moment of the question: retrievability and relative times
     asked_in: str | None = None  # the conversation the retrieval serves: its next segment reviews what was returned
+    user_id: str | None = None  # only this user's conversations (``shared/users.py``: ``scoped``)
 
 
 def _aware(value: Any, field: str) -> datetime | None:
@@ -63,6 +64,7 @@ def build_request(
     time_range: tuple[Any, Any] | list[Any] | TimeRange | None = None,  # [start, end] as a list too
     now: datetime | str | None = None,  # a datetime or an ISO-8601 string
     asked_in: str | None = None,
+    user_id: str | None = None,
 ) -> RetrievalRequest:
     """``asked_in``: the conversation the retrieval serves (default: the one conversation
     searched, if only one is); reviews of what is returned wait for its next segment."""
@@ -131,4 +133,20 @@ def build_request(
         asked_in = check_conversation_id(asked_in, settings.conversation_id_max_length, field="asked_in")
     elif scope is not None and len(scope) == 1:
         asked_in = scope[0]
-    return RetrievalRequest(tenant, scope, query, limit, detail, max_tokens, window, now, asked_in)
+    if user_id is not None:
+        user_id = check_user_id(user_id, settings.conversation_id_max_length)
+    return RetrievalRequest(tenant, scope, query, limit, detail, max_tokens, window, now, asked_in, user_id)
+
+
+def scoped(conn: Any, request: RetrievalRequest) -> RetrievalRequest:
+    """The request with a user scope turned into the user's conversations (narrowed to the
+    ones asked for): what the legs filter by. Unchanged without a user."""
+    if request.user_id is None:
+        return request
+    from dataclasses import replace
+
+    from memq.shared.users import within_user
+
+    return replace(
+        request, conversation_ids=within_user(conn, request.tenant, request.user_id, request.conversation_ids)
+    )

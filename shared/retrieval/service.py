@@ -32,7 +32,7 @@ from memq.shared.retrieval.model import EpisodeHit, MessageView
 from memq.shared.retrieval.participants import query_terms
 from memq.shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
 from memq.shared.retrieval.render import episode_block, hit_record, markdown
-from memq.shared.retrieval.request import RetrievalRequest, build_request
+from memq.shared.retrieval.request import RetrievalRequest, build_request, scoped
 from memq.shared.retrieval.retrievability import retrievability, with_floor
 from memq.shared.retrieval.review_notes import review_notes
 from memq.shared.retrieval.selection import Selected, SelectionParams, message_cap, select
@@ -232,6 +232,7 @@ def retrieve(
     t0 = time.perf_counter()
     named = find_time(request.query, request.now) if request.time_range is None else None
     with _connection(conn, settings) as c:
+        request = scoped(c, request)
         if embed is None:  # after PostgreSQL answered: services that are down are reported at once
             embed = _model(settings, timings)
         terms = query_terms(request.query, participants(c, request, settings))
@@ -364,9 +365,11 @@ def retrieve_memory(
     embed: Callable[[str], np.ndarray] | None = None,
     record: bool = True,
     asked_in: str | None = None,
+    user_id: str | None = None,
 ) -> RetrievalResult:
     """Memories of one conversation, of several, or (neither given) of every conversation
-    of the tenant, most relevant first, within ``max_tokens`` of returned text.
+    of the tenant, most relevant first, within ``max_tokens`` of returned text. With
+    ``user_id``: only that user's conversations (of those given, if any).
     ``asked_in``: the conversation the agent asked from (default: the one searched, when
     one is); what is returned is reviewed when that conversation's next segment ends."""
     settings = settings or get_settings()
@@ -382,6 +385,7 @@ def retrieve_memory(
         time_range=time_range,
         now=now,
         asked_in=asked_in,
+        user_id=user_id,
     )
     return retrieve(request, settings=settings, embed=embed, conn=conn, record=record)
 
@@ -394,8 +398,9 @@ class RecentResult:
 
 
 def recent_memory(
-    conversation_id: str,
+    conversation_id: str | None = None,
     *,
+    user_id: str | None = None,
     tenant: str | None = None,
     limit: int | None = None,
     days: float = 7.0,
@@ -405,8 +410,11 @@ def recent_memory(
     conn: psycopg.Connection | None = None,
 ) -> RecentResult:
     """The conversation's latest episodes that ended within ``days`` of now, newest first:
-    title, when and summary, within ``max_tokens``."""
+    title, when and summary, within ``max_tokens``. With ``user_id``: of the user's
+    conversations (only the given conversation, if it is the user's)."""
     settings = settings or get_settings()
+    if conversation_id is None and user_id is None:
+        raise ValidationError("give a conversation_id or a user_id", field="conversation_id")
     # the same validation as a retrieval (tenant, conversation, limit, budget, now)
     request = build_request(
         settings,
@@ -416,19 +424,18 @@ def recent_memory(
         limit=limit,
         max_tokens=max_tokens,
         now=now,
+        user_id=user_id,
     )
     if isinstance(days, bool) or not isinstance(days, int | float) or not 0 < days <= 36_500:
         raise ValidationError("must be a number of days above 0", field="days")
-    assert request.conversation_ids is not None  # built from one conversation_id
-    tenant, conversation_id, limit, max_tokens = (
-        request.tenant,
-        request.conversation_ids[0],
-        request.limit,
-        request.max_tokens,
-    )
+    tenant, limit, max_tokens = request.tenant, request.limit, request.max_tokens
     since = request.now - timedelta(days=days)
     with _connection(conn, settings) as c:
-        rows = legs.recent_candidates(c, tenant, conversation_id, since, limit)
+        request = scoped(c, request)
+        assert request.conversation_ids is not None  # one conversation_id, or the user's
+        scope = list(request.conversation_ids)
+        rows = legs.recent_candidates(c, tenant, scope[0] if user_id is None else scope, since, limit)
+    shown = conversation_id if conversation_id is not None else f"user {user_id}"
     hits = rerank(rows, {r.id: 0.0 for r in rows}, settings, request.now, None)
     hits.sort(key=lambda h: h.end_at, reverse=True)
     blocks: list[str] = []
@@ -447,7 +454,7 @@ def recent_memory(
             break
         blocks.append(fits[0])
         records.append(hit_record(h, [], fits[1]))
-    text = markdown(blocks, "") if blocks else f"No memories in the last {days:g} days of {conversation_id}."
+    text = markdown(blocks, "") if blocks else f"No memories in the last {days:g} days of {shown}."
     if count_tokens(text) > max_tokens:  # a long conversation id echoed back
         text = f"No memories in the last {days:g} days."
     return RecentResult(text, count_tokens(text), records)

@@ -34,6 +34,7 @@ from memq.shared.settings.retrieval import RetrievalSettings
 from memq.shared.settings.review import ReviewSettings
 from memq.shared.settings.segmentation import SegmentationSettings
 from memq.shared.settings.services import ServiceSettings
+from memq.shared.settings.webhooks import WebhookSettings
 from memq.shared.settings.worker import WorkerSettings
 
 # The groups in the order docs/configuration.md lists them.
@@ -50,6 +51,7 @@ GROUPS: tuple[type[BaseModel], ...] = (
     EmbeddingSettings,
     LlmSettings,
     WorkerSettings,
+    WebhookSettings,
     LoggingSettings,
 )
 
@@ -58,6 +60,7 @@ GROUPS: tuple[type[BaseModel], ...] = (
 # the documented order.
 class Settings(
     LoggingSettings,
+    WebhookSettings,
     WorkerSettings,
     LlmSettings,
     EmbeddingSettings,

@@ -22,6 +22,7 @@ from memq.shared.db.episodes import StoredChanged, check_stored, store_episode
 from memq.shared.embeddings import Embedder
 from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
+from memq.shared.users import record_owner, state_owner
 from memq.worker.conversation_store import ConversationStore, episode_id_for
 from memq.worker.episodes.builder import build_episode
 
@@ -67,6 +68,10 @@ def create_episode(
             log.info("episode_rebuild", segment_id=segment_id, attempt=attempt)
     else:
         raise StoredChanged(f"segment {segment_id}: what PostgreSQL holds kept changing; will retry")
+    # the conversation's user (the producer's, in the Redis state) onto its row, if it has none yet
+    user = state_owner(store.client, store.settings, tenant, conversation_id)
+    if user is not None:
+        record_owner(conn, tenant, conversation_id, user)
     store.finish_segment(segment_id)
     store.forget_vectors([m["id"] for m in messages])
     if outcome.inserted:

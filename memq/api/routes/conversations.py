@@ -51,13 +51,21 @@ def manifest(
     conversation_id: str = ConversationId,
     depth: int | None = Query(None, description="default MEMQ_MANIFEST_DEPTH"),
     tz: str | None = Query(None, alias="timezone", description="IANA name, default UTC"),
+    user_id: str | None = Query(None, description="Scope to this user's conversations (see docs/api.md#users)"),
     fmt: Format = JSON_BY_DEFAULT,
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
 ) -> Any:
     with svc.conn() as conn:
         result = read_manifest(
-            conversation_id, tenant=tenant, depth=depth, tz=tz, settings=svc.settings, conn=conn, client=svc.redis
+            conversation_id,
+            user_id=user_id,
+            tenant=tenant,
+            depth=depth,
+            tz=tz,
+            settings=svc.settings,
+            conn=conn,
+            client=svc.redis,
         )
     return markdown(result.text) if fmt == "markdown" else result.to_json()
 
@@ -74,6 +82,7 @@ def context(
     summaries: int | None = Query(None, description="episode summaries (default MEMQ_SESSION_SUMMARY_COUNT)"),
     continuity: int | None = Query(None, description="messages before the open segment"),
     tz: str | None = Query(None, alias="timezone", description="IANA name, default UTC"),
+    user_id: str | None = Query(None, description="Scope to this user's conversations (see docs/api.md#users)"),
     fmt: Format = JSON_BY_DEFAULT,
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
@@ -84,6 +93,7 @@ def context(
     with svc.conn() as conn:
         result = read_session_context(
             conversation_id,
+            user_id=user_id,
             tenant=tenant,
             max_tokens=max_tokens,
             summaries=summaries,

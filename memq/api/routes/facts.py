@@ -56,6 +56,7 @@ def facts_search(
             conversation_id=body.conversation_id,
             conversation_ids=body.conversation_ids,
             limit=body.limit,
+            user_id=body.user_id,
         )
     return {"query": query, "facts": [fact_record(f, score, ranks) for f, score, ranks in found]}
 

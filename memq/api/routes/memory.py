@@ -34,6 +34,7 @@ def _retrieve(body: RetrieveIn, tenant: str, svc: Services) -> RetrievalResult:
             conn=conn,
             record=body.record,
             asked_in=body.asked_in,
+            user_id=body.user_id,
         )
 
 
@@ -41,6 +42,7 @@ def _recent(body: RecentIn, tenant: str, svc: Services) -> RecentResult:
     with svc.conn() as conn:
         return recent_memory(
             body.conversation_id,
+            user_id=body.user_id,
             tenant=tenant,
             limit=body.limit,
             days=body.days,

@@ -25,7 +25,11 @@ ConversationId = Path(description="1-128 letters, digits, '.', '_', ':', '-', st
     summary="Add one message or a batch to a conversation",
     responses={
         400: {"model": ErrorOut, "description": "invalid input; nothing was written"},
-        409: {"model": ErrorOut, "description": "out of order under MEMQ_OUT_OF_ORDER_POLICY=reject; nothing written"},
+        409: {
+            "model": ErrorOut,
+            "description": "out of order under MEMQ_OUT_OF_ORDER_POLICY=reject, or the conversation belongs to "
+            "another user (field user_id); nothing written",
+        },
         413: {"model": ErrorOut, "description": "body too large"},
         503: {"model": ErrorOut, "description": "Redis failed; see results"},
     },
@@ -46,7 +50,8 @@ def add_messages(
             f"at most {svc.settings.api_max_batch} messages per request (MEMQ_API_MAX_BATCH)", field="messages"
         )
     raw = [m.model_dump(exclude_none=True) for m in items]
-    results = svc.producer.add_messages(raw, conversation_id=conversation_id, tenant=tenant)
+    user_id = body.user_id if isinstance(body, MessagesIn) else None
+    results = svc.producer.add_messages(raw, conversation_id=conversation_id, tenant=tenant, user_id=user_id)
     return MessagesOut(
         conversation_id=conversation_id,
         results=[{"index": i, "status": r.status, "message_id": r.message_id} for i, r in enumerate(results)],

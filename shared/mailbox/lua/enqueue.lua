@@ -19,8 +19,19 @@
 -- accepted with a clamped timestamp, "d" duplicate; or {-1, index, last_us} when "reject"
 -- refuses message #index (nothing written). The ids are looked up with one ZMSCORE and
 -- the accepted ones written with one ZADD and one RPUSH (in chunks below Lua's unpack limit).
+--
+-- ARGV[5] the user the batch names ("" = none): the conversation's first user is kept in
+-- the state's "user_id" (the workers copy it to PostgreSQL); a batch naming another user
+-- is refused with {-2, owner} (nothing written).
 
 local policy, window, member = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local user = ARGV[5] or ''
+if user ~= '' then
+  local owner = redis.call('HGET', KEYS[2], 'user_id')
+  if owner and owner ~= user then
+    return {-2, owner}
+  end
+end
 local now = now_us()
 local now_ms = math.floor(now / 1000)
 local CHUNK = 1000  -- values per unpack(): Lua's C stack holds at most ~8000
@@ -109,6 +120,9 @@ if #items > 0 then
   redis.call('HSET', KEYS[2], 'last_ts_us', fmt(last))
   redis.call('HINCRBY', KEYS[2], 'accepted', #items)
   redis.call('PERSIST', KEYS[2])
+  if user ~= '' then
+    redis.call('HSETNX', KEYS[2], 'user_id', user)
+  end
   redis.call('ZADD', KEYS[4], now_s, member)
   if redis.call('HSETNX', KEYS[2], 'drain', fmt(now)) == 1 then
     redis.call('ZADD', KEYS[5], now_s, member)

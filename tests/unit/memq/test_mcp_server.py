@@ -114,8 +114,11 @@ def test_the_server_registers_the_table():
     by_name = {t.name: t.input_schema for t in listed}
     assert by_name["retrieve_memory"]["required"] == ["query"]
     assert by_name["search_facts"]["required"] == ["query"]
-    for name in ("recent_memory", "manifest", "session_context"):
+    for name in ("manifest", "session_context"):
         assert by_name[name]["required"] == ["conversation_id"]
+    assert "required" not in by_name["recent_memory"]  # a conversation_id or a user_id
+    for name in ("retrieve_memory", "search_facts", "recent_memory", "manifest", "session_context"):
+        assert "user_id" in by_name[name]["properties"]
     assert set(by_name["retrieve_memory"]["properties"]) == {
         "query",
         "conversation_id",
@@ -126,6 +129,7 @@ def test_the_server_registers_the_table():
         "since",
         "until",
         "asked_in",
+        "user_id",
     }
 
 
@@ -161,6 +165,7 @@ def test_a_tool_gets_the_tenant_a_connection_and_its_arguments(monkeypatch):
     assert over_http.content[0].text == "manifest of c1 for key-tenant"
     assert calls[0] == {
         "conversation_id": "c1",
+        "user_id": None,
         "tenant": "stdio-tenant",
         "depth": 3,
         "tz": None,
