@@ -70,6 +70,23 @@ if TYPE_CHECKING:
     from memq.shared.connections import MailboxClient
 
 
+# Every table forget deletes from or scrubs, children before parents (``memq forget
+# --compact`` rewrites exactly these: shared/forget_compact.py).
+TOUCHED = (
+    "pending_review",
+    "memory_review",
+    "semantic_fact_history",
+    "semantic_fact",
+    "episode_message",
+    "episodic_memory",
+    "seq_gap",
+    "conversation_participant",
+    "conversation_user_change",
+    "conversation",
+    "webhook_delivery",  # scrubbed by webhook_events.conversation_forgotten
+)
+
+
 @dataclass(frozen=True)
 class Forgotten:
     episodes: int

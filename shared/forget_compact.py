@@ -29,20 +29,9 @@ from typing import Any
 import psycopg
 import structlog
 
-log = structlog.get_logger("memq.forget")
+from memq.shared.forget import TOUCHED
 
-# Every table forget deletes from or scrubs (shared/forget.py), children before parents.
-TOUCHED = (
-    "pending_review",
-    "memory_review",
-    "semantic_fact_history",
-    "semantic_fact",
-    "episode_message",
-    "episodic_memory",
-    "seq_gap",
-    "conversation_participant",
-    "conversation",
-)
+log = structlog.get_logger("memq.forget")
 
 
 @dataclass

@@ -13,17 +13,14 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 import pytest
+from test_forget_no_trace import planted
 
 pytestmark = pytest.mark.integration
 
 
-def planted() -> str:
-    return "zq" + uuid.uuid4().hex.translate(str.maketrans("0123456789", "ghijklmnop"))
-
-
 def pg_files(db) -> list[Path]:
     """The files of every table forget touches, their TOAST tables and indexes."""
-    from memq.shared.forget_compact import TOUCHED
+    from memq.shared.forget import TOUCHED
 
     data = Path(db.execute("SHOW data_directory").fetchone()[0])
     paths = []

@@ -21,6 +21,7 @@ from pathlib import Path
 
 import httpx
 import pytest
+from browser import http_status
 from processes import stop_process
 from prometheus_client.parser import text_string_to_metric_families
 
@@ -94,13 +95,6 @@ def wait_until(check, timeout: float, what: str, process: subprocess.Popen | Non
     raise AssertionError(f"{what}: not within {timeout:.0f} s")
 
 
-def answers(url: str) -> bool:
-    try:
-        return httpx.get(url, timeout=2).status_code == 200
-    except httpx.HTTPError:
-        return False
-
-
 def test_a_running_fleet_exports_what_the_dashboard_reads_and_logs_json(service_env, settings, db, tmp_path):
     import redis
 
@@ -152,7 +146,7 @@ def test_a_running_fleet_exports_what_the_dashboard_reads_and_logs_json(service_
                 update={"redis_url": broker_url, "mailbox_redis_url": None, "mailbox_redis_cluster": False}
             )
             wait_warm(redis.Redis.from_url(broker_url), fleet.key_prefix, since, 2, log_hint=f"see {worker_log}")
-            wait_until(lambda: answers(f"{api}/readyz"), 120, "the API ready", processes[1])
+            wait_until(lambda: http_status(f"{api}/readyz") == 200, 120, "the API ready", processes[1])
 
             conv = "metrics-fleet"
             messages = [
