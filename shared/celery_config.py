@@ -44,8 +44,7 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         "task_acks_on_failure_or_timeout": True,
         "task_time_limit": settings.task_time_limit_seconds,
         # The soft limit leaves a task time to end cleanly before the hard one kills it.
-        "task_soft_time_limit": settings.task_time_limit_seconds
-        - max(2, min(10, settings.task_time_limit_seconds // 5)),
+        "task_soft_time_limit": soft_time_limit(settings),
         "worker_prefetch_multiplier": 1,
         # A new pool process loads the embedding model and litellm before taking tasks
         # (memq.worker.app._warm_up): give it time, or Celery kills and re-forks it forever.
@@ -79,3 +78,9 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         "beat_max_loop_interval": 30,
         "redbeat_lock_timeout": 150,
     }
+
+
+def soft_time_limit(settings: Settings) -> int:
+    """Celery's soft time limit of a task: the hard one less a fifth (2 to 10 s), time for
+    the task to end cleanly before it is killed."""
+    return settings.task_time_limit_seconds - max(2, min(10, settings.task_time_limit_seconds // 5))

@@ -9,7 +9,7 @@ Cluster), else on the broker's Redis.
 from __future__ import annotations
 
 import functools
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, Any, TypeAlias
 
 import redis
 from redis.cluster import RedisCluster
@@ -68,10 +68,16 @@ def mailbox_client(settings: Settings | None = None) -> MailboxClient:
     return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30, **_SOCKET)
 
 
-def pg_connect(settings: Settings | None = None, *, autocommit: bool = False) -> psycopg.Connection:
+def pg_connect(
+    settings: Settings | None = None, *, autocommit: bool = False, timeouts: dict[str, int] | None = None
+) -> psycopg.Connection:
+    """``timeouts``: PostgreSQL settings in milliseconds for this session, e.g.
+    ``{"statement_timeout": 5000, "lock_timeout": 5000}``."""
     import psycopg
     from pgvector.psycopg import register_vector
 
-    conn = psycopg.connect(database_url(settings), autocommit=autocommit, connect_timeout=10)
+    options = " ".join(f"-c {name}={int(ms)}" for name, ms in (timeouts or {}).items())
+    extra: dict[str, Any] = {"options": options} if options else {}
+    conn = psycopg.connect(database_url(settings), autocommit=autocommit, connect_timeout=10, **extra)
     register_vector(conn)
     return conn

@@ -7,9 +7,11 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+from collections.abc import Iterator
 
 import psycopg
 
+from memq.shared.celery_config import soft_time_limit
 from memq.shared.connections import MailboxClient, mailbox_client, pg_connect
 from memq.shared.embeddings import Embedder, available_cpus, get_embedder
 from memq.shared.mailbox.scripts import Scripts
@@ -39,9 +41,39 @@ def store(tenant: str, conversation_id: str) -> ConversationStore:
     return ConversationStore(client, scripts, settings(), tenant, conversation_id)
 
 
-def database() -> psycopg.Connection:
-    """A new autocommit connection (transactions are explicit: ``conn.transaction()``)."""
-    return pg_connect(settings(), autocommit=True)
+def database_timeouts(s: Settings) -> dict[str, int]:
+    """PostgreSQL's own limits on a task's session, in milliseconds. A statement or a lock
+    wait longer than half the task's soft time limit is cancelled by the server (a
+    transient error: the task is retried) instead of being cut by the soft limit in the
+    middle of a query, which would leave the query running on the server with the
+    transaction's locks, ahead of every retry of the same conversation. A transaction
+    left idle (its worker gone) is ended after the hard limit."""
+    soft = soft_time_limit(s)
+    return {
+        "statement_timeout": max(1000, soft * 500),
+        "lock_timeout": max(1000, soft * 500),
+        "idle_in_transaction_session_timeout": max(1000, s.task_time_limit_seconds * 1000),
+    }
+
+
+@contextlib.contextmanager
+def database() -> Iterator[psycopg.Connection]:
+    """A new autocommit connection (transactions are explicit: ``conn.transaction()``),
+    closed on the way out. Interrupted in a query (Celery's soft time limit, any exception
+    raised from a signal handler), the query is cancelled on the server first: psycopg
+    does so only for KeyboardInterrupt, and a query left running keeps its locks."""
+    conn = pg_connect(settings(), autocommit=True, timeouts=database_timeouts(settings()))
+    try:
+        with conn:
+            try:
+                yield conn
+            except BaseException:
+                if conn.info.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
+                    with contextlib.suppress(Exception):
+                        conn.cancel_safe(timeout=2.0)
+                raise
+    finally:
+        conn.close()
 
 
 # The pool processes of this worker, recorded by the main process before it forks them

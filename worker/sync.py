@@ -25,6 +25,7 @@ their segment's episode is created and are not stored twice.
 from __future__ import annotations
 
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import replace
 
 import psycopg
@@ -39,10 +40,10 @@ log = structlog.get_logger("memq.sync")
 
 
 def sync_with_database(
-    store: ConversationStore, snapshot: Snapshot, connect: Callable[[], psycopg.Connection]
+    store: ConversationStore, snapshot: Snapshot, connect: Callable[[], AbstractContextManager[psycopg.Connection]]
 ) -> Snapshot:
     """Return the snapshot, synced (a no-op when it already is). ``connect()`` gives an
-    autocommit PostgreSQL connection."""
+    autocommit PostgreSQL connection to use in a ``with`` block."""
     if snapshot.synced:
         return snapshot
     user = state_owner(store.client, store.settings, store.tenant, store.conversation_id)

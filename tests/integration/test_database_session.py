@@ -1,0 +1,93 @@
+"""A task's PostgreSQL session cannot leave a query running behind it.
+
+Celery's soft time limit raises ``SoftTimeLimitExceeded`` from a signal handler, wherever
+the task is, also in the middle of a query. psycopg cancels the server's query only for
+KeyboardInterrupt; for anything else the query went on running on the server after the
+connection was closed, holding the transaction's locks (the conversation's row lock),
+and every retry of the same conversation queued behind it until its own soft limit: a
+stall seen in the soak right after a Redis power loss. ``resources.database()`` cancels
+the query on the way out, and the server's own limits end a lock wait before the soft
+limit does.
+"""
+
+from __future__ import annotations
+
+import signal
+import threading
+
+import psycopg
+import pytest
+from billiard.exceptions import SoftTimeLimitExceeded
+
+from memq.shared.connections import pg_connect
+from memq.worker import resources
+
+
+def _waiting_on(conn: psycopg.Connection, marker: str) -> int:
+    row = conn.execute(
+        "SELECT count(*) FROM pg_stat_activity WHERE state = 'active' AND query LIKE %s AND pid <> pg_backend_pid()",
+        (f"%{marker}%",),
+    ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+@pytest.fixture
+def locked_row(settings, tenant):
+    """A conversation row locked by another session (a transaction left open) until the test ends."""
+    holder = pg_connect(settings)
+    holder.execute(
+        "INSERT INTO conversation (tenant_id, conversation_id) VALUES (%s, 'locked') ON CONFLICT DO NOTHING", (tenant,)
+    )
+    holder.commit()
+    holder.execute(
+        "SELECT 1 FROM conversation WHERE tenant_id = %s AND conversation_id = 'locked' FOR UPDATE", (tenant,)
+    )
+    yield tenant
+    holder.rollback()
+    holder.close()
+
+
+def test_a_query_interrupted_by_the_soft_limit_is_cancelled_on_the_server(locked_row, db):
+    marker = "soft_limit_probe"
+    fired = threading.Event()
+
+    def soft_limit(signum, frame):
+        fired.set()
+        raise SoftTimeLimitExceeded()
+
+    previous = signal.signal(signal.SIGALRM, soft_limit)
+    try:
+        with pytest.raises(SoftTimeLimitExceeded), resources.database() as conn:
+            # wait until the query is seen waiting on the lock, then interrupt it as Celery would
+            def interrupt() -> None:
+                with pg_connect(autocommit=True) as watcher:
+                    for _ in range(200):
+                        if _waiting_on(watcher, marker):
+                            signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGALRM)
+                            return
+                        watcher.execute("SELECT pg_sleep(0.05)")
+
+            threading.Thread(target=interrupt, daemon=True).start()
+            conn.execute(
+                f"SELECT 1 /* {marker} */ FROM conversation WHERE tenant_id = %s AND conversation_id = 'locked' "
+                "FOR UPDATE",
+                (locked_row,),
+            )
+    finally:
+        signal.signal(signal.SIGALRM, previous)
+    assert fired.is_set()
+    assert _waiting_on(db, marker) == 0  # nothing left running on the server
+
+
+def test_a_lock_wait_ends_as_a_transient_error_before_the_soft_limit(locked_row, settings, monkeypatch):
+    from memq.worker.failures import is_transient
+
+    limits = resources.database_timeouts(settings)
+    assert limits["lock_timeout"] < 1000 * (settings.task_time_limit_seconds - 1)
+    monkeypatch.setattr(resources, "database_timeouts", lambda s: {**limits, "lock_timeout": 300})
+    with resources.database() as conn, pytest.raises(psycopg.errors.LockNotAvailable) as raised:
+        conn.execute(
+            "SELECT 1 FROM conversation WHERE tenant_id = %s AND conversation_id = 'locked' FOR UPDATE", (locked_row,)
+        )
+    assert is_transient(raised.value)  # retried with backoff, never counted against the segment
