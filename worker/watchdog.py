@@ -18,6 +18,10 @@ thread reads the tick and
   whatever supervises it starts a fresh one (only a real worker process, never a worker
   running in a thread of another program).
 
+A worker shutting down (warm or cold) stops its loop's timers on purpose while the pool
+finishes the tasks in flight: that is not a stall, and the heartbeat stays fresh so that
+a liveness probe does not kill a warm shutdown half-way.
+
 The decision is the pure ``assess``; the thread and the files are thin around it.
 """
 
@@ -50,16 +54,29 @@ class Loop(Enum):
     STARTING = "starting"  # no tick yet
     TURNING = "turning"
     RECONNECTING = "reconnecting"  # not ticking, but waiting for the broker on purpose
+    STOPPING = "stopping"  # a warm or cold shutdown: the loop stopped on purpose, tasks finish
     STALLED = "stalled"
 
 
-def assess(now: float, last_tick: float | None, stall_after: float, waiting_for_broker: bool) -> Loop:
+def assess(
+    now: float, last_tick: float | None, stall_after: float, waiting_for_broker: bool, stopping: bool = False
+) -> Loop:
     """What the event loop is doing, from when it last ticked (monotonic seconds)."""
     if last_tick is None:
         return Loop.STARTING
     if now - last_tick < stall_after:
         return Loop.TURNING
+    if stopping:
+        return Loop.STOPPING
     return Loop.RECONNECTING if waiting_for_broker else Loop.STALLED
+
+
+def shutting_down() -> bool:
+    """Celery was asked to shut down (its signal handlers set these before the consumer
+    stops its timers and the pool waits for the tasks in flight)."""
+    from celery.worker import state
+
+    return any(flag is not None and flag is not False for flag in (state.should_stop, state.should_terminate))
 
 
 def is_alive(state: Loop) -> bool:
@@ -138,7 +155,7 @@ class Watchdog:
             self.last_tick = max(self.last_tick, now - self.settings.worker_heartbeat_seconds)
         frame = sys._current_frames().get(self.loop_thread) if self.loop_thread else None
         waiting = frame is not None and bool(_function_names(frame) & BROKER_WAIT)
-        state = assess(now, self.last_tick, self.settings.worker_stall_seconds, waiting)
+        state = assess(now, self.last_tick, self.settings.worker_stall_seconds, waiting, shutting_down())
         if is_alive(state):
             self.path.write_text(str(os.getpid()))  # the pid lets a check tell a dead worker's leftover
         if state is Loop.STALLED and self.state is not Loop.STALLED:

@@ -18,7 +18,22 @@ def test_assess_from_the_last_tick():
     assert assess(100.0, 80.0, 30, waiting_for_broker=False) is Loop.TURNING
     assert assess(100.0, 60.0, 30, waiting_for_broker=False) is Loop.STALLED
     assert assess(100.0, 60.0, 30, waiting_for_broker=True) is Loop.RECONNECTING
-    assert [is_alive(s) for s in Loop] == [True, True, True, False]
+    assert assess(100.0, 60.0, 30, waiting_for_broker=False, stopping=True) is Loop.STOPPING
+    assert [is_alive(s) for s in Loop] == [True, True, True, True, False]
+
+
+def test_a_warm_shutdown_waiting_for_its_tasks_is_no_stall(settings, monkeypatch):
+    """Found by the soak: the pool's warm shutdown held the main process 22 s after the
+    consumer had stopped its timers, and the watchdog called it a stall."""
+    from celery.worker import state
+
+    dog = Watchdog(settings, "w3")
+    dog.tick()
+    assert dog.last_tick is not None
+    monkeypatch.setattr(state, "should_stop", 0)  # what Celery's SIGTERM handler sets (EX_OK)
+    assert dog.check(dog.last_tick + 60) is Loop.STOPPING and dog.path.exists()
+    monkeypatch.setattr(state, "should_stop", None)
+    assert dog.check(dog.last_tick + 61) is Loop.STALLED
 
 
 @pytest.fixture
