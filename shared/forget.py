@@ -9,7 +9,10 @@ work in flight, idempotently.
    reviews of its memories, the pending reviews of retrievals asked in it (whichever
    conversation's memories they returned), facts and their history, sequence gaps,
    participants, and the conversation row with its fence; and scrub what it left in the
-   reviews of other conversations' memories (below).
+   reviews of other conversations' memories (below). Facts span a user's conversations:
+   a fact learnt here that another conversation also supports stays, moved to that
+   conversation; the support this conversation gave to other facts (its episodes among
+   their sources, its reinforcements, its retirements) is taken out.
 4. Release the lock.
 
 Reviews of other conversations' memories. A segment of this conversation rates the
@@ -173,7 +176,9 @@ def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str
             (tenant, conversation_id, conversation_id, tenant, conversation_id),
         )
         conn.execute(f"DELETE FROM memory_review {where}", args)
+        reopened = _unlink_facts(conn, tenant, conversation_id)
         conn.execute(f"DELETE FROM semantic_fact_history {where}", args)
+        _settle_facts(conn, tenant, reopened)
         conn.execute(f"DELETE FROM semantic_fact {where}", args)
         messages = conn.execute(f"DELETE FROM episode_message {where}", args).rowcount
         episodes = conn.execute(f"DELETE FROM episodic_memory {where}", args).rowcount
@@ -181,3 +186,71 @@ def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str
             conn.execute(f"DELETE FROM {table} {where}", args)
         webhook_events.conversation_forgotten(conn, tenant, conversation_id, episodes=episodes, messages=messages)
     return episodes, messages
+
+
+def _unlink_facts(conn: psycopg.Connection, tenant: str, conversation_id: str) -> list[str]:
+    """Take this conversation's support out of the facts that outlive it (a user's facts
+    span their conversations, ``worker/consolidation/job.py``), before its history rows
+    and its own facts are deleted:
+
+    - a fact learnt here that episodes of another conversation also support moves to the
+      earliest of those conversations, without this conversation's episodes;
+    - a fact of another conversation that episodes here reinforced loses them.
+
+    Returns the facts of other conversations that this conversation retired (superseded
+    or invalidated): with its reason gone they may be true again (``_settle_facts``)."""
+    gone = [
+        r[0]
+        for r in conn.execute(
+            "SELECT id FROM episodic_memory WHERE tenant_id = %s AND conversation_id = %s", (tenant, conversation_id)
+        )
+    ]
+    retired = [
+        r[0]
+        for r in conn.execute(
+            "SELECT DISTINCT h.fact_id::text FROM semantic_fact_history h JOIN semantic_fact f ON f.id = h.fact_id "
+            "WHERE h.tenant_id = %s AND h.conversation_id = %s AND h.action IN ('superseded', 'invalidated') "
+            "AND f.conversation_id <> %s",
+            (tenant, conversation_id, conversation_id),
+        )
+    ]
+    kept = "ARRAY(SELECT x FROM unnest(f.source_episode_ids) x WHERE x <> ALL(%(gone)s::uuid[]))"
+    params = {"t": tenant, "c": conversation_id, "gone": gone}
+    conn.execute(
+        f"UPDATE semantic_fact f SET source_episode_ids = {kept}, conversation_id = ("
+        " SELECT e.conversation_id FROM episodic_memory e"
+        " WHERE e.tenant_id = %(t)s AND e.id = ANY(f.source_episode_ids) AND e.conversation_id <> %(c)s"
+        " ORDER BY e.start_at, e.id LIMIT 1) "
+        "WHERE f.tenant_id = %(t)s AND f.conversation_id = %(c)s AND EXISTS ("
+        " SELECT 1 FROM episodic_memory e WHERE e.tenant_id = %(t)s AND e.id = ANY(f.source_episode_ids)"
+        " AND e.conversation_id <> %(c)s)",
+        params,
+    )
+    conn.execute(
+        f"UPDATE semantic_fact f SET source_episode_ids = {kept} "
+        "WHERE f.tenant_id = %(t)s AND f.conversation_id <> %(c)s AND f.source_episode_ids && %(gone)s::uuid[]",
+        params,
+    )
+    return retired
+
+
+def _settle_facts(conn: psycopg.Connection, tenant: str, retired: list[str]) -> None:
+    """After this conversation's history rows are gone: every fact's reinforcement count is
+    what its remaining history says, and a fact this conversation retired that no other
+    conversation retired is active again."""
+    conn.execute(
+        "UPDATE semantic_fact f SET reinforcements = h.n, last_reinforced_at = h.last FROM ("
+        " SELECT f2.id, count(h2.*) FILTER (WHERE h2.action = 'reinforced') AS n,"
+        " max(h2.at) FILTER (WHERE h2.action = 'reinforced') AS last"
+        " FROM semantic_fact f2 LEFT JOIN semantic_fact_history h2 ON h2.fact_id = f2.id"
+        " WHERE f2.tenant_id = %s GROUP BY f2.id) h "
+        "WHERE f.id = h.id AND (f.reinforcements <> h.n OR f.last_reinforced_at IS DISTINCT FROM h.last)",
+        (tenant,),
+    )
+    if retired:
+        conn.execute(
+            "UPDATE semantic_fact f SET expired_at = NULL, invalid_at = NULL, superseded_by = NULL "
+            "WHERE f.id = ANY(%s::uuid[]) AND NOT EXISTS (SELECT 1 FROM semantic_fact_history h "
+            "WHERE h.fact_id = f.id AND h.action IN ('superseded', 'invalidated'))",
+            (retired,),
+        )

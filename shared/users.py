@@ -29,7 +29,7 @@ import structlog
 from memq.shared.connections import MailboxClient
 from memq.shared.errors import NotFound
 from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
-from memq.shared.mailbox.keys import conversation_keys
+from memq.shared.mailbox.keys import all_shards, conversation_keys, split_member
 from memq.shared.settings import Settings
 
 log = structlog.get_logger("memq.users")
@@ -74,6 +74,32 @@ def user_conversations(conn: psycopg.Connection, tenant: str, user_id: str) -> l
             (tenant, user_id),
         )
     ]
+
+
+def mailbox_user_conversations(client: MailboxClient, settings: Settings, tenant: str, user_id: str) -> list[str]:
+    """The user's conversations the mailbox holds state for, in id order: each shard's
+    index of conversations with recent messages, read a page at a time, and the user in
+    each state of the tenant (one pipelined HGET per page)."""
+    found: set[str] = set()
+    for shard in all_shards(settings.key_prefix, settings.redis_shards):
+        cursor: int | str = 0
+        while True:
+            cursor, page = client.zscan(shard.active, cursor=int(cursor), count=500)
+            ours = [c for t, c in (split_member(_text(m)) for m, _ in page) if t == tenant]  # type: ignore[arg-type]
+            if ours:
+                pipe = client.pipeline(transaction=False)
+                for conversation_id in ours:
+                    pipe.hget(conversation_keys(settings, tenant, conversation_id).state, "user_id")
+                for conversation_id, raw in zip(ours, pipe.execute(), strict=True):
+                    if raw is not None and _text(raw) == user_id:
+                        found.add(conversation_id)
+            if int(cursor) == 0:
+                break
+    return sorted(found)
+
+
+def _text(raw: bytes | str) -> str:
+    return raw.decode() if isinstance(raw, bytes) else str(raw)
 
 
 def within_user(
@@ -232,14 +258,16 @@ def forget_user(
     wait_seconds: float | None = None,
 ) -> UserForgotten:
     """Forget every conversation of the user (``forget_conversation`` each) and the
-    user's audit rows. The conversations are those PostgreSQL knows as the user's: a
-    conversation whose messages no worker has drained yet is not known to be the user's."""
+    user's audit rows. The conversations are those PostgreSQL knows as the user's and
+    those only Redis knows yet (their messages not drained by a worker: the producer
+    wrote the user into their state, ``mailbox_user_conversations``)."""
     from memq.shared.forget import forget_conversation
 
     tenant = check_tenant(tenant or settings.tenant)
     user_id = check_user_id(user_id, settings.conversation_id_max_length)
     done = UserForgotten(user_id)
-    for conversation_id in user_conversations(conn, tenant, user_id):
+    known = set(user_conversations(conn, tenant, user_id))
+    for conversation_id in sorted(known | set(mailbox_user_conversations(client, settings, tenant, user_id))):
         keys = conversation_keys(settings, tenant, conversation_id)
         kwargs: dict[str, Any] = {}
         if wait_seconds is not None:

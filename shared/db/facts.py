@@ -1,7 +1,9 @@
 """Repository for semantic memory (migration 0007): ``semantic_fact`` rows and their
-history. Facts belong to one conversation of one tenant; nothing is ever deleted (but by
-forgetting the conversation): a fact is retired by setting ``expired_at`` (and, when it
-stopped being true, ``invalid_at``), and every change is a ``semantic_fact_history`` row."""
+history. A fact belongs to the conversation of one tenant whose episode taught it; with a
+user, episodes of the user's other conversations may reinforce, update or invalidate it
+(their episodes join ``source_episode_ids``; each change is a history row of the
+conversation that made it). Nothing is ever deleted but by forgetting: a fact is retired
+by setting ``expired_at`` (and, when it stopped being true, ``invalid_at``)."""
 
 from __future__ import annotations
 
@@ -212,13 +214,13 @@ def fact_history(conn: psycopg.Connection, tenant: str, fact_id: str) -> list[di
 
 
 def nearest_active(
-    conn: psycopg.Connection, tenant: str, conversation_id: str, vector: np.ndarray
+    conn: psycopg.Connection, tenant: str, conversation_ids: Sequence[str], vector: np.ndarray
 ) -> tuple[str, float] | None:
-    """The active fact of the conversation closest to ``vector``: (id, cosine)."""
+    """The active fact of the conversations closest to ``vector``: (id, cosine)."""
     row = conn.execute(
-        "SELECT id::text, 1 - (embedding <=> %s) FROM semantic_fact WHERE tenant_id = %s AND conversation_id = %s "
-        "AND expired_at IS NULL ORDER BY embedding <=> %s LIMIT 1",
-        (vector, tenant, conversation_id, vector),
+        "SELECT id::text, 1 - (embedding <=> %s) FROM semantic_fact WHERE tenant_id = %s "
+        "AND conversation_id = ANY(%s) AND expired_at IS NULL ORDER BY embedding <=> %s LIMIT 1",
+        (vector, tenant, list(conversation_ids), vector),
     ).fetchone()
     return (row[0], float(row[1])) if row else None
 

@@ -356,3 +356,128 @@ def test_retrieval_shows_the_relevant_facts_first_and_keeps_the_budget(db, setti
         "Does Ana play an instrument?", tenant=f"{tenant}-x", settings=settings, conn=db, record=False
     )
     assert stranger.facts == []  # never another tenant's
+
+
+def forget(db, settings, tenant: str, conv: str) -> None:
+    from memq.shared.connections import mailbox_client
+    from memq.shared.forget import forget_conversation
+    from memq.shared.mailbox.keys import conversation_keys
+
+    forget_conversation(mailbox_client(settings), db, conversation_keys(settings, tenant, conv))
+
+
+def _owned(db, tenant: str, user: str | None, *convs: str) -> None:
+    for conv in convs:
+        db.execute(
+            "INSERT INTO conversation (tenant_id, conversation_id, user_id) VALUES (%s, %s, %s) "
+            "ON CONFLICT (tenant_id, conversation_id) DO UPDATE SET user_id = excluded.user_id",
+            (tenant, conv, user),
+        )
+
+
+def test_a_users_facts_span_their_conversations_and_forgetting_one_takes_out_only_its_part(
+    db, settings, tenant, embedder, scripted_llm
+):
+    """Ana's facts learnt in one conversation are shown, reinforced and updated when another
+    of her conversations is consolidated; a conversation of no user sees only its own.
+    Forgetting the second conversation takes out what it taught and the support it gave;
+    forgetting the first keeps a fact the second also supports, moved to it."""
+    _owned(db, tenant, "ana", "home", "work")
+    _owned(db, tenant, None, "alone")
+    (home_ep,) = episodes(db, settings, tenant, [("Ana at home", "Ana lives in Lisbon and plays the cello.")], "home")
+    lisbon = add_fact(
+        db,
+        tenant=tenant,
+        conversation_id="home",
+        category="identity",
+        content="Ana lives in Lisbon.",
+        embedding=embedder.embed(["Ana lives in Lisbon."])[0],
+        valid_at=None,
+        episode_ids=[home_ep],
+        at=T0,
+        run_id=str(uuid.uuid4()),
+        model="seed",
+    )
+    cello = add_fact(
+        db,
+        tenant=tenant,
+        conversation_id="home",
+        category="interest",
+        content="Ana plays the cello in an amateur orchestra.",
+        embedding=embedder.embed(["Ana plays the cello in an amateur orchestra."])[0],
+        valid_at=None,
+        episode_ids=[home_ep],
+        at=T0,
+        run_id=str(uuid.uuid4()),
+        model="seed",
+    )
+    (work_ep,) = episodes(
+        db, settings, tenant, [("Ana moved", "Ana moved from Lisbon to Porto; still plays cello.")], "work"
+    )
+
+    def answer(request):
+        n = numbers(request)
+        return {
+            "actions": [
+                {
+                    "action": "update",
+                    "episode": 1,
+                    "target": n["Ana lives in Lisbon."],
+                    "fact": "Ana lives in Porto.",
+                    "category": "identity",
+                },
+                {"action": "reinforce", "episode": 1, "target": n["Ana plays the cello in an amateur orchestra."]},
+            ]
+        }
+
+    scripted_llm.push(answer)
+    assert consolidate(db, settings, embedder, tenant, "work").counts == {"updated": 1, "reinforced": 1}
+    facts = {f.content: f for f in list_facts(db, tenant, "home", include_retired=True)}
+    porto = {f.content: f for f in list_facts(db, tenant, "work")}["Ana lives in Porto."]
+    assert not facts["Ana lives in Lisbon."].active and facts["Ana lives in Lisbon."].superseded_by == porto.id
+    assert set(facts["Ana plays the cello in an amateur orchestra."].source_episode_ids) == {home_ep, work_ep}
+
+    # a conversation of no user is shown no fact of Ana's
+    episodes(db, settings, tenant, [("Someone in Lisbon", "Someone lives in Lisbon too.")], "alone")
+    scripted_llm.push({"actions": []})
+    assert consolidate(db, settings, embedder, tenant, "alone").status == "done"
+    assert "KNOWN FACTS: none" in scripted_llm.requests[-1]["messages"][1]["content"]
+
+    # forget "work": Porto goes, Lisbon is true again, the cello loses work's support
+    forget(db, settings, tenant, "work")
+    after = {f.id: f for f in list_facts(db, tenant, "home", include_retired=True)}
+    assert after[lisbon].active and after[lisbon].superseded_by is None and after[lisbon].invalid_at is None
+    assert after[cello].source_episode_ids == [home_ep] and after[cello].reinforcements == 0
+    assert list_facts(db, tenant, "work", include_retired=True) == []
+    assert [h["action"] for h in fact_history(db, tenant, cello)] == ["created"]
+
+
+def test_forgetting_the_conversation_a_fact_was_learnt_in_keeps_it_where_it_is_also_supported(
+    db, settings, tenant, embedder, scripted_llm
+):
+    _owned(db, tenant, "ana", "first", "second")
+    (first_ep,) = episodes(db, settings, tenant, [("Dog", "Ana adopted a dog named Pico.")], "first")
+    pico = add_fact(
+        db,
+        tenant=tenant,
+        conversation_id="first",
+        category="relationship",
+        content="Ana has a dog named Pico.",
+        embedding=embedder.embed(["Ana has a dog named Pico."])[0],
+        valid_at=None,
+        episode_ids=[first_ep],
+        at=T0,
+        run_id=str(uuid.uuid4()),
+        model="seed",
+    )
+    (second_ep,) = episodes(db, settings, tenant, [("Walk", "Ana walked Pico, her dog, in the park.")], "second")
+    scripted_llm.push(
+        lambda request: {
+            "actions": [{"action": "reinforce", "episode": 1, "target": numbers(request)["Ana has a dog named Pico."]}]
+        }
+    )
+    assert consolidate(db, settings, embedder, tenant, "second").counts == {"reinforced": 1}
+    forget(db, settings, tenant, "first")
+    (kept,) = list_facts(db, tenant, "second")
+    assert kept.id == pico and kept.source_episode_ids == [second_ep] and kept.reinforcements == 1
+    assert list_facts(db, tenant, "first", include_retired=True) == []

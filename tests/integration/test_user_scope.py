@@ -427,6 +427,25 @@ def test_the_cli_takes_the_user(world, db, settings):
     assert run.invoke(main, ["forget", *t, "--yes"]).exit_code == 2  # a conversation or --user
 
 
+def test_a_user_whose_messages_no_worker_drained_yet_is_forgotten_too(world, db, settings, monkeypatch):
+    """PostgreSQL learns a conversation's user when a worker drains it; until then only
+    the Redis state says whose it is, and forgetting the user must find it there."""
+    from memq.shared import publisher
+    from memq.shared.users import forget_user, mailbox_user_conversations, user_conversations
+
+    monkeypatch.setattr(publisher, "drain", lambda *args, **kwargs: None)  # no worker hears of it
+    hal, conv = f"hal-{uuid.uuid4().hex[:8]}", f"undrained-{uuid.uuid4().hex[:8]}"
+    world.producer.add_messages(
+        [{"role": "user", "content": "The Kestrel prototype flies on Tuesday."}], conversation_id=conv, user_id=hal
+    )
+    assert user_conversations(db, world.tenant, hal) == []
+    assert mailbox_user_conversations(world.producer.redis, settings, world.tenant, hal) == [conv]
+    done = forget_user(world.producer.redis, db, settings, tenant=world.tenant, user_id=hal)
+    assert done.conversations == [conv]
+    assert redis_traces(world.producer.redis, [conv, hal, "Kestrel"]) == []
+    assert pg_traces(db, [conv, hal]) == []
+
+
 def test_forgetting_a_user_leaves_no_trace(world, facts, db, settings):
     """Last: forgets Alice."""
     from memq.shared.users import forget_user, move_conversation

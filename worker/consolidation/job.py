@@ -3,7 +3,9 @@
 1. The oldest episodes not yet consolidated (up to ``MEMQ_CONSOLIDATION_MAX_EPISODES``)
    and the related facts already known (``MEMQ_CONSOLIDATION_CANDIDATES``, by the same
    hybrid search as retrieval, over the facts' own vectors and text, with each episode as
-   a query), numbered E1.. and F1.. for the LLM.
+   a query), numbered E1.. and F1.. for the LLM. Known facts are those of every
+   conversation of the conversation's user (``fact_scope``), of the conversation alone
+   when it has no user; a new fact belongs to the conversation whose episode taught it.
 2. The LLM answers actions (``actions.py``: validated as a whole, retried when not).
 3. One transaction: the episodes are locked (a run that finds any of them consolidated
    meanwhile stops: a retry or a concurrent run did the work), the targeted facts are
@@ -30,6 +32,7 @@ from memq.shared.db.facts import Fact, add_fact, lock_facts, nearest_active, rei
 from memq.shared.embeddings import Embedder
 from memq.shared.llm import LLMError, complete_json
 from memq.shared.settings import Settings
+from memq.shared.users import owner, user_conversations
 from memq.worker.consolidation.actions import Shown, Step, answer_model, plan
 
 log = structlog.get_logger("memq.consolidation")
@@ -56,6 +59,16 @@ class ConsolidationOutcome:
     counts: dict[str, int] = field(default_factory=dict)
     error: str | None = None
     run_id: str | None = None
+
+
+def fact_scope(conn: psycopg.Connection, tenant: str, conversation_id: str) -> list[str]:
+    """The conversations whose facts a run of ``conversation_id`` reads and acts on: every
+    conversation of its user (a fact learnt in one is reinforced, updated or invalidated
+    by another of the same person), or the conversation alone when it has no user."""
+    user = owner(conn, tenant, conversation_id)
+    if user is None:
+        return [conversation_id]
+    return sorted({conversation_id, *user_conversations(conn, tenant, user)})
 
 
 def _episodes(conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int) -> list[tuple[Any, ...]]:
@@ -104,8 +117,9 @@ def consolidate(
     episodes = _episodes(conn, tenant, conversation_id, settings.consolidation_max_episodes)
     if not episodes:
         return ConsolidationOutcome("nothing")
+    scope = fact_scope(conn, tenant, conversation_id)
     queries = [(f"{title} {summary}", vector.to_numpy()) for _, title, summary, _, _, vector in episodes]
-    known = search_facts(conn, tenant, [conversation_id], queries, settings.consolidation_candidates, k=settings.rrf_k)
+    known = search_facts(conn, tenant, scope, queries, settings.consolidation_candidates, k=settings.rrf_k)
     shown = Shown(tuple((e[0], e[3]) for e in episodes), tuple((f.id, f.valid_at) for f, _, _ in known))
     ids = [e[0] for e in episodes]
     try:
@@ -152,7 +166,13 @@ def consolidate(
         ):
             log.info("consolidation_raced", conversation_id=conversation_id, hint="another run did this work")
             return ConsolidationOutcome("raced", len(ids))
-        common: dict[str, Any] = {"tenant": tenant, "conversation_id": conversation_id, "at": now, "run_id": run_id}
+        common: dict[str, Any] = {
+            "tenant": tenant,
+            "conversation_id": conversation_id,
+            "scope": scope,
+            "at": now,
+            "run_id": run_id,
+        }
         for step in steps:
             kind = _apply(conn, step, vectors, common, settings, result.model)
             counts[kind] = counts.get(kind, 0) + 1
@@ -200,7 +220,7 @@ def _apply(
         return "invalidated"
     assert step.fact is not None and step.category is not None  # validated: new and update carry both
     vector = vectors[step.fact]
-    near = nearest_active(conn, tenant, conversation_id, vector)
+    near = nearest_active(conn, tenant, common["scope"], vector)
     if (
         near is not None
         and near[1] >= settings.fact_duplicate_similarity
