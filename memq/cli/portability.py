@@ -20,26 +20,31 @@ from memq.shared.settings import get_settings
 @click.command("export")
 @tenant_option
 @click.option("--conversation", "conversation_id", metavar="ID", help="Only this conversation.")
+@click.option("--user", "user_id", metavar="ID", help="Only the conversations of this user.")
 @click.option(
     "-o", "--output", type=click.Path(dir_okay=False, path_type=Path), help="Write to this file (default: stdout)."
 )
-def export_cmd(tenant: str | None, conversation_id: str | None, output: Path | None) -> None:
+def export_cmd(tenant: str | None, conversation_id: str | None, user_id: str | None, output: Path | None) -> None:
     """Export a tenant's memory (messages, episodes, facts, reviews) as JSON Lines.
 
     Streams from one consistent snapshot in constant memory. Redis' in-flight state
     (messages not yet in an episode) and API keys are not exported."""
     from memq.shared.connections import pg_connect
-    from memq.shared.ids import check_conversation_id
+    from memq.shared.ids import check_conversation_id, check_user_id
     from memq.shared.portability.export import count_rows, export_lines, export_records
 
     settings = get_settings()
     tenant = tenant or settings.tenant
+    if conversation_id is not None and user_id is not None:
+        raise click.UsageError("give --conversation or --user, not both")
     if conversation_id is not None:
         check_conversation_id(conversation_id, settings.conversation_id_max_length)
+    if user_id is not None:
+        check_user_id(user_id, settings.conversation_id_max_length)
     partial = output.with_name(output.name + ".partial") if output else None
     with pg_connect(settings, autocommit=True) as conn:
-        total = count_rows(conn, tenant, conversation_id) + 2
-        records = export_records(conn, tenant, settings=settings, conversation_id=conversation_id)
+        total = count_rows(conn, tenant, conversation_id, user_id) + 2
+        records = export_records(conn, tenant, settings=settings, conversation_id=conversation_id, user_id=user_id)
         columns = (TextColumn("[bold]exporting[/] records"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with (
             open(partial, "w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out,

@@ -1,4 +1,5 @@
-"""Reading a tenant (or one conversation) as ``memq-export`` records, in constant memory.
+"""Reading a tenant (or one conversation, or one user's conversations) as ``memq-export``
+records, in constant memory.
 
 One REPEATABLE READ, read-only transaction (a consistent snapshot however long the export
 runs) with one server-side cursor per table, each ordered by conversation (the tables'
@@ -25,17 +26,23 @@ class ExportError(MemqError):
     """What PostgreSQL holds cannot be written as it is (run ``memq audit``)."""
 
 
-def _scope(conversation_id: str | None, column: str = "conversation_id") -> str:
-    return f" AND {column} = %(c)s" if conversation_id is not None else ""
+def _scope(conversation_id: str | None, user_id: str | None, column: str = "conversation_id") -> str:
+    out = f" AND {column} = %(c)s" if conversation_id is not None else ""
+    if user_id is not None:  # the user's conversations
+        out += (
+            f" AND {column} IN (SELECT u.conversation_id FROM conversation u "
+            "WHERE u.tenant_id = %(t)s AND u.user_id = %(u)s)"
+        )
+    return out
 
 
 # (record type, SELECT list, FROM ... WHERE ..., ORDER BY); the first column is always the conversation.
-def _queries(conversation_id: str | None) -> dict[str, str]:
-    s, fs = _scope(conversation_id), _scope(conversation_id, "f.conversation_id")
+def _queries(conversation_id: str | None, user_id: str | None) -> dict[str, str]:
+    s, fs = _scope(conversation_id, user_id), _scope(conversation_id, user_id, "f.conversation_id")
     return {
         "conversations": (
             "SELECT k.conversation_id, c.fence, c.last_seq, c.last_message_at, c.message_count, c.episode_count, "
-            "c.created_at FROM ("
+            "c.created_at, c.user_id FROM ("
             f"SELECT conversation_id FROM conversation WHERE tenant_id = %(t)s{s} "
             f"UNION SELECT conversation_id FROM episodic_memory WHERE tenant_id = %(t)s{s} "
             f"UNION SELECT conversation_id FROM seq_gap WHERE tenant_id = %(t)s{s} "
@@ -67,7 +74,7 @@ def _queries(conversation_id: str | None) -> dict[str, str]:
             "SELECT p.conversation_id, p.memory_id::text, p.query, p.rank, p.score, p.retrieved_at, p.consumed_at, "
             "p.asked_in, r.memory_id::text, r.review_day FROM pending_review p "
             "LEFT JOIN memory_review r ON r.id = p.review_id "
-            f"WHERE p.tenant_id = %(t)s{_scope(conversation_id, 'p.conversation_id')} "
+            f"WHERE p.tenant_id = %(t)s{_scope(conversation_id, user_id, 'p.conversation_id')} "
             "ORDER BY p.conversation_id, p.id"
         ),
         "fact": (
@@ -147,7 +154,7 @@ def _conversation_records(
     yield _named(
         "conversation",
         tenant,
-        "conversation_id fence last_seq last_message_at message_count episode_count created_at",
+        "conversation_id fence last_seq last_message_at message_count episode_count created_at user_id",
         conversation,
     )
     for r in streams["gap"].take(cid):
@@ -181,12 +188,14 @@ def _conversation_records(
         yield _fact(tenant, r, streams["history"].take(cid, r[1]))
 
 
-def count_rows(conn: psycopg.Connection, tenant: str, conversation_id: str | None = None) -> int:
+def count_rows(
+    conn: psycopg.Connection, tenant: str, conversation_id: str | None = None, user_id: str | None = None
+) -> int:
     """How many records an export of this scope writes, about (for a progress bar)."""
-    s = _scope(conversation_id)
+    s = _scope(conversation_id, user_id)
     tables = ("conversation", "seq_gap", "episodic_memory", "episode_message", "memory_review", "pending_review")
     sql = " + ".join(f"(SELECT count(*) FROM {t} WHERE tenant_id = %(t)s{s})" for t in (*tables, "semantic_fact"))
-    row = conn.execute(f"SELECT {sql}", {"t": tenant, "c": conversation_id}).fetchone()
+    row = conn.execute(f"SELECT {sql}", {"t": tenant, "c": conversation_id, "u": user_id}).fetchone()
     return int(row[0]) if row else 0
 
 
@@ -196,24 +205,27 @@ def export_records(
     *,
     settings: Settings,
     conversation_id: str | None = None,
+    user_id: str | None = None,
     now: datetime | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """The header (naming the configured embedding model), every record of the scope, then
-    the end record. ``conn``: an autocommit connection, used by nothing else while this runs."""
+    """The header (naming the configured embedding model), every record of the scope (the
+    tenant, one conversation, or the conversations of one user), then the end record.
+    ``conn``: an autocommit connection, used by nothing else while this runs."""
     yield header(
         tenant=tenant,
         conversation_id=conversation_id,
+        user_id=user_id,
         embedding_model=settings.embedding_model,
         embedding_dim=settings.embedding_dim,
         exported_at=now or datetime.now(UTC),
     )
     written = 1
-    params = {"t": tenant, "c": conversation_id}
+    params = {"t": tenant, "c": conversation_id, "u": user_id}
     with conn.transaction():
         conn.execute("SET TRANSACTION ISOLATION LEVEL REPEATABLE READ, READ ONLY")
         streams: dict[str, _Stream] = {}
         cursors = []
-        for n, (name, sql) in enumerate(_queries(conversation_id).items()):
+        for n, (name, sql) in enumerate(_queries(conversation_id, user_id).items()):
             cursor = conn.cursor(name=f"memq_export_{n}")
             cursor.itersize = ITERSIZE
             cursor.execute(sql, params)

@@ -25,7 +25,8 @@ FORMAT = "memq-export"
 VERSION = 1
 
 # Field kinds: str, int, num, ts (ISO-8601 timestamp), day (ISO date), uuid, obj, list,
-# vec (base64 float32), any; a trailing "?" allows null.
+# vec (base64 float32), any; a trailing "?" allows null, a trailing "*" null or no field at
+# all (a field added after version 1: files written before it lack it).
 FIELDS: dict[str, dict[str, str]] = {
     "header": {
         "format": "str",
@@ -34,6 +35,7 @@ FIELDS: dict[str, dict[str, str]] = {
         "embedding_dim": "int",
         "tenant": "str",
         "conversation_id": "str?",
+        "user_id": "str*",
         "exported_at": "ts",
     },
     "conversation": {
@@ -45,6 +47,7 @@ FIELDS: dict[str, dict[str, str]] = {
         "message_count": "int?",
         "episode_count": "int?",
         "created_at": "ts?",
+        "user_id": "str*",
     },
     "gap": {
         "tenant": "str",
@@ -191,7 +194,13 @@ def encode(record: dict[str, Any]) -> str:
 
 
 def header(
-    *, tenant: str, conversation_id: str | None, embedding_model: str, embedding_dim: int, exported_at: datetime
+    *,
+    tenant: str,
+    conversation_id: str | None,
+    embedding_model: str,
+    embedding_dim: int,
+    exported_at: datetime,
+    user_id: str | None = None,
 ) -> dict[str, Any]:
     return {
         "type": "header",
@@ -201,6 +210,7 @@ def header(
         "embedding_dim": embedding_dim,
         "tenant": tenant,
         "conversation_id": conversation_id,
+        "user_id": user_id,
         "exported_at": exported_at.isoformat(),
     }
 
@@ -214,8 +224,8 @@ def end(records: int) -> dict[str, Any]:
 
 def _kind_ok(kind: str, value: Any) -> bool:
     if value is None:
-        return kind.endswith("?")
-    kind = kind.rstrip("?")
+        return kind.endswith(("?", "*"))
+    kind = kind.rstrip("?*")
     if kind == "int":
         return isinstance(value, int) and not isinstance(value, bool)
     if kind == "num":
@@ -258,10 +268,12 @@ _KIND_NAMES = {
 def check_fields(record: dict[str, Any], fields: dict[str, str], what: str, line: int) -> None:
     for name, kind in fields.items():
         if name not in record:
+            if kind.endswith("*"):
+                continue
             raise FormatError(line, f"{what} has no field {name!r}")
         if not _kind_ok(kind, record[name]):
             shown = json.dumps(record[name], default=str)[:60]
-            expected = _KIND_NAMES.get(kind.rstrip("?"), kind)
+            expected = _KIND_NAMES.get(kind.rstrip("?*"), kind)
             raise FormatError(line, f"{what} field {name!r} must be {expected}, not {shown}")
 
 

@@ -34,9 +34,9 @@ from psycopg.types.json import Jsonb
 
 from memq.shared.db.conversations import lock_conversation
 from memq.shared.db.episodes import EpisodeRow, check_stored, store_episode
-from memq.shared.embeddings import Embedder
+from memq.shared.embeddings import Embedder, episode_vector
 from memq.shared.errors import MemqError, ValidationError
-from memq.shared.ids import check_conversation_id, check_tenant
+from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
 from memq.shared.messages import indexed_text
 from memq.shared.portability.format import FormatError, check_header, decode_vector, parse_line
 from memq.shared.settings import Settings
@@ -304,13 +304,26 @@ class Importer:
             raise FormatError(n, str(exc)) from None
         self._conversation = cid
 
+        user = record.get("user_id")
+        if user is not None:
+            try:
+                user = check_user_id(user, self.settings.conversation_id_max_length)
+            except ValidationError as exc:
+                raise FormatError(n, str(exc)) from None
+
         def write(r: dict[str, Any]) -> None:
             cur = self.conn.execute(
-                "INSERT INTO conversation (tenant_id, conversation_id, created_at) "
-                "VALUES (%s, %s, coalesce(%s, now())) ON CONFLICT DO NOTHING",
-                (self.tenant, cid, _ts(r["created_at"])),
+                "INSERT INTO conversation (tenant_id, conversation_id, created_at, user_id) "
+                "VALUES (%s, %s, coalesce(%s, now()), %s) ON CONFLICT DO NOTHING",
+                (self.tenant, cid, _ts(r["created_at"]), user),
             )
             self._new_conversation = cur.rowcount == 1
+            if not self._new_conversation and user is not None:  # a conversation here with no user gets the file's
+                self.conn.execute(
+                    "UPDATE conversation SET user_id = %s, updated_at = now() "
+                    "WHERE tenant_id = %s AND conversation_id = %s AND user_id IS NULL",
+                    (user, self.tenant, cid),
+                )
             self._count("conversation", self._new_conversation)
 
         self._unit(n, write, record)
@@ -352,9 +365,11 @@ class Importer:
             }
             for m in unit.messages
         ]
+        embedding: np.ndarray | None
         if self.report.reembedded:
             vectors = self._embed([e["summary"], *(indexed_text(m) for m in messages)])
-            embedding, rows = vectors[0], list(vectors[1:])
+            rows = list(vectors[1:])
+            embedding = episode_vector(vectors[0], vectors[1:], self.settings.episode_summary_weight)
         else:
             embedding = self._vector(e["embedding"])
             rows = [self._vector(m["embedding"]) for m in unit.messages]

@@ -317,3 +317,31 @@ def test_cut_files_newer_versions_other_models_and_the_conversation_goes_on(
     scope = [(moved, TRIP)]
     report_after = audit(producer.redis, db, settings, scope, expect_flushed=True)
     assert report_after.ok, report_after.findings
+
+
+def test_a_users_conversations_export_with_their_user_and_import_keeps_it(
+    worker, producer, db, settings, tenant, tmp_path
+):
+    from memq.shared.users import user_conversations
+
+    converse(producer, TRIP, SESSIONS[:1], T0)
+    converse(producer, "other", [[("user", "Someone else talks about the weather in Oslo today.")]], T0)
+    db.execute("UPDATE conversation SET user_id = 'ana' WHERE tenant_id = %s AND conversation_id = %s", (tenant, TRIP))
+    path = tmp_path / "ana.jsonl"
+    cli("export", "--tenant", tenant, "--user", "ana", "-o", str(path))
+    records = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines()]
+    assert records[0]["user_id"] == "ana"
+    assert {r["conversation_id"] for r in records[1:-1]} == {TRIP}
+    assert [r["user_id"] for r in records if r["type"] == "conversation"] == ["ana"]
+    cli("export", "--tenant", tenant, "--user", "ana", "--conversation", TRIP, code=2)  # one scope at a time
+
+    target = f"t{uuid.uuid4().hex[:12]}"
+    cli("import", str(path), "--tenant", target)
+    assert user_conversations(db, target, "ana") == [TRIP]
+
+    # a file written before conversations carried their user imports as it did
+    older = [{k: v for k, v in r.items() if k != "user_id"} for r in records]
+    again = f"t{uuid.uuid4().hex[:12]}"
+    report = run_import(db, settings, [json.dumps(r) + "\n" for r in older], again)
+    assert report.complete and user_conversations(db, again, "ana") == []
+    assert db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s", (again,)).fetchone()[0] >= 1

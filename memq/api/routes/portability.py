@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 from memq.api.auth import caller, services
 from memq.api.services import Services
 from memq.shared.errors import ValidationError
-from memq.shared.ids import check_conversation_id
+from memq.shared.ids import check_conversation_id, check_user_id
 from memq.shared.portability.format import FORMAT, VERSION, FormatError
 
 router = APIRouter(tags=["portability"])
@@ -33,6 +33,7 @@ class ExportHeaderOut(BaseModel):
     embedding_dim: int
     tenant: str
     conversation_id: str | None
+    user_id: str | None = Field(None, description="The user whose conversations were exported, if one was asked.")
     exported_at: str
 
 
@@ -62,20 +63,28 @@ class ImportOut(BaseModel):
 )
 def export(
     conversation_id: str | None = Query(None, description="Only this conversation."),
+    user_id: str | None = Query(None, description="Only the conversations of this user."),
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
 ) -> StreamingResponse:
     from memq.shared.portability.export import export_lines, export_records
 
     settings = svc.settings
+    if conversation_id is not None and user_id is not None:
+        raise ValidationError("give conversation_id or user_id, not both")
     if conversation_id is not None:
         check_conversation_id(conversation_id, settings.conversation_id_max_length)
+    if user_id is not None:
+        check_user_id(user_id, settings.conversation_id_max_length)
 
     def lines() -> Iterator[str]:
         with svc.conn() as conn:
-            yield from export_lines(export_records(conn, tenant, settings=settings, conversation_id=conversation_id))
+            yield from export_lines(
+                export_records(conn, tenant, settings=settings, conversation_id=conversation_id, user_id=user_id)
+            )
 
-    name = f"memq-{tenant}" + (f"-{conversation_id}" if conversation_id else "") + ".jsonl"
+    scope = f"-{conversation_id}" if conversation_id else f"-user-{user_id}" if user_id else ""
+    name = f"memq-{tenant}{scope}.jsonl"
     return StreamingResponse(
         lines(), media_type=JSONL, headers={"Content-Disposition": f'attachment; filename="{name}"'}
     )

@@ -46,7 +46,7 @@ def titles(found: list[dict]) -> list[str]:
     return [r["title"] for r in found if r["type"] == "episode"]
 
 
-def test_export_streams_the_keys_tenant_and_import_lands_in_the_callers(client, auth, stranger, tenant, stored):
+def test_export_streams_the_keys_tenant_and_import_lands_in_the_callers(client, auth, stranger, tenant, stored, db):
     mine = client.get("/v1/export", headers=auth)
     found = records(mine)
     assert found[0]["type"] == "header" and found[0]["tenant"] == tenant and found[-1]["type"] == "end"
@@ -54,6 +54,12 @@ def test_export_streams_the_keys_tenant_and_import_lands_in_the_callers(client, 
     assert [r["type"] for r in found].count("message") == 6
     one = records(client.get("/v1/export", params={"conversation_id": "trip"}, headers=auth))
     assert titles(one) == ["Booking the Alfama apartment", "Train seats to Porto"]
+    db.execute("UPDATE conversation SET user_id = 'ana' WHERE tenant_id = %s AND conversation_id = 'bike'", (tenant,))
+    anas = records(client.get("/v1/export", params={"user_id": "ana"}, headers=auth))
+    assert anas[0]["user_id"] == "ana" and titles(anas) == ["Derailleur fix"]
+    both = client.get("/v1/export", params={"user_id": "ana", "conversation_id": "trip"}, headers=auth)
+    assert both.status_code == 400 and "not both" in both.text
+    db.execute("UPDATE conversation SET user_id = NULL WHERE tenant_id = %s AND conversation_id = 'bike'", (tenant,))
 
     other, theirs = stranger
     nothing = records(client.get("/v1/export", params={"conversation_id": "trip"}, headers=theirs))
