@@ -31,6 +31,7 @@ from memq.shared.errors import NotFound
 from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
 from memq.shared.mailbox.keys import all_shards, conversation_keys, split_member
 from memq.shared.settings import Settings
+from memq.shared.webhooks import events as webhook_events
 
 log = structlog.get_logger("memq.users")
 
@@ -281,5 +282,8 @@ def forget_user(
             "DELETE FROM conversation_user_change WHERE tenant_id = %s AND (from_user_id = %s OR to_user_id = %s)",
             (tenant, user_id, user_id),
         ).rowcount
+        webhook_events.user_forgotten(
+            conn, tenant, user_id, conversations=len(done.conversations), episodes=done.episodes
+        )
     log.info("user_forgotten", tenant=tenant, conversations=len(done.conversations))
     return done

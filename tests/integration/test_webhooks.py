@@ -278,3 +278,13 @@ def test_a_quarantined_message_is_announced_with_ids_only(worker, producer, db, 
     (body,) = wait_for(lambda: receiver.bodies())
     assert body["event"] == "conversation.quarantined" and "content" not in body
     assert body["data"] == {"conversation_id": "q", "kind": "message", "item": "q1", "failures": 3}
+
+
+def test_forgetting_a_user_is_announced(producer, db, settings, tenant):
+    from memq.shared.users import forget_user
+
+    add_endpoint(db, tenant, "https://example.com/hook", ["user.forgotten"])
+    forget_user(producer.redis, db, settings, tenant=tenant, user_id="zed")
+    (row,) = db.execute("SELECT event, payload FROM webhook_delivery WHERE tenant_id = %s", (tenant,)).fetchall()
+    assert row[0] == "user.forgotten"
+    assert row[1]["data"] == {"user_id": "zed", "conversations": 0, "episodes": 0}

@@ -1,5 +1,6 @@
 """POST/GET/DELETE /v1/webhooks: the key's tenant's endpoints; the secret shown once, a
-plain-HTTP URL to another host refused clearly, another tenant's endpoint out of reach."""
+plain-HTTP URL to another host refused clearly, another tenant's endpoint out of reach;
+GET /v1/webhooks/deliveries and a failed delivery sent again, the tenant's only."""
 
 from __future__ import annotations
 
@@ -35,3 +36,32 @@ def test_register_list_and_remove_a_webhook(client, auth, stranger):
 def test_a_bad_url_or_event_is_refused_clearly(client, auth, body, message):
     refused = client.post("/v1/webhooks", json=body, headers=auth)
     assert 400 <= refused.status_code < 500 and message in refused.json()["error"]["message"], refused.text
+
+
+def test_deliveries_are_listed_and_a_failed_one_sent_again(client, auth, stranger, db, tenant):
+    from memq.shared.webhooks.deliveries import insert_deliveries, mark_failed
+    from memq.shared.webhooks.endpoints import add_endpoint
+    from memq.shared.webhooks.events import payload
+
+    add_endpoint(db, tenant, "https://example.com/hook", ["episode.created"], False)
+    for conv in ("a", "b"):
+        insert_deliveries(db, tenant, "episode.created", conv, payload("episode.created", tenant, {"x": conv}), None)
+    rows = db.execute(
+        "SELECT id::text, conversation_id FROM webhook_delivery WHERE tenant_id = %s ORDER BY conversation_id",
+        (tenant,),
+    ).fetchall()
+    mark_failed(db, rows[0][0], "connection refused", None)
+
+    everything = client.get("/v1/webhooks/deliveries", headers=auth)
+    assert everything.status_code == 200, everything.text
+    assert {d["id"] for d in everything.json()["deliveries"]} == {r[0] for r in rows}
+    failed = client.get("/v1/webhooks/deliveries", params={"failed": True}, headers=auth).json()["deliveries"]
+    assert [(d["id"], d["status"], d["last_error"]) for d in failed] == [(rows[0][0], "failed", "connection refused")]
+    assert client.get("/v1/webhooks/deliveries", headers=stranger[1]).json()["deliveries"] == []
+
+    assert client.post(f"/v1/webhooks/deliveries/{rows[0][0]}/retry", headers=stranger[1]).status_code == 404
+    retried = client.post(f"/v1/webhooks/deliveries/{rows[0][0]}/retry", headers=auth)
+    assert retried.status_code == 202 and retried.json() == {"id": rows[0][0], "status": "pending"}
+    status = db.execute("SELECT status, attempts FROM webhook_delivery WHERE id = %s", (rows[0][0],)).fetchone()
+    assert status == ("pending", 0)
+    assert client.post("/v1/webhooks/deliveries/not-a-uuid/retry", headers=auth).status_code == 404
