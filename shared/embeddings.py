@@ -166,3 +166,16 @@ def get_embedder(settings: Settings, *, threads: int = 0) -> Embedder:
         settings.embedding_max_chars,
         settings.embedding_threads or threads,
     )
+
+
+def episode_vector(summary: np.ndarray, messages: np.ndarray | None, summary_weight: float) -> np.ndarray:
+    """What an episode is searched by: its summary's embedding blended with the mean of its
+    messages' (``MEMQ_EPISODE_SUMMARY_WEIGHT`` of the summary), unit length. Without an LLM
+    the summary quotes a few sentences; the messages' mean stands for all of them, so the
+    episode leg finds an episode by any of its topics. No messages: the summary's alone."""
+    s: np.ndarray = _normalise(np.asarray(summary, dtype=np.float32).reshape(1, -1))[0]
+    if messages is None or len(messages) == 0 or summary_weight >= 1.0:
+        return s
+    mean = _normalise(_normalise(np.asarray(messages, dtype=np.float32)).mean(axis=0, keepdims=True))[0]
+    blended: np.ndarray = _normalise((summary_weight * s + (1.0 - summary_weight) * mean).reshape(1, -1))[0]
+    return blended

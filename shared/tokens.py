@@ -36,6 +36,11 @@ def _encoding(name: str) -> Encoding:
     return tiktoken.get_encoding(name)
 
 
+def encoding(name: str = "cl100k_base") -> Encoding:
+    """The tiktoken encoding ``name`` (from litellm's bundled files, offline)."""
+    return _encoding(name)
+
+
 def count_tokens(text: str, encoding: str = "cl100k_base") -> int:
     return len(_encoding(encoding).encode(text, disallowed_special=()))
 

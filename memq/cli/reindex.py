@@ -1,5 +1,6 @@
 """``memq reindex``: re-embed stored messages (those without a vector, or with --all every
-one in scope) after an upgrade changed how messages are indexed."""
+one in scope) after an upgrade changed how messages are indexed; with --episodes compute
+the episodes' vectors again after an upgrade changed how episodes are indexed."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from memq.cli.options import tenant_option
 from memq.shared.connections import pg_connect
-from memq.shared.db.reindex import ReindexScope, count, reindex_messages
+from memq.shared.db.reindex import ReindexScope, count, count_episodes, reindex_episodes, reindex_messages
 from memq.shared.embeddings import get_embedder
 from memq.shared.settings import get_settings
 
@@ -24,14 +25,24 @@ from memq.shared.settings import get_settings
 @click.option(
     "--batch", type=click.IntRange(1, 10_000), default=256, show_default=True, help="Messages per transaction."
 )
-def reindex_cmd(tenant: str | None, conversation_id: str | None, everything: bool, batch: int) -> None:
-    """Re-embed stored messages so the vector leg of retrieval finds them.
+@click.option(
+    "--episodes",
+    is_flag=True,
+    help="Compute the episodes' vectors again as episode creation does now (the summary's embedding blended with "
+    "its messages'), instead of re-embedding messages.",
+)
+def reindex_cmd(tenant: str | None, conversation_id: str | None, everything: bool, batch: int, episodes: bool) -> None:
+    """Re-embed stored messages (or, with --episodes, episodes) so the vector legs of
+    retrieval find them as new ones are found.
 
-    Without --tenant every tenant's messages are in scope. Safe to stop and run again."""
+    Without --tenant every tenant's memories are in scope. Safe to stop and run again."""
     settings = get_settings()
     if conversation_id is not None and tenant is None:
         tenant = settings.tenant
     scope = ReindexScope(tenant=tenant, conversation_id=conversation_id, missing_only=not everything)
+    if episodes:
+        _reindex_episodes(scope, batch)
+        return
     with pg_connect(settings) as conn:
         conn.autocommit = True
         total = count(conn, scope)
@@ -44,3 +55,26 @@ def reindex_cmd(tenant: str | None, conversation_id: str | None, everything: boo
             task = progress.add_task("messages", total=total)
             done = reindex_messages(conn, embedder, scope, batch=batch, progress=lambda n: progress.advance(task, n))
     click.echo(f"re-embedded {done} messages with {embedder.name}")
+
+
+def _reindex_episodes(scope: ReindexScope, batch: int) -> None:
+    settings = get_settings()
+    with pg_connect(settings) as conn:
+        conn.autocommit = True
+        total = count_episodes(conn, scope)
+        if total == 0:
+            click.echo("no episodes in scope")
+            return
+        embedder = get_embedder(settings)
+        columns = (TextColumn("[bold]re-indexing[/] episodes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        with Progress(*columns) as progress:
+            task = progress.add_task("episodes", total=total)
+            done = reindex_episodes(
+                conn,
+                embedder,
+                scope,
+                settings.episode_summary_weight,
+                batch=min(batch, 256),
+                progress=lambda n: progress.advance(task, n),
+            )
+    click.echo(f"re-indexed {done} episodes with {embedder.name}")

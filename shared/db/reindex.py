@@ -1,7 +1,8 @@
 """Re-embed stored messages with the current ``indexed_text`` (after a change of how
-messages are indexed, or for messages stored before they had vectors). Runs in batches,
-each its own transaction, so it can be stopped and started again; the vector leg skips
-a message only while it has no vector."""
+messages are indexed, or for messages stored before they had vectors), and compute
+episodes' vectors again (``reindex_episodes``). Runs in batches, each its own
+transaction, so it can be stopped and started again; the vector leg skips a message only
+while it has no vector."""
 
 from __future__ import annotations
 
@@ -9,9 +10,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
 import psycopg
 
-from memq.shared.embeddings import Embedder
+from memq.shared.embeddings import Embedder, episode_vector
 from memq.shared.messages import indexed_text
 
 
@@ -21,16 +23,18 @@ class ReindexScope:
     conversation_id: str | None = None
     missing_only: bool = True  # only messages without a vector
 
-    def where(self) -> tuple[str, dict[str, str]]:
+    def where(self, alias: str = "") -> tuple[str, dict[str, str]]:
+        """The SQL condition and its parameters; ``alias``: the table's alias in the query."""
+        at = f"{alias}." if alias else ""
         clauses, params = ["TRUE"], {}
         if self.tenant is not None:
-            clauses.append("tenant_id = %(tenant)s")
+            clauses.append(f"{at}tenant_id = %(tenant)s")
             params["tenant"] = self.tenant
         if self.conversation_id is not None:
-            clauses.append("conversation_id = %(conversation)s")
+            clauses.append(f"{at}conversation_id = %(conversation)s")
             params["conversation"] = self.conversation_id
         if self.missing_only:
-            clauses.append("embedding IS NULL")
+            clauses.append(f"{at}embedding IS NULL")
         return " AND ".join(clauses), params
 
 
@@ -82,3 +86,51 @@ def reindex_messages(
         if progress:
             progress(len(rows))
     return done
+
+
+def count_episodes(conn: psycopg.Connection, scope: ReindexScope) -> int:
+    where, params = ReindexScope(scope.tenant, scope.conversation_id, missing_only=False).where()
+    row = conn.execute(f"SELECT count(*) FROM episodic_memory WHERE {where}", params).fetchone()
+    assert row is not None  # count(*) always gives a row
+    n: int = row[0]
+    return n
+
+
+def reindex_episodes(
+    conn: psycopg.Connection,
+    embedder: Embedder,
+    scope: ReindexScope,
+    summary_weight: float,
+    *,
+    batch: int = 64,
+    progress: Callable[[int], None] | None = None,
+) -> int:
+    """Compute the vectors of the episodes in ``scope`` again as episode creation does now
+    (``episode_vector``: the summary's embedding blended with its messages' mean), after an
+    upgrade changed how episodes are indexed. Keyset pages over the episode id, each its
+    own transaction; returns how many were written."""
+    where, params = ReindexScope(scope.tenant, scope.conversation_id, missing_only=False).where("e")
+    after, done = "00000000-0000-0000-0000-000000000000", 0
+    while True:
+        rows = conn.execute(
+            f"SELECT e.id, e.summary, (SELECT array_agg(m.embedding ORDER BY m.seq) FROM episode_message m "
+            "WHERE m.episode_id = e.id AND m.embedding IS NOT NULL) "
+            f"FROM episodic_memory e WHERE {where} "
+            "AND e.id > %(after)s ORDER BY e.id LIMIT %(n)s",
+            {**params, "after": after, "n": batch},
+        ).fetchall()
+        if not rows:
+            return done
+        summaries = embedder.embed([r[1] for r in rows])
+        vectors = [
+            episode_vector(summaries[i], np.stack([v.to_numpy() for v in r[2]]) if r[2] else None, summary_weight)
+            for i, r in enumerate(rows)
+        ]
+        with conn.transaction(), conn.cursor() as cur:
+            cur.executemany(
+                "UPDATE episodic_memory SET embedding = %s WHERE id = %s", [(v, r[0]) for v, r in zip(vectors, rows)]
+            )
+        done += len(rows)
+        after = rows[-1][0]
+        if progress:
+            progress(len(rows))

@@ -86,6 +86,8 @@ class Settings(
     def _consistent(self) -> Settings:
         if self.title_min_words > self.title_max_words:
             raise ValueError("MEMQ_TITLE_MIN_WORDS must not exceed MEMQ_TITLE_MAX_WORDS")
+        if self.extractive_title_min_words > self.extractive_title_max_words:
+            raise ValueError("MEMQ_EXTRACTIVE_TITLE_MIN_WORDS must not exceed MEMQ_EXTRACTIVE_TITLE_MAX_WORDS")
         if self.min_messages >= self.max_messages:
             raise ValueError("MEMQ_MIN_MESSAGES must be below MEMQ_MAX_MESSAGES")
         if self.task_time_limit_seconds * 2 > self.visibility_timeout_seconds:

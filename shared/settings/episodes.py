@@ -13,3 +13,11 @@ class EpisodeSettings(BaseModel):
     title_min_words: int = Field(default=5, ge=1, description="Plast Mem: title 5-15 words")
     title_max_words: int = Field(default=15, ge=1, description="Plast Mem: title 5-15 words")
     summary_max_sentences: int = Field(default=4, ge=1, description="Extractive summary length.")
+    extractive_title_min_words: int = Field(default=3, ge=1, description="Extractive (no-LLM) title: fewest words")
+    extractive_title_max_words: int = Field(default=10, ge=1, description="Extractive (no-LLM) title: most words")
+    episode_summary_weight: float = Field(
+        default=0.25,
+        ge=0,
+        le=1,
+        description="An episode's vector: this share of its summary's embedding, the rest the mean of its messages'",
+    )

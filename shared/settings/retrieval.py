@@ -33,7 +33,17 @@ class RetrievalSettings(BaseModel):
         "conversation's messages).",
     )
     retrievability_weight: float = Field(
-        default=1.0, ge=0, le=4, description="final = rrf x retrievability^weight (Plast Mem: 1; 0 switches FSRS off)."
+        default=1.0,
+        ge=0,
+        le=4,
+        description="final = rrf x decay, decay from retrievability^weight (Plast Mem: 1; 0: off).",
+    )
+    retrievability_influence: float = Field(
+        default=0.1,
+        ge=0,
+        le=1,
+        description="decay = 1 - influence + influence x retrievability^weight: the most a memory's score loses to "
+        "FSRS decay (1: seed 001's rrf x retrievability; 0.1: decay only reorders memories within 10 % of each other).",
     )
     flashbulb_surprise: float = Field(
         default=0.85, ge=0, le=1, description="Plast Mem: surprise at or above is a flashbulb memory"
@@ -45,6 +55,12 @@ class RetrievalSettings(BaseModel):
         default=0.7, ge=0, le=1, description="Plast Mem: surprise at or above is a key moment"
     )
     auto_detail_rank: int = Field(default=2, ge=0, description="Plast Mem: detail=auto shows messages for rank <= this")
+    auto_detail_message_rank: int = Field(
+        default=0,
+        ge=0,
+        description="detail=auto also shows the messages of an episode holding a message a message leg ranks <= this "
+        "(0: any it ranks; summaries then only for episodes found by their title or summary alone)",
+    )
     low_detail_messages: int = Field(default=3, ge=1, description="Messages per episode at detail=low.")
     display_title_words: int = Field(
         default=8, ge=1, description="MIRA: display title of an episode shown with its messages (8 words or fewer)"

@@ -214,3 +214,28 @@ def test_reindex_fills_missing_message_vectors_and_retrieval_finds_them_again(db
     assert again.exit_code == 0 and "nothing to re-embed" in again.stdout
     everything = run(tenant, "reindex", "--conversation", "home", "--all")
     assert everything.exit_code == 0 and "re-embedded 4 messages" in everything.stdout
+
+
+def test_reindex_episodes_gives_stored_episodes_the_vectors_new_ones_get(db, stored, tenant, settings):
+    """Episodes stored before episode vectors blended in their messages (summary alone)
+    get the vector episode creation computes now, from their summary and stored messages."""
+    from memq.shared.embeddings import episode_vector, get_embedder
+
+    embedder = get_embedder(settings)
+    rows = db.execute("SELECT id, summary FROM episodic_memory WHERE tenant_id = %s ORDER BY id", (tenant,)).fetchall()
+    for episode_id, summary in rows:  # as they were stored before: the summary's embedding alone
+        db.execute(
+            "UPDATE episodic_memory SET embedding = %s WHERE id = %s", (embedder.embed([summary])[0], episode_id)
+        )
+    out = run(tenant, "reindex", "--episodes")
+    assert out.exit_code == 0, out.output
+    assert f"re-indexed {len(rows)} episodes" in out.stdout
+    for episode_id, summary in rows:
+        messages = db.execute(
+            "SELECT embedding FROM episode_message WHERE episode_id = %s ORDER BY seq", (episode_id,)
+        ).fetchall()
+        expected = episode_vector(
+            embedder.embed([summary])[0], np.stack([m[0].to_numpy() for m in messages]), settings.episode_summary_weight
+        )
+        (stored_vector,) = db.execute("SELECT embedding FROM episodic_memory WHERE id = %s", (episode_id,)).fetchone()
+        assert np.allclose(stored_vector.to_numpy(), expected, atol=1e-5)

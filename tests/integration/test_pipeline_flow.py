@@ -44,9 +44,9 @@ def test_sample_conversation_becomes_episodes_and_conserves_every_message(worker
     assert episodes[-1].last_seq == len(messages)
     for e in episodes:
         words = len(e.title.split())
-        assert settings.title_min_words <= words <= settings.title_max_words, e.title
+        assert settings.extractive_title_min_words <= words <= settings.extractive_title_max_words, e.title
         assert e.summary_source == "extractive"
-        assert e.summary.startswith("An exchange of")
+        assert f": {e.message_count} message" in e.summary.split(".")[0]  # who, when: how many
         assert 0.0 <= e.surprise <= 1.0
         assert e.stability == pytest.approx(2.3065 * (1 + 0.5 * e.surprise), rel=1e-3)  # FSRS-6 Good, surprise boost
     tool_episodes = [e for e in episodes if e.tools_used]

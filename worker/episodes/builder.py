@@ -13,7 +13,7 @@ import numpy as np
 import structlog
 
 from memq.shared.db.episodes import EpisodeRow
-from memq.shared.embeddings import Embedder
+from memq.shared.embeddings import Embedder, episode_vector
 from memq.shared.llm import LLMError
 from memq.shared.messages import indexed_text
 from memq.shared.settings import Settings
@@ -30,10 +30,17 @@ def build_episode(
 ) -> EpisodeRow:
     """``known``: message id -> the embedding segmentation already computed for it (the same
     text, ``indexed_text``, the same model); only the summary and the other messages are
-    embedded here."""
+    embedded here. The episode's vector blends the summary's with its messages'
+    (``episode_vector``); the extractive title and summary weigh messages by them."""
     messages = segment["messages"]
     overlap = segment.get("overlap") or []
     tools = tools_used(messages)
+
+    known = known or {}
+    missing = [m for m in messages if m["id"] not in known]
+    vectors = list(embedder.embed([indexed_text(m) for m in missing])) if missing else []
+    fresh = dict(zip((m["id"] for m in missing), vectors, strict=True))
+    message_embeddings = np.stack([known[m["id"]] if m["id"] in known else fresh[m["id"]] for m in messages])
 
     source, model, error = "extractive", None, None
     if settings.llm_enabled:
@@ -46,14 +53,12 @@ def build_episode(
                 "summary_fallback_extractive", episode_id=segment["episode_id"], error=":".join(error.split(":")[:2])
             )
     if source == "extractive":
-        title = extractive_title(messages, settings.title_min_words, settings.title_max_words)
-        summary = extractive_summary(messages, settings.summary_max_sentences, tools)
+        title = extractive_title(
+            messages, settings.extractive_title_min_words, settings.extractive_title_max_words, message_embeddings
+        )
+        summary = extractive_summary(messages, settings.summary_max_sentences, tools, message_embeddings)
 
-    known = known or {}
-    missing = [m for m in messages if m["id"] not in known]
-    vectors = embedder.embed([summary, *(indexed_text(m) for m in missing)])
-    embedding, fresh = vectors[0], dict(zip((m["id"] for m in missing), vectors[1:], strict=True))
-    message_embeddings = np.stack([known[m["id"]] if m["id"] in known else fresh[m["id"]] for m in messages])
+    embedding = episode_vector(embedder.embed([summary])[0], message_embeddings, settings.episode_summary_weight)
     start_at = datetime.fromisoformat(messages[0]["timestamp"])
     end_at = datetime.fromisoformat(messages[-1]["timestamp"])
     surprise = float(segment.get("surprise") or 0.0)

@@ -88,7 +88,7 @@ def check_worker_run(valid: ValidMessage, detector: str, gap_seconds: float) -> 
 
     for row, segment in zip(run.episodes, run.segments):
         words = len(row.title.split())
-        assert S.title_min_words <= words <= S.title_max_words, row.title
+        assert S.extractive_title_min_words <= words <= S.extractive_title_max_words, row.title
         assert row.summary.strip()
         # Bounded whatever the input: an embedding model must take the summary whole.
         assert len(row.title) <= TITLE_LIMIT and len(row.summary) <= SUMMARY_LIMIT
@@ -100,7 +100,7 @@ def check_worker_run(valid: ValidMessage, detector: str, gap_seconds: float) -> 
             json.dumps(value, allow_nan=False)
         # What build_episode does not call on the extractive path, called here.
         render_segment(segment["messages"], segment["overlap"])
-        assert extractive_title(segment["messages"], S.title_min_words, S.title_max_words)
+        assert extractive_title(segment["messages"], S.extractive_title_min_words, S.extractive_title_max_words)
         assert extractive_summary(segment["messages"], S.summary_max_sentences, tools_used(segment["messages"]))
         if valid.role == "tool" and any(m["seq"] == 3 for m in row.messages):
             assert (
@@ -169,7 +169,7 @@ def test_accepted_messages_are_processable(raw, detector, gap):
 def test_tokens_titles_and_summaries_of_any_text(texts, roles, bounds):
     """The pure text stages over text that did not pass the validator's content rules
     (blank, any characters), and any title bounds the settings allow: they must not
-    raise, and the title has between ``title_min_words`` and ``title_max_words`` words."""
+    raise, and the title has between ``extractive_title_min_words`` and ``..._max_words`` words."""
     lo, hi = bounds
     messages = [
         {"role": r, "content": t, "timestamp": "2026-05-01T12:00:00+00:00", "seq": i, "id": f"m{i}"}

@@ -106,7 +106,7 @@ def test_rows() -> None:
         assert e["first_seq"] == seq and e["last_seq"] - e["first_seq"] + 1 == e["message_count"]
         seq = e["last_seq"] + 1
         assert e["start_at"] <= e["end_at"] <= e["created_at"] <= corpus.NOW
-        assert e["title"] and e["summary"].startswith(f"An exchange of {e['message_count']} messages")
+        assert e["title"] and f": {e['message_count']} messages (" in e["summary"].split(".")[0]
         assert abs(float(np.linalg.norm(e["embedding"])) - 1.0) < 1e-5
         messages = json.loads(json.dumps(e["messages"].obj))
         assert [m["seq"] for m in messages] == list(range(e["first_seq"], e["last_seq"] + 1))

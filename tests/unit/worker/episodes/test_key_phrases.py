@@ -1,0 +1,65 @@
+import unicodedata
+
+import numpy as np
+from hypothesis import given
+from hypothesis import strategies as st
+
+from memq.worker.episodes.key_phrases import MAX_PHRASE_WORDS, centrality, key_phrases
+from memq.worker.episodes.words import base, key, words
+
+
+def _msgs(*texts: str) -> list[dict]:
+    return [{"role": "user" if i % 2 == 0 else "assistant", "content": t} for i, t in enumerate(texts)]
+
+
+def test_a_phrase_that_recurs_beats_its_words_alone_and_no_two_phrases_share_a_word():
+    phrases = key_phrases(
+        _msgs(
+            "Should we stay in Príncipe Real or in Alfama?",
+            "Príncipe Real is quieter than Alfama, and the metro is close.",
+            "Then Príncipe Real it is, near the metro.",
+        )
+    )
+    texts = [p.text for p in phrases]
+    assert texts[0] == "Príncipe Real"
+    keys = [k for p in phrases for k in p.keys]
+    assert len(keys) == len(set(keys))
+    assert all(1 <= len(p.keys) <= MAX_PHRASE_WORDS for p in phrases)
+
+
+def test_a_phrase_never_spans_punctuation_and_numbers_alone_are_no_phrase():
+    phrases = [p.text for p in key_phrases(_msgs("Budget: 900, maybe 1000. Road bike, carbon frame.", "900 or 1000?"))]
+    assert "900" not in phrases and "1000" not in phrases
+    assert all("," not in p and "." not in p for p in phrases)
+    assert "road bike" in phrases or "carbon frame" in phrases
+
+
+def test_a_word_seen_only_at_sentence_starts_is_lower_cased_unless_an_acronym():
+    phrases = [
+        p.text for p in key_phrases(_msgs("Dough rose well. NAS backups run nightly.", "Dough again. NAS again."))
+    ]
+    assert "dough" in phrases and "NAS" in phrases
+
+
+def test_messages_far_from_the_episode_count_less():
+    v = np.array([[1.0, 0.0], [0.9, 0.1], [0.95, 0.05], [0.0, 1.0]])
+    w = centrality(v, 4)
+    assert w[3] < min(w[:3]) and abs(sum(w) - 4) < 1e-9
+    assert centrality(None, 3) == [1.0, 1.0, 1.0]
+    assert centrality(np.zeros((2, 2)), 2) == [1.0, 1.0]
+
+
+def test_a_possessive_is_the_same_word():
+    phrases = key_phrases(_msgs("Pixel's food bowl is empty.", "Feed Pixel twice a day; Pixel\u2019s bowl too."))
+    assert phrases[0].text == "Pixel" and "pixel's" not in [k for p in phrases for k in p.keys]
+
+
+@given(st.lists(st.text(max_size=200), min_size=1, max_size=4))
+def test_every_phrase_is_made_of_whole_words_of_the_messages(texts):
+    messages = _msgs(*texts)
+    phrases = key_phrases(messages)
+    known = {key(base(w)) for t in texts for w in words(unicodedata.normalize("NFC", t))}
+    for p in phrases:
+        assert set(p.keys) <= known, (p, texts)
+        assert p.score > 0 and p.text.strip()
+    assert len({k for p in phrases for k in p.keys}) == sum(len(p.keys) for p in phrases)
