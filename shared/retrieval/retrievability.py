@@ -42,6 +42,14 @@ def retrievability(
     return min(1.0, max(0.0, value))
 
 
+def decay(value: float, weight: float, influence: float) -> float:
+    """What FSRS does to a memory's score: ``1 - influence + influence x value^weight``.
+    Influence 1 is seed 001's ``rrf x retrievability``; below 1 decay is bounded, so it
+    reorders memories that match alike (the one reviewed as used leads) and never buries
+    an old memory under a fresher one that matches the query clearly worse."""
+    return float(1.0 - influence + influence * value**weight)
+
+
 def with_floor(value: float, surprise: float, *, flashbulb_surprise: float, floor: float) -> float:
     return max(value, floor) if surprise >= flashbulb_surprise else value
 

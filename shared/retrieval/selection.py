@@ -33,6 +33,7 @@ class SelectionParams:
     max_tokens: int
     low_messages: int = 3
     auto_rank: int = 2
+    auto_message_rank: int = 2
     key_moment_surprise: float = 0.7
     summary_tokens_with_messages: int = 0  # summary shown (shortened) above messages; 0 = none
     # an episode shown without messages competes at this x its final score: the priority of
@@ -62,12 +63,14 @@ def message_cap(hit: EpisodeHit, p: SelectionParams) -> int:
 
 def opens_at_auto(hit: EpisodeHit, p: SelectionParams) -> bool:
     """``auto`` shows the messages of the top ranks, of key moments and of the episodes that
-    hold one of the best message matches of the search (a message leg's rank <= ``auto_rank``):
-    the episode re-ranking (FSRS, time) may move the episode holding the best-matching message
-    below the top ranks, and its message is then the answer that must not be hidden."""
+    hold a message match of the search (a message leg's rank <= ``auto_message_rank``, any
+    rank when 0): the episode re-ranking (FSRS, time) may move the episode holding the
+    answer below the top ranks, and a summary rarely quotes it. Episodes found by their
+    title or summary alone are shown as summaries."""
     if hit.rank <= p.auto_rank or hit.key_moment(p.key_moment_surprise):
         return True
-    return any(0 < rank <= p.auto_rank for m in hit.messages for rank in m.ranks.values())
+    deepest = p.auto_message_rank or float("inf")  # 0: any rank a message leg gave
+    return any(0 < rank <= deepest for m in hit.messages for rank in m.ranks.values())
 
 
 def _shorten(text: str, tokens: int, count: Counter) -> str | None:

@@ -33,7 +33,7 @@ from memq.shared.retrieval.participants import query_terms
 from memq.shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
 from memq.shared.retrieval.render import episode_block, hit_record, markdown
 from memq.shared.retrieval.request import RetrievalRequest, build_request, scoped
-from memq.shared.retrieval.retrievability import retrievability, with_floor
+from memq.shared.retrieval.retrievability import decay, retrievability, with_floor
 from memq.shared.retrieval.review_notes import review_notes
 from memq.shared.retrieval.selection import Selected, SelectionParams, message_cap, select
 from memq.shared.retrieval.time_expressions import NamedTime, find_time
@@ -110,7 +110,7 @@ def rerank(
     hits: list[EpisodeHit], fused: dict[str, float], settings: Settings, now: datetime, named: NamedTime | None
 ) -> list[EpisodeHit]:
     """Score the found episodes (in place) and order them best first:
-    final = rrf x retrievability^weight x time boost."""
+    final = rrf x decay (``retrievability.decay``) x time boost."""
     for hit in hits:
         hit.rrf = fused[hit.id]
         hit.retrievability = with_floor(
@@ -130,8 +130,11 @@ def rerank(
 
 def multiplier(hit: EpisodeHit, settings: Settings) -> float:
     """What an episode's FSRS retrievability and a time the query names do to its scores."""
-    m: float = (hit.retrievability**settings.retrievability_weight) * hit.time_boost
-    return m
+    return episode_decay(hit, settings) * hit.time_boost
+
+
+def episode_decay(hit: EpisodeHit, settings: Settings) -> float:
+    return decay(hit.retrievability, settings.retrievability_weight, settings.retrievability_influence)
 
 
 def relevance_params(settings: Settings) -> RelevanceParams:
@@ -163,9 +166,7 @@ def attach_messages(
             h.messages = []
             continue
         r = episode_relevance([row[0] for row in rows], message_ranks.get(h.id, {}), p, [row[2] for row in rows], named)
-        scores = priorities(
-            r.scores, r.density, h.rrf, h.retrievability**settings.retrievability_weight, h.time_boost, p
-        )
+        scores = priorities(r.scores, r.density, h.rrf, episode_decay(h, settings), h.time_boost, p)
         h.messages = [
             MessageView(seq, role, speaker, content, ts, score, ranks, match)
             for (seq, role, speaker, content, ts), score, ranks, match in zip(rows, scores, r.ranks, r.speaker_match)
@@ -271,6 +272,7 @@ def retrieve(
             max_tokens=request.max_tokens,
             low_messages=settings.low_detail_messages,
             auto_rank=settings.auto_detail_rank,
+            auto_message_rank=settings.auto_detail_message_rank,
             key_moment_surprise=settings.key_moment_surprise,
             summary_tokens_with_messages=settings.summary_tokens_with_messages,
             header_weight=settings.message_episode_weight,

@@ -46,7 +46,10 @@ BASELINES = (
 )
 ABLATIONS = (
     Method("memq auto", "memq", "auto"),
+    Method("memq auto msg<=2", "memq", "auto", (("auto_detail_message_rank", 2),)),  # auto before 2026-11
     Method("memq no-FSRS", "memq", "high", (("retrievability_weight", 0.0),)),
+    Method("memq FSRS x1", "memq", "high", (("retrievability_influence", 1.0),)),  # seed 001: rrf x retrievability
+    Method("memq FSRS x0.25", "memq", "high", (("retrievability_influence", 0.25),)),
     Method("memq episode legs", "memq", "high", (("retrieval_legs", "episode_vector,episode_lexical"),)),
     Method("memq no-neighbour", "memq", "high", (("neighbour_bonus", 0.0),)),
     Method("memq no-density", "memq", "high", (("episode_density_weight", 0.0),)),

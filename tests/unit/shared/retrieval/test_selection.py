@@ -90,7 +90,13 @@ def episode(
 
 def run(hits, detail: str, max_tokens: int = 4000, query: str = "tomato", **kw):
     """``select`` with explicit parameters (the defaults are the product's to tune)."""
-    params = {"low_messages": 3, "auto_rank": 2, "key_moment_surprise": 0.7, "summary_tokens_with_messages": 40} | kw
+    params = {
+        "low_messages": 3,
+        "auto_rank": 2,
+        "auto_message_rank": kw.get("auto_rank", 2),
+        "key_moment_surprise": 0.7,
+        "summary_tokens_with_messages": 40,
+    } | kw
     selection = select(hits, SelectionParams(detail=detail, max_tokens=max_tokens, **params), NOW, count_tokens, query)
     assert selection.tokens == count_tokens(selection.text)
     return selection.chosen, selection.text
@@ -258,6 +264,16 @@ def test_auto_opens_the_episode_holding_one_of_the_best_message_matches():
     other.messages[2] = replace(other.messages[2], ranks={"lexical": 3})
     chosen, _ = run([episode(1), episode(2), episode(3), holder, other], "auto", auto_rank=2)
     assert shown(chosen)["e4"] and 6 in shown(chosen)["e4"]
+    assert shown(chosen)["e3"] == [] and shown(chosen)["e5"] == []
+
+
+def test_auto_by_default_opens_every_episode_a_message_leg_found():
+    # auto_message_rank 0 (the default): any message rank opens its episode; an episode
+    # found by its title or summary alone (no message ranked) stays a summary
+    found, alone = episode(4), episode(5)
+    found.messages[2] = replace(found.messages[2], ranks={"lexical": 17})
+    chosen, _ = run([episode(1), episode(2), episode(3), found, alone], "auto", auto_rank=2, auto_message_rank=0)
+    assert 2 in shown(chosen)["e4"]
     assert shown(chosen)["e3"] == [] and shown(chosen)["e5"] == []
 
 

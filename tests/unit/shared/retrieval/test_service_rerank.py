@@ -25,6 +25,7 @@ def cfg() -> Settings:
     return Settings(
         desired_retention=0.9,
         retrievability_weight=1.0,
+        retrievability_influence=1.0,  # seed 001's rrf x retrievability; the default's bounded decay below
         flashbulb_surprise=0.85,
         flashbulb_floor=0.5,
         time_boost=1.5,
@@ -81,6 +82,20 @@ def test_retrievability_outweighs_a_slightly_better_fusion_score(cfg):
     assert [h.id for h in hits] == ["fresh", "old"]
     off = cfg.model_copy(update={"retrievability_weight": 0.0})  # FSRS switched off: fusion decides
     assert [h.id for h in rerank([old, fresh], {"old": 2 / 61, "fresh": 2 / 63}, off, NOW, None)] == ["old", "fresh"]
+
+
+def test_bounded_decay_reorders_equals_but_never_buries_a_clearly_better_old_memory(cfg):
+    bounded = cfg.model_copy(update={"retrievability_influence": 0.1})
+    old, fresh = candidate("old", 730, cfg=cfg), candidate("fresh", 0.1, cfg=cfg)
+    equal = rerank([old, fresh], {"old": 0.03, "fresh": 0.03}, bounded, NOW, None)
+    assert [h.id for h in equal] == ["fresh", "old"]  # where relevance ties, the fresher memory leads
+    r = equal[1].retrievability
+    assert equal[1].final == pytest.approx(0.03 * (0.9 + 0.1 * r))
+    far = rerank([old, fresh], {"old": 0.03, "fresh": 0.03 * 0.85}, bounded, NOW, None)
+    assert [h.id for h in far] == ["old", "fresh"]  # 15 % better: decay (at most 10 %) cannot bury it
+    seed = rerank([old, fresh], {"old": 0.03, "fresh": 0.03 * 0.85}, cfg, NOW, None)
+    assert [h.id for h in seed] == ["fresh", "old"]  # where seed 001's decay did
+    assert Settings().retrievability_influence == 0.1
 
 
 def test_retrievability_decreases_with_time_since_the_memory_formed(cfg):
