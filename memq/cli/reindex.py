@@ -4,6 +4,9 @@ the episodes' vectors again after an upgrade changed how episodes are indexed.""
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
 import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -12,6 +15,11 @@ from memq.shared.connections import pg_connect
 from memq.shared.db.reindex import ReindexScope, count, count_episodes, reindex_episodes, reindex_messages
 from memq.shared.embeddings import get_embedder
 from memq.shared.settings import get_settings
+
+if TYPE_CHECKING:
+    import psycopg
+
+    from memq.shared.embeddings import Embedder
 
 
 @click.command("reindex")
@@ -41,40 +49,39 @@ def reindex_cmd(tenant: str | None, conversation_id: str | None, everything: boo
         tenant = settings.tenant
     scope = ReindexScope(tenant=tenant, conversation_id=conversation_id, missing_only=not everything)
     if episodes:
-        _reindex_episodes(scope, batch)
-        return
-    with pg_connect(settings) as conn:
-        conn.autocommit = True
-        total = count(conn, scope)
-        if total == 0:
-            click.echo("nothing to re-embed")
-            return
-        embedder = get_embedder(settings)
-        columns = (TextColumn("[bold]re-embedding[/] messages"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
-        with Progress(*columns) as progress:
-            task = progress.add_task("messages", total=total)
-            done = reindex_messages(conn, embedder, scope, batch=batch, progress=lambda n: progress.advance(task, n))
-    click.echo(f"re-embedded {done} messages with {embedder.name}")
+        _run(
+            ("episodes", "re-indexing", "re-indexed", "no episodes in scope"),
+            lambda conn: count_episodes(conn, scope),
+            lambda conn, embedder, advance: reindex_episodes(
+                conn, embedder, scope, settings.episode_summary_weight, batch=min(batch, 256), progress=advance
+            ),
+        )
+    else:
+        _run(
+            ("messages", "re-embedding", "re-embedded", "nothing to re-embed"),
+            lambda conn: count(conn, scope),
+            lambda conn, embedder, advance: reindex_messages(conn, embedder, scope, batch=batch, progress=advance),
+        )
 
 
-def _reindex_episodes(scope: ReindexScope, batch: int) -> None:
+def _run(
+    labels: tuple[str, str, str, str],
+    total: Callable[[psycopg.Connection], int],
+    work: Callable[[psycopg.Connection, Embedder, Callable[[int], None]], int],
+) -> None:
+    """Count what is in scope, then do the work with a progress bar. ``labels``: what,
+    the progress verb, the verb of the result line, what to say when there is nothing."""
+    what, doing, done_verb, nothing = labels
     settings = get_settings()
     with pg_connect(settings) as conn:
         conn.autocommit = True
-        total = count_episodes(conn, scope)
-        if total == 0:
-            click.echo("no episodes in scope")
+        expected = total(conn)
+        if expected == 0:
+            click.echo(nothing)
             return
         embedder = get_embedder(settings)
-        columns = (TextColumn("[bold]re-indexing[/] episodes"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+        columns = (TextColumn(f"[bold]{doing}[/] {what}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns) as progress:
-            task = progress.add_task("episodes", total=total)
-            done = reindex_episodes(
-                conn,
-                embedder,
-                scope,
-                settings.episode_summary_weight,
-                batch=min(batch, 256),
-                progress=lambda n: progress.advance(task, n),
-            )
-    click.echo(f"re-indexed {done} episodes with {embedder.name}")
+            task = progress.add_task(what, total=expected)
+            done = work(conn, embedder, lambda n: progress.advance(task, n))
+    click.echo(f"{done_verb} {done} {what} with {embedder.name}")

@@ -33,7 +33,14 @@ def embedder(settings):
 
 
 def seed_fact(
-    db, embedder, tenant, content: str, category: str, valid: datetime | None = None, conv: str = CONV
+    db,
+    embedder,
+    tenant,
+    content: str,
+    category: str,
+    valid: datetime | None = None,
+    conv: str = CONV,
+    episode_ids: tuple[str, ...] = (),
 ) -> str:
     run = str(uuid.uuid4())
     return add_fact(
@@ -44,7 +51,7 @@ def seed_fact(
         content=content,
         embedding=embedder.embed([content])[0],
         valid_at=valid,
-        episode_ids=[],
+        episode_ids=list(episode_ids),
         at=T0 - timedelta(days=60),
         run_id=run,
         model="seed",
@@ -385,31 +392,15 @@ def test_a_users_facts_span_their_conversations_and_forgetting_one_takes_out_onl
     _owned(db, tenant, "ana", "home", "work")
     _owned(db, tenant, None, "alone")
     (home_ep,) = episodes(db, settings, tenant, [("Ana at home", "Ana lives in Lisbon and plays the cello.")], "home")
-    lisbon = add_fact(
+    lisbon = seed_fact(db, embedder, tenant, "Ana lives in Lisbon.", "identity", conv="home", episode_ids=(home_ep,))
+    cello = seed_fact(
         db,
-        tenant=tenant,
-        conversation_id="home",
-        category="identity",
-        content="Ana lives in Lisbon.",
-        embedding=embedder.embed(["Ana lives in Lisbon."])[0],
-        valid_at=None,
-        episode_ids=[home_ep],
-        at=T0,
-        run_id=str(uuid.uuid4()),
-        model="seed",
-    )
-    cello = add_fact(
-        db,
-        tenant=tenant,
-        conversation_id="home",
-        category="interest",
-        content="Ana plays the cello in an amateur orchestra.",
-        embedding=embedder.embed(["Ana plays the cello in an amateur orchestra."])[0],
-        valid_at=None,
-        episode_ids=[home_ep],
-        at=T0,
-        run_id=str(uuid.uuid4()),
-        model="seed",
+        embedder,
+        tenant,
+        "Ana plays the cello in an amateur orchestra.",
+        "interest",
+        conv="home",
+        episode_ids=(home_ep,),
     )
     (work_ep,) = episodes(
         db, settings, tenant, [("Ana moved", "Ana moved from Lisbon to Porto; still plays cello.")], "work"
@@ -457,18 +448,8 @@ def test_forgetting_the_conversation_a_fact_was_learnt_in_keeps_it_where_it_is_a
 ):
     _owned(db, tenant, "ana", "first", "second")
     (first_ep,) = episodes(db, settings, tenant, [("Dog", "Ana adopted a dog named Pico.")], "first")
-    pico = add_fact(
-        db,
-        tenant=tenant,
-        conversation_id="first",
-        category="relationship",
-        content="Ana has a dog named Pico.",
-        embedding=embedder.embed(["Ana has a dog named Pico."])[0],
-        valid_at=None,
-        episode_ids=[first_ep],
-        at=T0,
-        run_id=str(uuid.uuid4()),
-        model="seed",
+    pico = seed_fact(
+        db, embedder, tenant, "Ana has a dog named Pico.", "relationship", conv="first", episode_ids=(first_ep,)
     )
     (second_ep,) = episodes(db, settings, tenant, [("Walk", "Ana walked Pico, her dog, in the park.")], "second")
     scripted_llm.push(
