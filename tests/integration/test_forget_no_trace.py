@@ -355,7 +355,11 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
                     {"tool_calls": [{"name": f"shops_{token}", "arguments": "{}"}]},
                 ),
                 ("tool", f"Three shops sell azulejo tiles near {token} street.", {"tool_name": f"shops_{token}"}),
-                ("assistant", f"The blue azulejo tiles from Alfama would suit your kitchen, Ana {token}.", None),
+                (
+                    "assistant",
+                    f"The blue azulejo tiles from Alfama would suit your {token} kitchen, Ana {token}.",
+                    None,
+                ),
             ],
         )
         tasks.settle(lambda: len(episodes(gone)) == 1, what="the forgotten conversation's episode")
@@ -363,7 +367,9 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
         row = db.execute("SELECT title FROM episodic_memory WHERE id = %s", (gone_memory,)).fetchone()
         assert row is not None
         title = row[0]
-        assert token in title, title  # extractive without an LLM: a log line naming the title would carry it
+        # extractive without an LLM: the "<token> kitchen" of two messages is the title's first key phrase, so a
+        # log line naming the title would carry the token
+        assert token in title, title
 
         # 4. the other conversation asks about both (a reviewer LLM is shown the forgotten memory) and goes on
         day2 = day1 + timedelta(days=1)

@@ -969,8 +969,10 @@ def test_detail_levels_and_budgets(db, settings, tenant):
     opened_by_a_message = []
     for rec in auto.records:
         hit = next(h for h in auto.hits if h.id == rec["id"])
-        # an episode holding one of the best message matches of the search shows its messages too
-        best_match = any(0 < r <= settings.auto_detail_rank for m in hit.messages for r in m.ranks.values())
+        # an episode holding a message match of the search (any rank a message leg gave, by
+        # default) shows its messages too; one found by its title or summary alone does not
+        deepest = settings.auto_detail_message_rank or float("inf")
+        best_match = any(0 < r <= deepest for m in hit.messages for r in m.ranks.values())
         full = rec["rank"] <= settings.auto_detail_rank or rec["id"] == key_moment or best_match
         assert len(rec["messages"]) == (12 if full else 0), rec["rank"]
         if best_match and not (rec["rank"] <= settings.auto_detail_rank or rec["id"] == key_moment):

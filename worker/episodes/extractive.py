@@ -33,7 +33,7 @@ import numpy as np
 
 from memq.shared.messages import speaker_of
 from memq.worker.episodes.key_phrases import key_phrases
-from memq.worker.episodes.words import content_words, language, stop_words
+from memq.worker.episodes.words import content_words, language, specificity, stop_words
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
 ROLE_NAMES = {"user": "The user", "assistant": "The assistant", "system": "The system", "tool": "A tool"}
@@ -45,6 +45,7 @@ KEY_TERMS = 8
 TOOLS_LISTED = 20
 PARTICIPANTS_LISTED = 4
 ELLIPSIS = "\u2026"
+COMMON = 0.9  # specificity below which a word is common enough to capitalise at a title's start
 
 
 @dataclass(frozen=True)
@@ -155,7 +156,16 @@ def extractive_title(
         title = f"Short exchange between {who}" if " and " in who else f"Short exchange with {who}"
         if len(title.split()) > max_words:
             title = "Short exchange"
-    return _fit(title[:1].upper() + title[1:], min_words, max_words)
+    return _fit(_capitalised(title), min_words, max_words)
+
+
+def _capitalised(title: str) -> str:
+    """The title with a capital first letter when its first word is a common word ("pot" ->
+    "Pot"); a name, identifier or jargon keeps its spelling ("iPhone", "asyncio")."""
+    first = title.split(" ", 1)[0].rstrip(",")
+    if not first[:1].islower() or any(ch.isupper() or ch.isdigit() for ch in first) or specificity(first) >= COMMON:
+        return title
+    return title[:1].upper() + title[1:]
 
 
 def _fit(title: str, min_words: int, max_words: int) -> str:
