@@ -10,7 +10,7 @@ import os
 
 import psycopg
 
-from memq.shared.connections import MailboxClient, mailbox_client, pg_connect
+from memq.shared.connections import MailboxClient, mailbox_client, pg_connect, pg_owner_connect
 from memq.shared.embeddings import Embedder, available_cpus, get_embedder
 from memq.shared.mailbox.scripts import Scripts
 from memq.shared.settings import Settings, get_settings
@@ -39,9 +39,16 @@ def store(tenant: str, conversation_id: str) -> ConversationStore:
     return ConversationStore(client, scripts, settings(), tenant, conversation_id)
 
 
-def database() -> psycopg.Connection:
-    """A new autocommit connection (transactions are explicit: ``conn.transaction()``)."""
-    return pg_connect(settings(), autocommit=True)
+def database(tenant: str) -> psycopg.Connection:
+    """A new autocommit connection scoped to ``tenant`` by row-level security (transactions
+    are explicit: ``conn.transaction()``)."""
+    return pg_connect(settings(), tenant=tenant, autocommit=True)
+
+
+def owner_database() -> psycopg.Connection:
+    """A new autocommit connection as the schema's owner, for work across tenants (the
+    webhook sweep and deliveries, which are found by id)."""
+    return pg_owner_connect(settings(), autocommit=True)
 
 
 # The pool processes of this worker, recorded by the main process before it forks them

@@ -7,7 +7,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memq.cli.options import tenant_option
-from memq.shared.connections import pg_connect
+from memq.shared.connections import pg_connect, pg_owner_connect
 from memq.shared.db.reindex import ReindexScope, count, reindex_messages
 from memq.shared.embeddings import get_embedder
 from memq.shared.settings import get_settings
@@ -32,7 +32,8 @@ def reindex_cmd(tenant: str | None, conversation_id: str | None, everything: boo
     if conversation_id is not None and tenant is None:
         tenant = settings.tenant
     scope = ReindexScope(tenant=tenant, conversation_id=conversation_id, missing_only=not everything)
-    with pg_connect(settings) as conn:
+    # every tenant's messages (no --tenant): maintenance, as the owner
+    with pg_connect(settings, tenant=tenant) if tenant else pg_owner_connect(settings) as conn:
         conn.autocommit = True
         total = count(conn, scope)
         if total == 0:

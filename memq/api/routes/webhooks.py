@@ -45,14 +45,14 @@ class WebhookDeletedOut(BaseModel):
 
 @router.post("/v1/webhooks", response_model=WebhookCreatedOut, status_code=201, summary="Register a webhook endpoint")
 def create(body: WebhookIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         endpoint, secret = add_endpoint(conn, tenant, body.url, body.events, body.content)
     return {**endpoint.to_json(), "secret": secret}
 
 
 @router.get("/v1/webhooks", response_model=WebhookListOut, summary="The tenant's webhook endpoints")
 def listing(tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         return {"webhooks": [e.to_json() for e in list_endpoints(conn, tenant)]}
 
 
@@ -62,7 +62,7 @@ def listing(tenant: str = Depends(caller), svc: Services = Depends(services)) ->
 def delete(
     webhook_id: str = Path(...), tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> dict[str, Any]:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         if not remove_endpoint(conn, tenant, webhook_id):
             raise NotFound("no such webhook")
     return {"id": webhook_id, "deleted": True}
