@@ -122,10 +122,21 @@ def producer(settings, tenant):
 
 
 @pytest.fixture
-def db(settings):
+def db(settings, tenant):
+    """A connection scoped to the test's tenant by row-level security, as the application's."""
     from memq.shared.connections import pg_connect
 
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def owner_db(settings):
+    """A connection as the schema's owner, which row-level security does not restrict: for
+    checks across tenants."""
+    from memq.shared.connections import pg_owner_connect
+
+    with pg_owner_connect(settings, autocommit=True) as conn:
         yield conn
 
 
