@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 import psycopg
 import pytest
 from test_portability import poll
+from test_user_scope import _add_fact
 
 pytestmark = pytest.mark.integration
 
@@ -66,8 +67,6 @@ def _plant(settings, name: str) -> Tenant:
     from memq.producer.client import Producer
     from memq.shared.connections import pg_connect
     from memq.shared.db.api_keys import create_key
-    from memq.shared.db.facts import add_fact
-    from memq.shared.embeddings import get_embedder
     from memq.shared.retrieval.review_notes import flush_review_notes
     from memq.shared.retrieval.service import retrieve_memory
     from memq.shared.users import move_conversation
@@ -93,21 +92,8 @@ def _plant(settings, name: str) -> Tenant:
         producer.wait_idle(chat, timeout=240)
         # the review stage rates what was retrieved once chat's episode is written (a task of its own)
         poll(lambda: conn.execute("SELECT count(*) FROM memory_review").fetchone()[0], timeout=120)  # type: ignore[index]
-        text = "Ana plans a hiking trip to the Dolomites."
+        fact = _add_fact(conn, settings, name, conv, "Ana plans a hiking trip to the Dolomites.")
         with conn.transaction():
-            fact = add_fact(
-                conn,
-                tenant=name,
-                conversation_id=conv,
-                category="interest",
-                content=text,
-                embedding=get_embedder(settings).embed([text])[0],
-                valid_at=None,
-                episode_ids=[],
-                at=datetime.now(UTC),
-                run_id=str(uuid.uuid4()),
-                model="test",
-            )
             events.emit(conn, "fact.created", name, {"fact_id": fact}, conversation_id=conv)
         create_key(conn, name, "rls test")
         move_conversation(producer.redis, conn, settings, tenant=name, conversation_id=chat, user_id=f"bo-{run}")
