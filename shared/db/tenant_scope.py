@@ -35,20 +35,16 @@ if TYPE_CHECKING:
 TENANT_SETTING = "memq.tenant"
 
 
-def set_role(conn: psycopg.Connection, role: str) -> None:
-    """``SET ROLE`` to the application role, for the session."""
-    from psycopg import sql
-
-    conn.execute(sql.SQL("SET ROLE {}").format(sql.Identifier(role)))
-
-
 def scope(conn: psycopg.Connection, role: str, tenant: str | None) -> psycopg.Connection:
     """Put the connection under the application role with ``tenant`` set for the session
     (None: no tenant, so nothing is visible until :func:`tenant_transaction`). Committed
     at once on a connection that is not autocommit: a session setting made in a
     transaction that is rolled back is undone with it."""
-    set_role(conn, role)
-    conn.execute("SELECT set_config(%s, %s, false)", (TENANT_SETTING, check_tenant(tenant) if tenant else ""))
+    # set_config('role', ...) is SET ROLE (same membership check), here in the same round trip
+    conn.execute(
+        "SELECT set_config('role', %s, false), set_config(%s, %s, false)",
+        (role, TENANT_SETTING, check_tenant(tenant) if tenant else ""),
+    )
     if not conn.autocommit:
         conn.commit()
     return conn
@@ -57,8 +53,7 @@ def scope(conn: psycopg.Connection, role: str, tenant: str | None) -> psycopg.Co
 def unscope(conn: psycopg.Connection) -> None:
     """Back to the connecting (owner) role with no tenant set: for a pooled connection
     returned to the pool."""
-    conn.execute("RESET ROLE")
-    conn.execute("SELECT set_config(%s, '', false)", (TENANT_SETTING,))
+    conn.execute("SELECT set_config('role', 'none', false), set_config(%s, '', false)", (TENANT_SETTING,))
 
 
 @contextmanager
