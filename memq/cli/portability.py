@@ -78,7 +78,7 @@ def import_cmd(file: str, tenant: str | None, batch: int, as_json: bool) -> None
     columns = (TextColumn("[bold]importing[/]"), BarColumn(), DownloadColumn(), TimeElapsedColumn())
     with (
         open(file, "rb") if file != "-" else sys.stdin.buffer as lines,
-        pg_connect(settings, tenant=tenant, autocommit=True) as conn,  # without --tenant: the file's, once read
+        pg_connect(settings, tenant=tenant, autocommit=True) as conn,  # each transaction: the target's
         Progress(*columns, console=Console(stderr=True)) as progress,
     ):
         task = progress.add_task("bytes", total=size)

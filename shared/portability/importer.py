@@ -34,7 +34,7 @@ from psycopg.types.json import Jsonb
 
 from memq.shared.db.conversations import lock_conversation
 from memq.shared.db.episodes import EpisodeRow, check_stored, store_episode
-from memq.shared.db.tenant_scope import scope
+from memq.shared.db.tenant_scope import TENANT_SETTING
 from memq.shared.embeddings import Embedder
 from memq.shared.errors import MemqError, ValidationError
 from memq.shared.ids import check_conversation_id, check_tenant
@@ -212,8 +212,6 @@ class Importer:
             raise FormatError(1, f"the header's tenant: {exc}") from None
         self.report.source_tenant = source
         self.report.tenant = self.target or source
-        # known only now (without --tenant it is the file's): the connection is scoped to it
-        scope(self.conn, self.settings.database_app_role, self.report.tenant)
         self._dim = head["embedding_dim"]
         self.report.reembedded = (
             head["embedding_model"] != self.settings.embedding_model or self._dim != self.settings.embedding_dim
@@ -283,6 +281,10 @@ class Importer:
         """One unit in a savepoint; a refusal of PostgreSQL stops the import at line ``n``."""
         if not self._in_tx:
             self._outer.enter_context(self.conn.transaction())
+            # every write is in these transactions: each is scoped to the target tenant (SET
+            # LOCAL), known only once the header is read (without --tenant it is the file's);
+            # the caller's connection keeps its own scope after the import
+            self.conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, self.tenant))
         try:
             with self.conn.transaction():
                 write(what)
