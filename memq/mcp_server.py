@@ -245,7 +245,7 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
             who = tenant_of(ctx)
 
             def in_thread() -> str:
-                with services.conn() as conn:
+                with services.conn(who) as conn:
                     return spec.body(Call(who, conn, services.settings, services.redis), **arguments)
 
             try:

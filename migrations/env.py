@@ -11,6 +11,7 @@ from memq.shared.settings import get_settings
 config = context.config
 url = config.get_main_option("sqlalchemy.url") or sqlalchemy_url(get_settings())
 config.attributes.setdefault("embedding_dim", get_settings().embedding_dim)
+config.attributes.setdefault("app_role", get_settings().database_app_role)
 
 engine = create_engine(url, poolclass=pool.NullPool)
 with engine.connect() as connection:

@@ -68,9 +68,7 @@ def mailbox_client(settings: Settings | None = None) -> MailboxClient:
     return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30, **_SOCKET)
 
 
-def pg_connect(
-    settings: Settings | None = None, *, autocommit: bool = False, timeouts: dict[str, int] | None = None
-) -> psycopg.Connection:
+def _pg(settings: Settings, autocommit: bool, timeouts: dict[str, int] | None = None) -> psycopg.Connection:
     """``timeouts``: PostgreSQL settings in milliseconds for this session, e.g.
     ``{"statement_timeout": 5000, "lock_timeout": 5000}``."""
     import psycopg
@@ -81,3 +79,34 @@ def pg_connect(
     conn = psycopg.connect(database_url(settings), autocommit=autocommit, connect_timeout=10, **extra)
     register_vector(conn)
     return conn
+
+
+def pg_connect(
+    settings: Settings | None = None,
+    *,
+    tenant: str | None,
+    autocommit: bool = False,
+    timeouts: dict[str, int] | None = None,
+) -> psycopg.Connection:
+    """A connection scoped to ``tenant`` by row-level security (``SET ROLE`` to the
+    application role, ``memq.tenant`` set for the session: ``shared/db/tenant_scope.py``).
+    ``tenant=None``: the application role with no tenant, which sees nothing until a
+    ``tenant_transaction``. Every tenant's work goes through here. ``timeouts``: see ``_pg``."""
+    from memq.shared.db.tenant_scope import scope
+
+    settings = settings or get_settings()
+    conn = _pg(settings, autocommit, timeouts)
+    try:
+        return scope(conn, settings.database_app_role, tenant)
+    except BaseException:
+        conn.close()
+        raise
+
+
+def pg_owner_connect(
+    settings: Settings | None = None, *, autocommit: bool = False, timeouts: dict[str, int] | None = None
+) -> psycopg.Connection:
+    """A connection as the DATABASE_URL user, the schema's owner, which row-level security
+    does not restrict: only for work across tenants (migrations, audit, metrics, sweeps,
+    the key lookup that finds a request's tenant); docs/isolation.md lists them."""
+    return _pg(settings or get_settings(), autocommit, timeouts)

@@ -12,7 +12,7 @@ from collections.abc import Iterator
 import psycopg
 
 from memq.shared.celery_config import soft_time_limit
-from memq.shared.connections import MailboxClient, mailbox_client, pg_connect
+from memq.shared.connections import MailboxClient, mailbox_client, pg_connect, pg_owner_connect
 from memq.shared.embeddings import Embedder, available_cpus, get_embedder
 from memq.shared.mailbox.scripts import Scripts
 from memq.shared.settings import Settings, get_settings
@@ -57,12 +57,10 @@ def database_timeouts(s: Settings) -> dict[str, int]:
 
 
 @contextlib.contextmanager
-def database() -> Iterator[psycopg.Connection]:
-    """A new autocommit connection (transactions are explicit: ``conn.transaction()``),
-    closed on the way out. Interrupted in a query (Celery's soft time limit, any exception
-    raised from a signal handler), the query is cancelled on the server first: psycopg
-    does so only for KeyboardInterrupt, and a query left running keeps its locks."""
-    conn = pg_connect(settings(), autocommit=True, timeouts=database_timeouts(settings()))
+def _session(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
+    """Closed on the way out. Interrupted in a query (Celery's soft time limit, any
+    exception raised from a signal handler), the query is cancelled on the server first:
+    psycopg does so only for KeyboardInterrupt, and a query left running keeps its locks."""
     try:
         with conn:
             try:
@@ -74,6 +72,20 @@ def database() -> Iterator[psycopg.Connection]:
                 raise
     finally:
         conn.close()
+
+
+def database(tenant: str) -> contextlib.AbstractContextManager[psycopg.Connection]:
+    """A new autocommit connection scoped to ``tenant`` by row-level security (transactions
+    are explicit: ``conn.transaction()``), for a ``with`` block (``_session``)."""
+    s = settings()
+    return _session(pg_connect(s, tenant=tenant, autocommit=True, timeouts=database_timeouts(s)))
+
+
+def owner_database() -> contextlib.AbstractContextManager[psycopg.Connection]:
+    """A new autocommit connection as the schema's owner, for work across tenants (the
+    webhook sweep and deliveries, which are found by id), for a ``with`` block."""
+    s = settings()
+    return _session(pg_owner_connect(s, autocommit=True, timeouts=database_timeouts(s)))
 
 
 # The pool processes of this worker, recorded by the main process before it forks them

@@ -34,6 +34,7 @@ class Services:
     def start(cls, settings: Settings, *, load_model: bool = True) -> Services:
         from memq.shared.connections import database_url
         from memq.shared.db.api_keys import active_key, active_keys
+        from memq.shared.db.tenant_scope import unscope
         from memq.shared.embedded import services as embedded
 
         embedded.up(settings)
@@ -43,11 +44,13 @@ class Services:
             max_size=10,
             kwargs={"autocommit": True},
             configure=register_vector,
+            reset=unscope,  # a connection scoped to a request's tenant comes back as the owner's, with none
             open=True,
             name="memq-api",
         )
         pool.wait(timeout=30)
 
+        # The key store looks keys up before a request's tenant is known: as the owner.
         def load_keys() -> dict[str, tuple[bytes, str]]:
             with pool.connection() as conn:
                 return active_keys(conn)
@@ -72,7 +75,17 @@ class Services:
         return redis_client(self.settings)
 
     @contextmanager
-    def conn(self) -> Iterator[psycopg.Connection]:
+    def conn(self, tenant: str) -> Iterator[psycopg.Connection]:
+        """A pooled connection scoped to ``tenant`` by row-level security until it is
+        returned (the pool's reset undoes the scope)."""
+        from memq.shared.db.tenant_scope import scope
+
+        with self.pool.connection() as conn:
+            yield scope(conn, self.settings.database_app_role, tenant)
+
+    @contextmanager
+    def owner_conn(self) -> Iterator[psycopg.Connection]:
+        """A pooled connection as the schema's owner, across tenants (metrics, health)."""
         with self.pool.connection() as conn:
             yield conn
 

@@ -706,7 +706,7 @@ def _copy(
 
 
 if __name__ == "__main__":  # python -m memq.bench.corpus: remove every bench corpus
-    from memq.shared.connections import pg_connect
+    from memq.shared.connections import pg_owner_connect
 
-    with pg_connect(autocommit=True) as connection:
+    with pg_owner_connect(autocommit=True) as connection:
         print(f"removed {cleanup(connection):,} bench corpus messages")

@@ -400,7 +400,7 @@ def remove_keys(client: MailboxClient, prefix: str) -> int:
 
 
 def cleanup(ctx: BenchContext, settings: Settings, tenant: str, key_id: str | None) -> None:
-    from memq.shared.connections import mailbox_client, pg_connect, redis_client
+    from memq.shared.connections import mailbox_client, pg_owner_connect, redis_client
 
     broker = redis_client(settings)
     tasks_removed = remove_tasks(broker, {tenant})
@@ -409,7 +409,7 @@ def cleanup(ctx: BenchContext, settings: Settings, tenant: str, key_id: str | No
     broker.close()
     mailbox.close()
     if key_id is not None:
-        with pg_connect(ctx.settings, autocommit=True) as conn:
+        with pg_owner_connect(ctx.settings, autocommit=True) as conn:
             conn.execute("DELETE FROM api_key WHERE id = %s", (key_id,))
     ctx.console.print(f"  cleaned up: {keys_removed} Redis keys, {tasks_removed} drain tasks, the API key")
 
@@ -482,7 +482,7 @@ def http_measurements(ctx: BenchContext, settings: Settings, key: str) -> list[M
 
 
 def run(ctx: BenchContext) -> list[Measurement]:
-    from memq.shared.connections import pg_connect
+    from memq.shared.connections import pg_owner_connect
     from memq.shared.db.api_keys import create_key
 
     settings = scratch_settings(ctx)
@@ -490,7 +490,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
     key_id: str | None = None
     try:
         found = library_measurements(ctx, settings, tenant)
-        with pg_connect(ctx.settings, autocommit=True) as conn:
+        with pg_owner_connect(ctx.settings, autocommit=True) as conn:
             new, _ = create_key(conn, tenant, name="memq bench ingest")
         key_id = new.id
         return found + http_measurements(ctx, settings, new.key)

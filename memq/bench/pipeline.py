@@ -213,7 +213,7 @@ def breakdown(collapsed: str) -> dict[str, float]:
 
 def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversation], *, profile: bool = True) -> Run:
     from memq.producer.client import Producer
-    from memq.shared.connections import pg_connect, redis_client
+    from memq.shared.connections import pg_owner_connect, redis_client
     from memq.shared.forget import forget_conversation
     from memq.worker_process import start_worker, stop_worker
 
@@ -235,7 +235,7 @@ def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversati
         _peak(memory, "main_idle", process.pid)
         for p in pool:
             _peak(memory, "pool_idle", p.pid)
-        with pg_connect(settings, autocommit=True) as conn:
+        with pg_owner_connect(settings, autocommit=True) as conn:
             r0, p0, c0 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
             t0 = time.perf_counter()
             enqueue(producer, tenant, conversations)

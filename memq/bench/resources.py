@@ -48,10 +48,10 @@ def _redis_inbox_bytes(ctx: BenchContext, conversations: list[Conversation]) -> 
 
 def _table_bytes(ctx: BenchContext) -> dict[str, tuple[float, int]]:
     """Table + index bytes per row of the two tables that grow with messages."""
-    from memq.shared.connections import pg_connect
+    from memq.shared.connections import pg_owner_connect
 
     found = {}
-    with pg_connect(ctx.settings, autocommit=True) as conn:
+    with pg_owner_connect(ctx.settings, autocommit=True) as conn:
         for table in ("episode_message", "episodic_memory"):
             size, rows = one_row(conn, f"SELECT pg_total_relation_size('{table}'), (SELECT count(*) FROM {table})")
             found[table] = (size / max(1, rows), int(rows))
@@ -60,7 +60,7 @@ def _table_bytes(ctx: BenchContext) -> dict[str, tuple[float, int]]:
 
 def _api(ctx: BenchContext) -> tuple[float, float]:
     """RSS (MiB) of ``memq api`` once ready, and after 30 retrievals."""
-    from memq.shared.connections import pg_connect
+    from memq.shared.connections import pg_owner_connect
     from memq.shared.db.api_keys import create_key
     from memq.testing.tcp_proxy import free_port
 
@@ -69,7 +69,7 @@ def _api(ctx: BenchContext) -> tuple[float, float]:
     log = (ctx.out_dir / "bench-api.log").open("ab")
     server = subprocess.Popen([memq, "api", "--port", str(port)], stdout=log, stderr=subprocess.STDOUT)
     tenant = ctx.tenant("api")
-    with pg_connect(ctx.settings, autocommit=True) as conn:
+    with pg_owner_connect(ctx.settings, autocommit=True) as conn:
         key, row = create_key(conn, tenant, "memq bench")
     try:
         url = f"http://127.0.0.1:{port}"
@@ -94,7 +94,7 @@ def _api(ctx: BenchContext) -> tuple[float, float]:
         if server.poll() is None:
             server.kill()
         log.close()
-        with pg_connect(ctx.settings, autocommit=True) as conn:
+        with pg_owner_connect(ctx.settings, autocommit=True) as conn:
             conn.execute("DELETE FROM api_key WHERE id = %s", (row.id,))  # the bench's key leaves no row
 
 

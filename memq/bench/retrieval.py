@@ -117,9 +117,9 @@ def _quiet(name: str) -> Iterator[None]:
 
 
 def _connect(settings: Any, *settings_sql: str) -> psycopg.Connection:
-    from memq.shared.connections import pg_connect
+    from memq.shared.connections import pg_owner_connect
 
-    conn = pg_connect(settings, autocommit=True)
+    conn = pg_owner_connect(settings, autocommit=True)
     for sql in settings_sql:
         conn.execute(sql)
     return conn

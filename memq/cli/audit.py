@@ -24,7 +24,7 @@ def audit_cmd(
     """Prove from PostgreSQL and Redis that every accepted message is in exactly one
     episode, in order, and that nothing is stuck, lost or hidden in the quarantine."""
     from memq.audit import audit, conversations_in_scope
-    from memq.shared.connections import mailbox_client, pg_connect
+    from memq.shared.connections import mailbox_client, pg_owner_connect
     from memq.shared.ids import check_conversation_id
     from memq.shared.settings import get_settings
 
@@ -33,7 +33,7 @@ def audit_cmd(
     if all_tenants and (tenant or conversation_ids):
         raise click.UsageError("--all-tenants takes no --tenant and no conversation ids")
     scope_tenant = None if all_tenants else (tenant or settings.tenant)
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_owner_connect(settings, autocommit=True) as conn:
         if conversation_ids:
             assert scope_tenant is not None  # --all-tenants takes no conversation ids
             targets = [

@@ -30,7 +30,7 @@ def move_cmd(conversation_id: str, user_id: str | None, no_user: bool, tenant: s
     if (user_id is None) == (not no_user):
         raise click.UsageError("give --user USER_ID or --no-user")
     settings = get_settings()
-    with answer_only_on_stdout(), pg_connect(settings, autocommit=True) as conn:
+    with answer_only_on_stdout(), pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
         moved = move_conversation(
             mailbox_client(settings),
             conn,
@@ -61,7 +61,7 @@ def list_cmd(user_id: str, changes: bool, as_json: bool, tenant: str | None) -> 
     with answer_only_on_stdout():
         user_id = check_user_id(user_id, settings.conversation_id_max_length)
         tenant = check_tenant(tenant or settings.tenant)
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
         owned = user_conversations(conn, tenant, user_id)
         moves = user_changes(conn, tenant, user_id=user_id) if changes else []
     if as_json:

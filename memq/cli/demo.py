@@ -67,7 +67,7 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
     upgrade(settings)
     producer = Producer(settings)
     conversation_ids = sorted({item["conversation_id"] for _, item in read_jsonl(path)})
-    with pg_connect(settings) as conn:
+    with pg_connect(settings, tenant=settings.tenant) as conn:
         for cid in conversation_ids:
             forget_conversation(producer.redis, conn, producer.keys(cid))
 
@@ -96,7 +96,7 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
     finally:
         stop_worker(worker)
 
-    with pg_connect(settings) as conn:
+    with pg_connect(settings, tenant=settings.tenant) as conn:
         for cid in sorted(conversations):
             episodes = list_episodes(conn, settings.tenant, cid)
             console.print(episodes_table(episodes, f"{cid}: {total} messages → {len(episodes)} episodes"))

@@ -48,8 +48,9 @@ def episodes_table(episodes: list[EpisodeListing], title: str) -> Table:
 def episodes_cmd(conversation_id: str, tenant: str | None, summaries: bool) -> None:
     """List a conversation's episodic memories."""
     settings = get_settings()
-    with pg_connect(settings) as conn:
-        episodes = list_episodes(conn, tenant or settings.tenant, conversation_id)
+    tenant = tenant or settings.tenant
+    with pg_connect(settings, tenant=tenant) as conn:
+        episodes = list_episodes(conn, tenant, conversation_id)
     console = Console(width=None if sys.stdout.isatty() else 150)
     console.print(episodes_table(episodes, f"{len(episodes)} episodes of {conversation_id}"))
     if summaries:

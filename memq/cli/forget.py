@@ -51,7 +51,7 @@ def forget_cmd(conversation_id: str | None, tenant: str | None, yes: bool, compa
         )
     producer = Producer(settings)
     try:
-        with pg_connect(settings, autocommit=True) as conn:
+        with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
             done = forget_conversation(
                 producer.redis, conn, producer.keys(conversation_id, tenant), wait_seconds=settings.forget_wait_seconds
             )
@@ -78,7 +78,7 @@ def _forget_user(settings: Settings, tenant: str | None, user_id: str, yes: bool
         )
     producer = Producer(settings)
     try:
-        with pg_connect(settings, autocommit=True) as conn:
+        with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
             done = forget_user(
                 producer.redis,
                 conn,
@@ -98,12 +98,12 @@ def _forget_user(settings: Settings, tenant: str | None, user_id: str, yes: bool
 def _compact(settings: Settings, producer: Producer) -> None:
     import redis
 
-    from memq.shared.connections import pg_connect, redis_url
+    from memq.shared.connections import pg_owner_connect, redis_url
     from memq.shared.forget_compact import compact, redis_servers
 
     click.echo("compacting: rewriting the touched tables and Redis' append-only files ...")
     broker = redis.Redis.from_url(redis_url(settings))
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_owner_connect(settings, autocommit=True) as conn:  # every tenant's rows: the tables are rewritten
         done = compact(conn, redis_servers(producer.redis, broker))
     click.echo(
         f"compacted {len(done.tables)} tables{', checkpointed' if done.checkpoint else ''}, "

@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import json
+from typing import TYPE_CHECKING
 
 import click
 
 from memq.cli.options import tenant_option
 from memq.shared.settings import get_settings
+
+if TYPE_CHECKING:
+    import psycopg
 
 
 @click.group("keys")
@@ -28,8 +32,9 @@ def keys_create(tenant: str | None, name: str) -> None:
     upgrade(settings)
     if len(name) > 200 or "\x00" in name:
         raise click.BadParameter("at most 200 characters, no NUL", param_hint="--name")
-    with pg_connect(settings, autocommit=True) as conn:
-        new, row = create_key(conn, tenant or settings.tenant, name)
+    tenant = tenant or settings.tenant
+    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
+        new, row = create_key(conn, tenant, name)
     click.echo(new.key)
     click.echo(f"key {row.id} for tenant {row.tenant!r} created; it is shown only now", err=True)
 
@@ -39,10 +44,9 @@ def keys_create(tenant: str | None, name: str) -> None:
 @click.option("--json", "as_json", is_flag=True)
 def keys_list(tenant: str | None, as_json: bool) -> None:
     """Keys (ids, tenants, names, when created and revoked); never the keys themselves."""
-    from memq.shared.connections import pg_connect
     from memq.shared.db.api_keys import list_keys
 
-    with pg_connect(get_settings(), autocommit=True) as conn:
+    with _connect(tenant) as conn:
         rows = list_keys(conn, tenant)
     if as_json:
         click.echo(
@@ -73,11 +77,19 @@ def keys_list(tenant: str | None, as_json: bool) -> None:
 @tenant_option
 def keys_revoke(key_id: str, tenant: str | None) -> None:
     """Revoke a key by its id (from `memq keys list`); the API refuses it within seconds."""
-    from memq.shared.connections import pg_connect
     from memq.shared.db.api_keys import revoke_key
 
-    with pg_connect(get_settings(), autocommit=True) as conn:
+    with _connect(tenant) as conn:
         row = revoke_key(conn, key_id, tenant)
     if row is None:
         raise click.ClickException(f"no key {key_id!r}" + (f" of tenant {tenant!r}" if tenant else ""))
     click.echo(f"key {row.id} of tenant {row.tenant!r} revoked")
+
+
+def _connect(tenant: str | None) -> psycopg.Connection:
+    """Scoped to --tenant when given; else the keys of every tenant, as the owner."""
+    from memq.shared.connections import pg_connect, pg_owner_connect
+
+    if tenant:
+        return pg_connect(get_settings(), tenant=tenant, autocommit=True)
+    return pg_owner_connect(get_settings(), autocommit=True)

@@ -37,7 +37,7 @@ def consolidate_cmd(conversation_id: str | None, tenant: str | None) -> None:
     with answer_only_on_stdout():
         if conversation_id is not None:
             check_conversation_id(conversation_id, settings.conversation_id_max_length)
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
         sql = (
             "SELECT conversation_id, count(*) FROM episodic_memory WHERE tenant_id = %s AND consolidated_at IS NULL"
             + (" AND conversation_id = %s" if conversation_id else "")
@@ -106,7 +106,7 @@ def facts_cmd(
     tenant = tenant or settings.tenant
     with answer_only_on_stdout():
         check_conversation_id(conversation_id, settings.conversation_id_max_length)
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
         if fact_id:
             fact = get_fact(conn, tenant, fact_id) if _is_uuid(fact_id) else None
             if fact is None or fact.conversation_id != conversation_id:

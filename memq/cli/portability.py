@@ -42,7 +42,7 @@ def export_cmd(tenant: str | None, conversation_id: str | None, user_id: str | N
     if user_id is not None:
         check_user_id(user_id, settings.conversation_id_max_length)
     partial = output.with_name(output.name + ".partial") if output else None
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
         total = count_rows(conn, tenant, conversation_id, user_id) + 2
         records = export_records(conn, tenant, settings=settings, conversation_id=conversation_id, user_id=user_id)
         columns = (TextColumn("[bold]exporting[/] records"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
@@ -83,7 +83,7 @@ def import_cmd(file: str, tenant: str | None, batch: int, as_json: bool) -> None
     columns = (TextColumn("[bold]importing[/]"), BarColumn(), DownloadColumn(), TimeElapsedColumn())
     with (
         open(file, "rb") if file != "-" else sys.stdin.buffer as lines,
-        pg_connect(settings, autocommit=True) as conn,
+        pg_connect(settings, tenant=tenant, autocommit=True) as conn,  # each transaction: the target's
         Progress(*columns, console=Console(stderr=True)) as progress,
     ):
         task = progress.add_task("bytes", total=size)

@@ -163,7 +163,7 @@ def status_cmd(conversation_id: str | None, tenant: str | None) -> None:
 def _memory_backlog(settings, tenant: str | None, conversation_id: str | None) -> tuple[int, int]:
     """(episodes waiting for consolidation, pending reviews) of a conversation, or of a
     tenant (every tenant when neither is given)."""
-    from memq.shared.connections import pg_connect
+    from memq.shared.connections import pg_connect, pg_owner_connect
 
     where, args = "TRUE", []
     if tenant or conversation_id:
@@ -171,7 +171,13 @@ def _memory_backlog(settings, tenant: str | None, conversation_id: str | None) -
     if conversation_id:
         where += " AND conversation_id = %s"
         args.append(conversation_id)
-    with pg_connect(settings, autocommit=True) as conn:
+    scoped = tenant or conversation_id
+    connect = (  # every tenant's backlog needs the owner's connection
+        (lambda: pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True))
+        if scoped
+        else (lambda: pg_owner_connect(settings, autocommit=True))
+    )
+    with connect() as conn:
         episodes_row = conn.execute(
             f"SELECT count(*) FROM episodic_memory WHERE {where} AND consolidated_at IS NULL", args
         ).fetchone()

@@ -11,7 +11,7 @@ import click
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memq.cli.options import tenant_option
-from memq.shared.connections import pg_connect
+from memq.shared.connections import pg_connect, pg_owner_connect
 from memq.shared.db.reindex import ReindexScope, count, count_episodes, reindex_episodes, reindex_messages
 from memq.shared.embeddings import get_embedder
 from memq.shared.settings import get_settings
@@ -50,6 +50,7 @@ def reindex_cmd(tenant: str | None, conversation_id: str | None, everything: boo
     scope = ReindexScope(tenant=tenant, conversation_id=conversation_id, missing_only=not everything)
     if episodes:
         _run(
+            tenant,
             ("episodes", "re-indexing", "re-indexed", "no episodes in scope"),
             lambda conn: count_episodes(conn, scope),
             lambda conn, embedder, advance: reindex_episodes(
@@ -58,6 +59,7 @@ def reindex_cmd(tenant: str | None, conversation_id: str | None, everything: boo
         )
     else:
         _run(
+            tenant,
             ("messages", "re-embedding", "re-embedded", "nothing to re-embed"),
             lambda conn: count(conn, scope),
             lambda conn, embedder, advance: reindex_messages(conn, embedder, scope, batch=batch, progress=advance),
@@ -65,15 +67,17 @@ def reindex_cmd(tenant: str | None, conversation_id: str | None, everything: boo
 
 
 def _run(
+    tenant: str | None,
     labels: tuple[str, str, str, str],
     total: Callable[[psycopg.Connection], int],
     work: Callable[[psycopg.Connection, Embedder, Callable[[int], None]], int],
 ) -> None:
     """Count what is in scope, then do the work with a progress bar. ``labels``: what,
-    the progress verb, the verb of the result line, what to say when there is nothing."""
+    the progress verb, the verb of the result line, what to say when there is nothing.
+    Without a tenant every tenant's memories are in scope: maintenance, as the owner."""
     what, doing, done_verb, nothing = labels
     settings = get_settings()
-    with pg_connect(settings) as conn:
+    with pg_connect(settings, tenant=tenant) if tenant else pg_owner_connect(settings) as conn:
         conn.autocommit = True
         expected = total(conn)
         if expected == 0:

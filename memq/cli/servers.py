@@ -56,7 +56,7 @@ def api_cmd(host: str | None, port: int | None, workers: int) -> None:
         # Replicas come and go: no key file per start; keys are made on purpose.
         click.echo("MEMQ_ENV=production: callers need a key from `memq keys create --tenant T`")
     elif settings.api_auth:
-        with pg_connect(settings, autocommit=True) as conn:
+        with pg_connect(settings, tenant=settings.tenant, autocommit=True) as conn:
             _, created = ensure_local_key(settings, conn)
         click.echo(
             f"{'created' if created else 'using'} the API key for tenant {settings.tenant!r}: {key_file(settings)}"

@@ -30,7 +30,7 @@ def add_cmd(url: str, tenant: str | None, events: tuple[str, ...], content: bool
     settings = get_settings()
     upgrade(settings)
     wanted = [e.strip() for item in events for e in item.split(",") if e.strip()]
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
         endpoint, secret = add_endpoint(conn, tenant or settings.tenant, url, wanted or None, content)
     click.echo(json.dumps({**endpoint.to_json(), "secret": secret}, indent=2))
     click.echo("Keep the secret: it is not shown again (it verifies the memq-signature header).", err=True)
@@ -44,7 +44,7 @@ def list_cmd(tenant: str | None) -> None:
     from memq.shared.webhooks.endpoints import list_endpoints
 
     settings = get_settings()
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
         for endpoint in list_endpoints(conn, tenant or settings.tenant):
             click.echo(json.dumps(endpoint.to_json()))
 
@@ -58,7 +58,7 @@ def remove_cmd(webhook_id: str, tenant: str | None) -> None:
     from memq.shared.webhooks.endpoints import remove_endpoint
 
     settings = get_settings()
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
         if not remove_endpoint(conn, tenant or settings.tenant, webhook_id):
             raise click.ClickException(f"tenant {tenant or settings.tenant!r} has no webhook {webhook_id!r}")
     click.echo(f"removed {webhook_id}")
@@ -74,7 +74,7 @@ def deliveries_cmd(tenant: str | None, failed: bool, limit: int) -> None:
     from memq.shared.webhooks.deliveries import list_deliveries
 
     settings = get_settings()
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
         for delivery in list_deliveries(conn, tenant or settings.tenant, failed_only=failed, limit=limit):
             click.echo(json.dumps(delivery.to_json()))
 
@@ -89,7 +89,7 @@ def retry_cmd(delivery_id: str, tenant: str | None) -> None:
     from memq.shared.webhooks.deliveries import reopen
 
     settings = get_settings()
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
         if not reopen(conn, delivery_id, tenant or settings.tenant):
             raise click.ClickException(f"tenant {tenant or settings.tenant!r} has no delivery {delivery_id!r}")
     publisher.webhook_delivery(publisher.publishing_app(settings), delivery_id)

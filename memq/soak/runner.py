@@ -332,10 +332,10 @@ def _verify(driver, verifier, phases, windows, producer, settings, conversations
             order.append(conv.id)
 
     from memq.audit import audit
-    from memq.shared.connections import pg_connect
+    from memq.shared.connections import pg_owner_connect
     from memq.shared.mailbox.quarantine import list_quarantined
 
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_owner_connect(settings, autocommit=True) as conn:
         result = audit(producer.redis, conn, settings, [(TENANT, c) for c in conversations], expect_flushed=True)
     findings = [f"{f.check} {f.conversation}: {f.detail}" for f in result.findings]
     quarantined = len(list_quarantined(producer.redis, settings, TENANT))

@@ -205,7 +205,7 @@ def manifest(
     zone, zone_name = timezone(tz)
     now = _now(now)
     keys = conversation_keys(settings, tenant, conversation_id)
-    with _resources(settings, conn, client) as (c, r):
+    with _resources(settings, tenant, conn, client) as (c, r):
         if user_id is None:
             episodes, total, cached = _cached_episodes(r, c, keys, depth, settings)
         else:
@@ -261,7 +261,7 @@ def session_context(
     zone, zone_name = timezone(tz)
     now = _now(now)
     keys = conversation_keys(settings, tenant, conversation_id)
-    with _resources(settings, conn, client) as (c, r):
+    with _resources(settings, tenant, conn, client) as (c, r):
         recent, total = latest_episodes(c, tenant, conversation_id, max(1, params.summary_count))
         scope: list[str] = [conversation_id]
         if user_id is None and total == 0:  # a new session of a user's conversation: what is known of the user
@@ -352,8 +352,10 @@ def relevant_facts(
 class _resources:
     """The caller's connection and Redis client, or our own for the call."""
 
-    def __init__(self, settings: Settings, conn: psycopg.Connection | None, client: MailboxClient | None) -> None:
-        self.settings, self.conn, self.client = settings, conn, client
+    def __init__(
+        self, settings: Settings, tenant: str, conn: psycopg.Connection | None, client: MailboxClient | None
+    ) -> None:
+        self.settings, self.tenant, self.conn, self.client = settings, tenant, conn, client
         self._own: psycopg.Connection | None = None
 
     def __enter__(self) -> tuple[psycopg.Connection, MailboxClient]:
@@ -361,7 +363,7 @@ class _resources:
 
         conn = self.conn
         if conn is None:
-            conn = self._own = pg_connect(self.settings, autocommit=True)
+            conn = self._own = pg_connect(self.settings, tenant=self.tenant, autocommit=True)
         return conn, (self.client or mailbox_client(self.settings))
 
     def __exit__(self, *exc: object) -> None:

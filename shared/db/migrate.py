@@ -38,6 +38,7 @@ def alembic_config(settings: Settings) -> Config:
     cfg.set_main_option("script_location", str(MIGRATIONS))
     cfg.set_main_option("sqlalchemy.url", sqlalchemy_url(settings).replace("%", "%%"))
     cfg.attributes["embedding_dim"] = settings.embedding_dim
+    cfg.attributes["app_role"] = settings.database_app_role
     return cfg
 
 

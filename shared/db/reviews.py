@@ -49,7 +49,10 @@ def record_pending_many(conn: psycopg.Connection, notes: Sequence[ReviewNote]) -
         "(tenant_id, conversation_id, memory_id, query, rank, score, retrieved_at, asked_in) "
         "SELECT t, c, m, q, r, s, a, i FROM relaxed, "
         "unnest(%s::text[], %s::text[], %s::uuid[], %s::text[], %s::int[], %s::float8[], %s::timestamptz[], "
-        "%s::text[]) AS u(t, c, m, q, r, s, a, i) WHERE EXISTS (SELECT 1 FROM episodic_memory e WHERE e.id = u.m)",
+        "%s::text[]) WITH ORDINALITY AS u(t, c, m, q, r, s, a, i, n) "
+        # in the notes' order whatever the plan (ids follow it; under row-level security the
+        # planner may join episodic_memory the other way round)
+        "WHERE EXISTS (SELECT 1 FROM episodic_memory e WHERE e.id = u.m) ORDER BY n",
         (
             [n.tenant for n, _ in rows],
             [h.conversation_id for _, h in rows],

@@ -34,6 +34,7 @@ from psycopg.types.json import Jsonb
 
 from memq.shared.db.conversations import lock_conversation
 from memq.shared.db.episodes import EpisodeRow, check_stored, store_episode
+from memq.shared.db.tenant_scope import TENANT_SETTING
 from memq.shared.embeddings import Embedder, episode_vector
 from memq.shared.errors import MemqError, ValidationError
 from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
@@ -280,6 +281,10 @@ class Importer:
         """One unit in a savepoint; a refusal of PostgreSQL stops the import at line ``n``."""
         if not self._in_tx:
             self._outer.enter_context(self.conn.transaction())
+            # every write is in these transactions: each is scoped to the target tenant (SET
+            # LOCAL), known only once the header is read (without --tenant it is the file's);
+            # the caller's connection keeps its own scope after the import
+            self.conn.execute("SELECT set_config(%s, %s, true)", (TENANT_SETTING, self.tenant))
         try:
             with self.conn.transaction():
                 write(what)

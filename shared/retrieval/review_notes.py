@@ -130,12 +130,21 @@ class ReviewNotes:
                 self._cond.notify_all()
 
     def _write(self, batch: list[ReviewNote]) -> None:
+        from memq.shared.db.tenant_scope import tenant_transaction
+
         if self._conn is None or self._conn.closed:
             from memq.shared.connections import pg_connect
 
-            self._conn = pg_connect(self._settings, autocommit=True)
+            # the notes of every tenant: the tenant is set per transaction
+            self._conn = pg_connect(self._settings, tenant=None, autocommit=True)
         self.batches += 1
-        written = record_pending_many(self._conn, batch)
+        by_tenant: dict[str, list[ReviewNote]] = {}
+        for note in batch:
+            by_tenant.setdefault(note.tenant, []).append(note)
+        written = 0
+        for tenant, notes in by_tenant.items():
+            with tenant_transaction(self._conn, tenant):
+                written += record_pending_many(self._conn, notes)
         skipped = sum(len(n.hits) for n in batch) - written
         if skipped:
             log.info("review_notes_skipped", memories=skipped, reason="memory forgotten before the note was written")

@@ -96,13 +96,14 @@ class RetrievalResult:
 
 
 @contextmanager
-def _connection(conn: psycopg.Connection | None, settings: Settings) -> Iterator[psycopg.Connection]:
+def _connection(conn: psycopg.Connection | None, settings: Settings, tenant: str) -> Iterator[psycopg.Connection]:
+    """The caller's connection (scoped to the tenant by the caller), or one of our own."""
     if conn is not None:
         yield conn
         return
     from memq.shared.connections import pg_connect
 
-    with pg_connect(settings, autocommit=True) as own:
+    with pg_connect(settings, tenant=tenant, autocommit=True) as own:
         yield own
 
 
@@ -232,7 +233,7 @@ def retrieve(
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
     named = find_time(request.query, request.now) if request.time_range is None else None
-    with _connection(conn, settings) as c:
+    with _connection(conn, settings, request.tenant) as c:
         request = scoped(c, request)
         if embed is None:  # after PostgreSQL answered: services that are down are reported at once
             embed = _model(settings, timings)
@@ -432,7 +433,7 @@ def recent_memory(
         raise ValidationError("must be a number of days above 0", field="days")
     tenant, limit, max_tokens = request.tenant, request.limit, request.max_tokens
     since = request.now - timedelta(days=days)
-    with _connection(conn, settings) as c:
+    with _connection(conn, settings, tenant) as c:
         request = scoped(c, request)
         assert request.conversation_ids is not None  # one conversation_id, or the user's
         scope = list(request.conversation_ids)

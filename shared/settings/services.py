@@ -51,6 +51,14 @@ class ServiceSettings(BaseModel):
     embedded_database_name: str = Field(default="memq", description="Database created in the embedded PostgreSQL.")
     tenant: str = Field(default="default", description="Tenant scope used when a caller names none.")
     key_prefix: str = Field(default="memq", description="Prefix of every Redis key memq writes.")
+    database_app_role: str = Field(
+        default="memq_app",
+        description="PostgreSQL role the application's tenant-scoped work runs as (SET ROLE from the "
+        "DATABASE_URL user, which owns the schema and runs migrations and maintenance). Created by the "
+        "migrations NOLOGIN and NOBYPASSRLS; row-level security limits it to the tenant set on the "
+        "connection (docs/isolation.md). Fixed at migration time: changing it needs `memq migrate` "
+        "of a fresh database or renaming the role.",
+    )
     migration_lock_timeout_seconds: float = Field(
         default=600.0,
         gt=0,
@@ -58,7 +66,7 @@ class ServiceSettings(BaseModel):
         "(one migrates under a PostgreSQL advisory lock, the others wait) before giving up with an error.",
     )
 
-    @field_validator("tenant", "key_prefix")
+    @field_validator("tenant", "key_prefix", "database_app_role")
     @classmethod
     def _simple_name(cls, v: str) -> str:
         try:

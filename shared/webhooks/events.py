@@ -198,7 +198,7 @@ def record_quarantined(
     from memq.shared.connections import pg_connect
 
     try:
-        with pg_connect(settings, autocommit=True) as conn, conn.transaction():
+        with pg_connect(settings, tenant=tenant, autocommit=True) as conn, conn.transaction():
             conversation_quarantined(conn, tenant, conversation_id, kind=kind, item=item, failures=failures)
     except Exception as exc:
         log.warning("webhook_event_lost", webhook_event=endpoints.CONVERSATION_QUARANTINED, error=str(exc))

@@ -123,9 +123,22 @@ def producer(settings, tenant):
 
 @pytest.fixture
 def db(settings):
+    """A connection as the schema's owner, which row-level security does not restrict: the
+    tests' own planting and checks, across tenants. The code under test scopes its own
+    connections (workers, API, CLI); tests/integration/db/test_row_level_security.py checks
+    the policies themselves."""
+    from memq.shared.connections import pg_owner_connect
+
+    with pg_owner_connect(settings, autocommit=True) as conn:
+        yield conn
+
+
+@pytest.fixture
+def tenant_db(settings, tenant):
+    """A connection scoped to the test's tenant, as the application's."""
     from memq.shared.connections import pg_connect
 
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
         yield conn
 
 

@@ -27,17 +27,17 @@ def _queue(producer, conv, n):
     )
 
 
-def _connect(settings):
+def _connect(settings, tenant):
     from memq.shared.connections import pg_connect
 
-    return lambda: pg_connect(settings, autocommit=True)
+    return lambda: pg_connect(settings, tenant=tenant, autocommit=True)
 
 
 def test_commit_is_fenced_by_lock_token_version_and_inbox_front(producer, settings, tenant):
     _queue(producer, "fence", 2)
     store = _store(producer, settings, tenant, "fence")
     assert store.acquire()
-    snap = sync_with_database(store, store.snapshot(), _connect(settings))
+    snap = sync_with_database(store, store.snapshot(), _connect(settings, store.tenant))
     first, second = store.peek_inbox_raw(2)
     store_args = {"drop": 0, "segment": None, "state": snap.event, "fence": snap.fence}
     with pytest.raises(InboxMoved):
@@ -73,7 +73,7 @@ def test_drainer_dies_mid_conversation_and_a_worker_resumes(worker, producer, se
     # then "dies": no release, no episode task sent, lock left to expire.
     dying = _store(producer, settings, tenant, conv, lock_lease_seconds=1.0, drain_max_messages=70)
     assert dying.acquire()
-    snap = sync_with_database(dying, dying.snapshot(), _connect(settings))
+    snap = sync_with_database(dying, dying.snapshot(), _connect(settings, dying.tenant))
     closed: list[str] = []
     outcome = drain(dying, dying.settings, RulesOnlyDetector(), None, closed.append, snap)
     assert outcome.processed == 70 and outcome.more and len(closed) == 1
@@ -102,7 +102,7 @@ def test_a_flush_is_not_lost_when_the_drain_budget_ends_with_the_inbox(producer,
     producer.flush(conv)
     store = _store(producer, settings, tenant, conv, drain_max_messages=5)
     assert store.acquire()
-    snap = sync_with_database(store, store.snapshot(), _connect(settings))
+    snap = sync_with_database(store, store.snapshot(), _connect(settings, store.tenant))
     outcome = drain(store, store.settings, RulesOnlyDetector(), None, lambda _: None, snap)
     assert outcome.processed == 5 and not outcome.flushed and outcome.more
     assert store.release()  # so the task queues another drain, which performs the flush

@@ -5,7 +5,7 @@ the task is, also in the middle of a query. psycopg cancels the server's query o
 KeyboardInterrupt; for anything else the query went on running on the server after the
 connection was closed, holding the transaction's locks (the conversation's row lock),
 and every retry of the same conversation queued behind it until its own soft limit: a
-stall seen in the soak right after a Redis power loss. ``resources.database()`` cancels
+stall seen in the soak right after a Redis power loss. ``resources.database(tenant)`` cancels
 the query on the way out, and the server's own limits end a lock wait before the soft
 limit does.
 """
@@ -19,7 +19,7 @@ import psycopg
 import pytest
 from billiard.exceptions import SoftTimeLimitExceeded
 
-from memq.shared.connections import pg_connect
+from memq.shared.connections import pg_connect, pg_owner_connect
 from memq.worker import resources
 
 
@@ -35,7 +35,7 @@ def _waiting_on(conn: psycopg.Connection, marker: str) -> int:
 @pytest.fixture
 def locked_row(settings, tenant):
     """A conversation row locked by another session (a transaction left open) until the test ends."""
-    holder = pg_connect(settings)
+    holder = pg_connect(settings, tenant=tenant)
     holder.execute(
         "INSERT INTO conversation (tenant_id, conversation_id) VALUES (%s, 'locked') ON CONFLICT DO NOTHING", (tenant,)
     )
@@ -58,10 +58,10 @@ def test_a_query_interrupted_by_the_soft_limit_is_cancelled_on_the_server(locked
 
     previous = signal.signal(signal.SIGALRM, soft_limit)
     try:
-        with pytest.raises(SoftTimeLimitExceeded), resources.database() as conn:
+        with pytest.raises(SoftTimeLimitExceeded), resources.database(locked_row) as conn:
             # wait until the query is seen waiting on the lock, then interrupt it as Celery would
             def interrupt() -> None:
-                with pg_connect(autocommit=True) as watcher:
+                with pg_owner_connect(autocommit=True) as watcher:
                     for _ in range(200):
                         if _waiting_on(watcher, marker):
                             signal.pthread_kill(threading.main_thread().ident or 0, signal.SIGALRM)
@@ -86,7 +86,7 @@ def test_a_lock_wait_ends_as_a_transient_error_before_the_soft_limit(locked_row,
     limits = resources.database_timeouts(settings)
     assert limits["lock_timeout"] < 1000 * (settings.task_time_limit_seconds - 1)
     monkeypatch.setattr(resources, "database_timeouts", lambda s: {**limits, "lock_timeout": 300})
-    with resources.database() as conn, pytest.raises(psycopg.errors.LockNotAvailable) as raised:
+    with resources.database(locked_row) as conn, pytest.raises(psycopg.errors.LockNotAvailable) as raised:
         conn.execute(
             "SELECT 1 FROM conversation WHERE tenant_id = %s AND conversation_id = 'locked' FOR UPDATE", (locked_row,)
         )

@@ -164,7 +164,7 @@ def test_a_drain_killed_outright_is_found_by_the_sweeper(producer, settings, ten
     assert store.acquire()
     from memq.shared.connections import pg_connect
 
-    snap = sync_with_database(store, store.snapshot(), lambda: pg_connect(settings, autocommit=True))
+    snap = sync_with_database(store, store.snapshot(), lambda: pg_connect(settings, tenant=tenant, autocommit=True))
     drain(store, store.settings, RulesOnlyDetector(), None, lambda _: None, snap)
     # ... killed here: no release.
     assert_findable(producer, conv)
@@ -195,7 +195,7 @@ def test_the_time_budget_is_checked_before_every_message(producer, settings, ten
     assert store.acquire()
     from memq.shared.connections import pg_connect
 
-    snap = sync_with_database(store, store.snapshot(), lambda: pg_connect(settings, autocommit=True))
+    snap = sync_with_database(store, store.snapshot(), lambda: pg_connect(settings, tenant=tenant, autocommit=True))
     started = time.monotonic()
     outcome = drain(store, s, Slow(), None, lambda _: None, snap)
     elapsed = time.monotonic() - started

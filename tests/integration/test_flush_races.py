@@ -20,7 +20,7 @@ def test_a_flush_asked_for_while_a_drain_closes_is_not_erased(producer, settings
     producer.flush(conv)
     store = _store(producer, settings, tenant, conv)
     assert store.acquire()
-    snap = sync_with_database(store, store.snapshot(), lambda: pg_connect(settings, autocommit=True))
+    snap = sync_with_database(store, store.snapshot(), lambda: pg_connect(settings, tenant=tenant, autocommit=True))
     seen = store.flush_requested()  # the drain decides to close the event for this request...
     producer.add_message(conv, "user", "one more message, then flush again")  # ...while a client sends
     producer.flush(conv)  # and asks for another flush

@@ -36,7 +36,7 @@ def _cut(producer, settings, tenant, conv) -> tuple[ConversationStore, list[str]
     creating their episodes."""
     store = ConversationStore(producer.redis, Scripts.register(producer.redis), settings, tenant, conv)
     assert store.acquire()
-    snap = sync_with_database(store, store.snapshot(), _connect(settings))
+    snap = sync_with_database(store, store.snapshot(), _connect(settings, tenant))
     closed: list[str] = []
     drain(store, settings, RulesOnlyDetector(), None, closed.append, snap)
     store.release()

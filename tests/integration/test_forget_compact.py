@@ -54,7 +54,7 @@ def holding(paths: list[Path], word: str) -> list[str]:
 def test_compaction_removes_the_bytes_a_forget_left_in_storage(producer, worker, db, settings, tenant):
     import redis
 
-    from memq.shared.connections import pg_connect, redis_url
+    from memq.shared.connections import pg_owner_connect, redis_url
     from memq.shared.forget import forget_conversation
     from memq.shared.forget_compact import compact, redis_servers
 
@@ -79,7 +79,7 @@ def test_compaction_removes_the_bytes_a_forget_left_in_storage(producer, worker,
     assert holding(pg_files(db), word), "the dead tuples should still hold the word before compaction"
     assert holding(aof_files(servers), word), "the append-only file should still hold the word before compaction"
 
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_owner_connect(settings, autocommit=True) as conn:
         result = compact(conn, servers)
     assert result.checkpoint and result.redis_rewritten == len(servers) and not result.notes
     assert holding(pg_files(db), word) == []

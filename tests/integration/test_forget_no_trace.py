@@ -260,7 +260,7 @@ def _batch(start: datetime, lines: list[tuple[str, str, dict | None]]) -> list[d
 
 def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str) -> Run:
     from memq.producer.client import Producer
-    from memq.shared.connections import pg_connect
+    from memq.shared.connections import pg_owner_connect
     from memq.shared.forget import forget_conversation
     from memq.shared.retrieval.review_notes import flush_review_notes
     from memq.shared.retrieval.service import retrieve_memory
@@ -317,7 +317,7 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
         open_, waiting = open_row[0], waiting_row[0]
         return open_ == 0 and len(reviews()) == 3 and (waiting == 0 or not llm)
 
-    with pg_connect(settings, autocommit=True) as db:
+    with pg_owner_connect(settings, autocommit=True) as db:
         # 1. the other conversation's memory
         segment(
             kept,

@@ -33,10 +33,10 @@ def embedder(settings):
     return get_embedder(settings)
 
 
-def _connect(settings):
+def _connect(settings, tenant):
     from memq.shared.connections import pg_connect
 
-    return lambda: pg_connect(settings, autocommit=True)
+    return lambda: pg_connect(settings, tenant=tenant, autocommit=True)
 
 
 def _raw_client(producer):
@@ -151,7 +151,7 @@ def test_a_rewind_mid_stream_resumes_after_what_postgresql_holds(worker, produce
         conv,
     )
     assert store.acquire()
-    snap = sync_with_database(store, store.snapshot(), _connect(settings))
+    snap = sync_with_database(store, store.snapshot(), _connect(settings, store.tenant))
     drain(store, store.settings, RulesOnlyDetector(), None, lambda _: None, snap)
     store.release()
     saved = _dump(producer, keys)  # 10 numbered in the open event, 20 in the inbox, synced
@@ -184,7 +184,7 @@ def test_a_segment_cut_before_the_rewind_can_no_longer_be_written(producer, db, 
     producer.add_messages(_messages("c", 3), conversation_id=conv)
     store = ConversationStore(producer.redis, scripts, settings, tenant, conv)
     assert store.acquire()
-    snap = sync_with_database(store, store.snapshot(), _connect(settings))
+    snap = sync_with_database(store, store.snapshot(), _connect(settings, store.tenant))
     drain(store, settings, RulesOnlyDetector(), None, lambda _: None, snap)
     store.release()
     saved = _dump(producer, keys)  # c1-c3 numbered 1-3 in the open event
@@ -205,7 +205,7 @@ def test_a_segment_cut_before_the_rewind_can_no_longer_be_written(producer, db, 
     producer.add_messages(_messages("d", 2), conversation_id=conv)  # numbered 4, 5: the in-flight segment's numbers
     producer.flush(conv)
     assert store.acquire()
-    snap = sync_with_database(store, store.snapshot(), _connect(settings))
+    snap = sync_with_database(store, store.snapshot(), _connect(settings, store.tenant))
     recut: list[str] = []
     drain(store, settings, RulesOnlyDetector(), None, recut.append, snap)
     store.release()

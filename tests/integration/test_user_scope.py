@@ -111,7 +111,7 @@ def _add_fact(db, settings, tenant: str, conv: str, text: str) -> str:
 def facts(world, settings):
     from memq.shared.connections import pg_connect
 
-    with pg_connect(settings, autocommit=True) as conn:
+    with pg_connect(settings, tenant=world.tenant, autocommit=True) as conn:
         _add_fact(conn, settings, world.tenant, world.convs["trip"], "Alice loves hiking in the Dolomites mountains.")
         _add_fact(conn, settings, world.tenant, world.convs["bank"], "Bob is refinancing his mortgage at a union.")
     return True

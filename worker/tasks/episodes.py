@@ -37,7 +37,7 @@ def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt
         publisher.episode(app, tenant, conversation_id, episode_id, countdown=delay, attempt=attempt + 1)
 
     try:
-        with resources.database() as conn:
+        with resources.database(tenant) as conn:
             created = create_episode(store, conn, episode_id, settings, resources.embedder())
         if created.status == "created":  # the chain goes on: what was retrieved before this segment is reviewed
             assert created.episode_id is not None  # a created episode has its id

@@ -42,7 +42,7 @@ def _due(conn: psycopg.Connection, settings: Settings, tenant: str, conversation
 def memory_review(tenant: str, conversation_id: str, episode_id: str, attempt: int = 0) -> dict[str, Any]:
     settings = resources.settings()
     try:
-        with resources.database() as conn:
+        with resources.database(tenant) as conn:
             outcome = review_segment(conn, settings, tenant, conversation_id, episode_id)
             due = settings.llm_enabled and _due(conn, settings, tenant, conversation_id)
     except SoftTimeLimitExceeded:
@@ -74,7 +74,7 @@ def semantic_consolidation(tenant: str, conversation_id: str, attempt: int = 0) 
         )
         return {"status": "waiting"}
     try:
-        with resources.database() as conn:
+        with resources.database(tenant) as conn:
             outcome = consolidate(conn, settings, resources.embedder(), tenant, conversation_id)
             again = outcome.status == "done" and _due(conn, settings, tenant, conversation_id)
     except SoftTimeLimitExceeded:

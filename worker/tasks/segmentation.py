@@ -55,7 +55,7 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
     try:
         detector = resources.detector()
         lookahead = detector.lookahead if detector.needs_embeddings else 0
-        snapshot = sync_with_database(store, store.snapshot(), resources.database)
+        snapshot = sync_with_database(store, store.snapshot(), lambda: resources.database(tenant))
         outcome = drain(
             store,
             settings,

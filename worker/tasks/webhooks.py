@@ -30,7 +30,7 @@ log = structlog.get_logger("memq.webhooks")
 def webhook_delivery(delivery_id: str) -> dict[str, Any]:
     settings = resources.settings()
     try:
-        with resources.database() as conn, conn.transaction():
+        with resources.owner_database() as conn, conn.transaction():
             sending = deliveries.claim(conn, str(delivery_id))
             if sending is None:  # delivered, failed, gone, or another attempt holds it
                 return {"status": "skipped"}
@@ -76,7 +76,7 @@ def webhook_delivery(delivery_id: str) -> dict[str, Any]:
 @app.task(name=tasks.WEBHOOK_SWEEP, acks_late=True)
 def webhook_sweep() -> dict[str, Any]:
     settings = resources.settings()
-    with resources.database() as conn:
+    with resources.owner_database() as conn:
         due = deliveries.take_due(conn, settings.webhook_republish_after_seconds)
     for delivery_id in due:
         publisher.webhook_delivery(app, delivery_id)

@@ -44,7 +44,7 @@ def static(name: str) -> FileResponse:
 
 @router.get("/fragments/conversations")
 def conversations(tenant: str = Depends(caller), svc: Services = Depends(services)) -> HTMLResponse:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         found = queries.conversations(conn, tenant)
     open_now = live.open_conversations(svc, tenant)
     stored = {c.conversation_id for c in found}
@@ -78,7 +78,7 @@ def conversation(
     conversation_id: str, tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> HTMLResponse:
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         episodes = queries.timeline(conn, tenant, conversation_id)
         messages = queries.conversation_messages(conn, tenant, conversation_id)
     pending = live.open_event(svc, tenant, conversation_id)
@@ -106,7 +106,7 @@ def conversation(
 
 @router.get("/fragments/episode/{episode_id}")
 def episode(episode_id: str, tenant: str = Depends(caller), svc: Services = Depends(services)) -> HTMLResponse:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         found = queries.episode(conn, tenant, episode_id)
         if found is None:
             raise NotFound("no such episode")
@@ -124,7 +124,7 @@ def facts(
 ) -> HTMLResponse:
     if conversation_id:
         check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         found, history = queries.facts(conn, tenant, conversation_id or None)
     now = datetime.now(UTC)
     times = [now] + [t for f in found for t in (f.valid_at, f.invalid_at, f.created_at, f.expired_at) if t]
@@ -149,7 +149,7 @@ def search(
     not using), with every score of every memory it returns."""
     result = None
     if q.strip():
-        with svc.conn() as conn:
+        with svc.conn(tenant) as conn:
             result = retrieve_memory(
                 q,
                 tenant=tenant,

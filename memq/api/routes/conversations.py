@@ -30,7 +30,7 @@ def episodes(
     conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> EpisodesOut:
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         rows = list_episodes(conn, tenant, conversation_id)
     return EpisodesOut(
         conversation_id=conversation_id,
@@ -56,7 +56,7 @@ def manifest(
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
 ) -> Any:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         result = read_manifest(
             conversation_id,
             user_id=user_id,
@@ -90,7 +90,7 @@ def context(
     """In order: a collapse marker, the latest episode summaries, the last messages before
     the open segment, a session-boundary marker with the time gap, and the open segment's
     messages not yet in an episode; within ``max_tokens``."""
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         result = read_session_context(
             conversation_id,
             user_id=user_id,
@@ -118,7 +118,7 @@ def forget(
     """Its episodes and messages, pending reviews, cached manifest and every Redis key and
     index entry, including work in flight. Idempotent."""
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         done = forget_conversation(
             svc.redis, conn, svc.producer.keys(conversation_id, tenant), wait_seconds=svc.settings.forget_wait_seconds
         )

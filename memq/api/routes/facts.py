@@ -32,7 +32,7 @@ def conversation_facts(
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         facts = list_facts(conn, tenant, conversation_id, include_retired=include_retired)
     return {"conversation_id": conversation_id, "facts": [f.to_json() for f in facts]}
 
@@ -47,7 +47,7 @@ def conversation_facts(
 def facts_search(
     body: FactSearchIn, tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> dict[str, Any]:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         query, found = find_facts(
             body.query,
             tenant=tenant,
@@ -69,7 +69,7 @@ def history(
         uuid.UUID(fact_id)
     except ValueError:
         raise ValidationError("must be a fact id (a UUID)", field="fact_id") from None
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         fact = get_fact(conn, tenant, fact_id)
         if fact is None:
             raise NotFound("no such fact")

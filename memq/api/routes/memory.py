@@ -19,7 +19,7 @@ router = APIRouter(prefix="/v1/memory", tags=["memory"])
 
 def _retrieve(body: RetrieveIn, tenant: str, svc: Services) -> RetrievalResult:
     time_range = None if body.time_range is None else (body.time_range.start, body.time_range.end)
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         return retrieve_memory(
             body.query,
             tenant=tenant,
@@ -39,7 +39,7 @@ def _retrieve(body: RetrieveIn, tenant: str, svc: Services) -> RetrievalResult:
 
 
 def _recent(body: RecentIn, tenant: str, svc: Services) -> RecentResult:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         return recent_memory(
             body.conversation_id,
             user_id=body.user_id,

@@ -78,7 +78,7 @@ def export(
         check_user_id(user_id, settings.conversation_id_max_length)
 
     def lines() -> Iterator[str]:
-        with svc.conn() as conn:
+        with svc.conn(tenant) as conn:
             yield from export_lines(
                 export_records(conn, tenant, settings=settings, conversation_id=conversation_id, user_id=user_id)
             )
@@ -110,7 +110,7 @@ async def import_(request: Request, tenant: str = Depends(caller), svc: Services
     body = await request.body()  # bounded by the body limit (memq.api.limits)
 
     def run() -> dict[str, Any]:
-        with svc.conn() as conn:
+        with svc.conn(tenant) as conn:
             report = import_lines(
                 conn, body.splitlines(keepends=True), svc.settings, lambda: get_embedder(svc.settings), tenant=tenant
             )

@@ -67,7 +67,7 @@ def move(
 ) -> dict[str, Any]:
     """Later messages must name this user (or none); every change is a row of
     ``conversation_user_change``."""
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         moved = move_conversation(
             svc.redis,
             conn,
@@ -93,7 +93,7 @@ def conversations(
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     check_user_id(user_id, svc.settings.conversation_id_max_length)
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         out: dict[str, Any] = {"user_id": user_id, "conversations": user_conversations(conn, tenant, user_id)}
         if changes:
             out["changes"] = user_changes(conn, tenant, user_id=user_id)
@@ -108,7 +108,7 @@ def conversations(
 )
 def forget(user_id: str = UserId, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
     """Each conversation as ``DELETE /v1/conversations/{id}`` forgets it. Idempotent."""
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         done = forget_user(
             svc.redis, conn, svc.settings, tenant=tenant, user_id=user_id, wait_seconds=svc.settings.forget_wait_seconds
         )

@@ -70,14 +70,14 @@ class WebhookDeletedOut(BaseModel):
 
 @router.post("/v1/webhooks", response_model=WebhookCreatedOut, status_code=201, summary="Register a webhook endpoint")
 def create(body: WebhookIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         endpoint, secret = add_endpoint(conn, tenant, body.url, body.events, body.content)
     return {**endpoint.to_json(), "secret": secret}
 
 
 @router.get("/v1/webhooks", response_model=WebhookListOut, summary="The tenant's webhook endpoints")
 def listing(tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         return {"webhooks": [e.to_json() for e in list_endpoints(conn, tenant)]}
 
 
@@ -87,7 +87,7 @@ def listing(tenant: str = Depends(caller), svc: Services = Depends(services)) ->
 def delete(
     webhook_id: str = Path(...), tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> dict[str, Any]:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         if not remove_endpoint(conn, tenant, webhook_id):
             raise NotFound("no such webhook")
     return {"id": webhook_id, "deleted": True}
@@ -104,7 +104,7 @@ def deliveries(
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         return {"deliveries": [d.to_json() for d in list_deliveries(conn, tenant, failed_only=failed, limit=limit)]}
 
 
@@ -119,7 +119,7 @@ def retry(
 ) -> dict[str, Any]:
     from memq.shared import publisher
 
-    with svc.conn() as conn:
+    with svc.conn(tenant) as conn:
         if not reopen(conn, delivery_id, tenant):
             raise NotFound("no such delivery")
     publisher.webhook_delivery(svc.producer.celery, delivery_id)

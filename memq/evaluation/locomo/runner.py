@@ -151,7 +151,8 @@ def run(
     producer = Producer(settings)
     embedder = get_embedder(settings)
 
-    with pg_connect(settings) as conn:
+    # one tenant's work: under row-level security like any tenant's (its temporary table too)
+    with pg_connect(settings, tenant=config.tenant) as conn:
         conn.autocommit = True
         todo = conversations
         if config.reuse:

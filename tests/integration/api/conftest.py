@@ -36,24 +36,27 @@ def client(app):
         yield c
 
 
-def new_key(db, tenant: str) -> dict[str, str]:
+def new_key(settings, tenant: str) -> dict[str, str]:
+    """A key of ``tenant``, made on a connection of that tenant (row-level security)."""
+    from memq.shared.connections import pg_connect
     from memq.shared.db.api_keys import create_key
 
-    new, _ = create_key(db, tenant, "test")
+    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
+        new, _ = create_key(conn, tenant, "test")
     return {"Authorization": f"Bearer {new.key}"}
 
 
 @pytest.fixture
-def auth(db, tenant) -> dict[str, str]:
+def auth(settings, tenant) -> dict[str, str]:
     """Headers with a key of this test's tenant."""
-    return new_key(db, tenant)
+    return new_key(settings, tenant)
 
 
 @pytest.fixture
-def stranger(db) -> tuple[str, dict[str, str]]:
+def stranger(settings) -> tuple[str, dict[str, str]]:
     """Another tenant and a key of it."""
     other = f"t{uuid.uuid4().hex[:12]}"
-    return other, new_key(db, other)
+    return other, new_key(settings, other)
 
 
 @pytest.fixture(scope="session")

@@ -81,7 +81,8 @@ from memq.mcp_server import build_server  # noqa: E402 - the same
 
 
 class _Services:
-    """What build_server uses of memq.api.services.Services: a connection per call."""
+    """What build_server uses of memq.api.services.Services: a connection per call, scoped
+    to the call's tenant."""
 
     def __init__(self) -> None:
         self.settings = SimpleNamespace(tenant="default-tenant")
@@ -89,8 +90,8 @@ class _Services:
         self.opened: list[str] = []
 
     @contextmanager
-    def conn(self):
-        self.opened.append("open")
+    def conn(self, tenant: str):
+        self.opened.append(f"open for {tenant}")
         yield "the-connection"
         self.opened.append("closed")
 
@@ -173,7 +174,7 @@ def test_a_tool_gets_the_tenant_a_connection_and_its_arguments(monkeypatch):
         "conn": "the-connection",
         "client": services.redis,
     }
-    assert services.opened == ["open", "closed"] * 2
+    assert services.opened == ["open for stdio-tenant", "closed", "open for key-tenant", "closed"]
 
 
 def test_without_a_fixed_tenant_stdio_uses_the_settings(monkeypatch):
