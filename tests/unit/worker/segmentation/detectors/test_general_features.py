@@ -55,7 +55,7 @@ def test_gap_similarity_cuts_windows_to_what_exists():
     seq = [axis(0), axis(1), axis(1)]
     assert gap_similarity(seq, 1, 3) == pytest.approx(0.0)
     assert gap_similarity(seq, 2, 1) == pytest.approx(1.0)
-    assert depth(seq, 2, 1) == (pytest.approx(0.0), pytest.approx(0.0))
+    assert depth(seq, 2, 1) == pytest.approx((0.0, 0.0))
 
 
 def test_calibration_reads_the_conversation_not_the_domain():
