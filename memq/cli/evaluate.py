@@ -20,13 +20,36 @@ DEFAULT_DATA = Path("../shared/eval")
 @click.option("--list", "list_profiles", is_flag=True, help="List the detector profiles and exit.")
 @click.option(
     "--train",
-    "train_file",
-    default=None,
+    "train_files",
+    multiple=True,
     metavar="FILE",
-    help="Instead of scoring: fit the learned boundary scorer on FILE of DATA (e.g. tiage_train.json) "
-    "and write worker/segmentation/detectors/models/<name>.json.",
+    help="Instead of scoring: fit the learned boundary scorer on FILE of DATA (e.g. tiage_train.json; "
+    "repeat for several domains) and write worker/segmentation/detectors/models/<name>.json.",
 )
-@click.option("--model-name", default=None, help="With --train: model name (default tiage_w<look-ahead>).")
+@click.option(
+    "--features",
+    type=click.Choice(["embedding", "general"]),
+    default="embedding",
+    show_default=True,
+    help="With --train: the feature set (embedding: the TIAGE models; general: the cross-domain model).",
+)
+@click.option(
+    "--stitch",
+    type=int,
+    default=0,
+    show_default=True,
+    help="With --train: also fit on this many streams per FILE stitched from 3 of its dialogues.",
+)
+@click.option(
+    "--c",
+    "c",
+    type=float,
+    default=None,
+    help="With --train: this regularisation strength instead of choosing one by 5-fold cross-validation.",
+)
+@click.option(
+    "--model-name", default=None, help="With --train: model name (default tiage_w<look-ahead> / general_w<look-ahead>)."
+)
 @click.option("--width", type=int, default=150, show_default=True, help="Table width.")
 def eval_cmd(
     data: Path,
@@ -34,7 +57,10 @@ def eval_cmd(
     lookahead: int | None,
     files: tuple[str, ...],
     list_profiles: bool,
-    train_file: str | None,
+    train_files: tuple[str, ...],
+    features: str,
+    stitch: int,
+    c: float | None,
     model_name: str | None,
     width: int,
 ) -> None:
@@ -47,8 +73,10 @@ def eval_cmd(
 
     settings = get_settings()
     console = Console(width=width)
-    if train_file:
-        _train(data, train_file, 2 if lookahead is None else lookahead, model_name, settings, console)
+    if train_files:
+        right = 2 if lookahead is None else lookahead
+        name = model_name or f"{_PREFIX[features]}_w{right}"
+        _train(data, train_files, right, features, stitch, (c,) if c else _CS[features], name, settings, console)
         return
     if list_profiles:
         for name, p in PROFILES.items():
@@ -99,7 +127,22 @@ def eval_cmd(
         console.print(table)
 
 
-def _train(data: Path, train_file: str, lookahead: int, model_name: str | None, settings, console: Console) -> None:
+_PREFIX = {"embedding": "tiage", "general": "general"}
+# Regularisation grids: the embedding model has ~1,550 weights, the general one ~30.
+_CS = {"embedding": (0.0005, 0.001, 0.002, 0.004), "general": (0.003, 0.03, 0.3, 3.0)}
+
+
+def _train(
+    data: Path,
+    train_files: tuple[str, ...],
+    lookahead: int,
+    features: str,
+    stitch: int,
+    cs: tuple[float, ...],
+    name: str,
+    settings,
+    console: Console,
+) -> None:
     from memq.evaluation.datasets import load_directory
     from memq.evaluation.runner import dialogue_embeddings
     from memq.evaluation.training import train
@@ -107,20 +150,31 @@ def _train(data: Path, train_file: str, lookahead: int, model_name: str | None, 
     from memq.worker.segmentation.detectors.learned import MODELS
 
     sets = load_directory(data / "segmentation" if (data / "segmentation").is_dir() else data)
-    if train_file not in sets:
-        raise click.ClickException(f"{train_file} is not a labelled file in {data}; found: {', '.join(sets)}")
-    dialogues = sets[train_file]
-    vectors = dialogue_embeddings(dialogues, get_embedder(settings), settings.data_path / "cache" / "eval-embeddings")
-    console.print(f"training on {train_file}: {len(dialogues)} dialogues, look-ahead {lookahead}, 5-fold CV over C")
+    missing = [f for f in train_files if f not in sets]
+    if missing:
+        raise click.ClickException(f"{', '.join(missing)} not labelled files in {data}; found: {', '.join(sets)}")
+    cache = settings.data_path / "cache" / "eval-embeddings"
+    embedder = get_embedder(settings)
+    domains = [(sets[f], dialogue_embeddings(sets[f], embedder, cache)) for f in train_files]
+    console.print(
+        f"training {features} features on {', '.join(train_files)} "
+        f"({', '.join(str(len(d)) for d, _ in domains)} dialogues; {stitch} stitched streams per file), "
+        f"look-ahead {lookahead}, " + (f"C={cs[0]}" if len(cs) == 1 else "5-fold CV over C")
+    )
     result = train(
-        dialogues,
-        vectors,
+        domains,
         settings,
         lookahead=lookahead,
+        features=features,
+        cs=cs,
+        stitched=stitch,
         progress=lambda m: console.print(f"[dim]… {m}[/]"),
-        info={"trained_on": train_file, "embedding_model": settings.embedding_model},
+        info={
+            "trained_on": train_files[0] if len(train_files) == 1 else list(train_files),
+            **({"stitched_per_file": stitch} if stitch else {}),
+            "embedding_model": settings.embedding_model,
+        },
     )
-    name = model_name or f"tiage_w{lookahead}"
     path = MODELS / f"{name}.json"
     path.write_text(result.model.to_json() + "\n")
     m = result.model

@@ -1,9 +1,14 @@
-"""Fitting the learned boundary scorer on labelled dialogues (TIAGE train by
-default): teacher-forced feature rows, an L2-regularised logistic regression by
-Newton's method on standardised features, and thresholds chosen by replaying the
-training dialogues through the real segmenter. The regularisation strength is
-picked by k-fold cross-validation on the training set only; evaluation sets are
-never seen."""
+"""Fitting the learned boundary scorer on labelled dialogues: teacher-forced feature
+rows, an L2-regularised logistic regression by Newton's method on standardised
+features, and thresholds chosen by replaying the training dialogues through the real
+segmenter. The regularisation strength is picked by k-fold cross-validation on the
+training sets only.
+
+Training may span several labelled sets (domains): every domain counts the same when
+thresholds and the regularisation are chosen (the mean of the per-domain Pk), however
+many dialogues it has, and each cross-validation fold holds out a part of every
+domain. ``stitch`` adds self-supervised multi-topic streams made by concatenating
+unrelated dialogues (the CSM / DialSTART recipe), whose junctions are boundaries."""
 
 from __future__ import annotations
 
@@ -14,34 +19,79 @@ import numpy as np
 
 from memq.evaluation.datasets import Dialogue
 from memq.evaluation.metrics import aggregate, score_dialogue
-from memq.evaluation.segmenter_replay import segment_dialogue
+from memq.evaluation.segmenter_replay import as_messages, segment_dialogue
 from memq.shared.settings import Settings
 from memq.worker.segmentation.detectors.boundary_features import feature_vector
+from memq.worker.segmentation.detectors.general_features import SimilarityStats, general_features
 from memq.worker.segmentation.detectors.learned import LearnedDetector, LinearModel
 
+Domain = tuple[Sequence[Dialogue], Sequence[np.ndarray]]
 
-def rows(dialogues: Sequence[Dialogue], vectors: Sequence[np.ndarray], lookahead: int) -> tuple[np.ndarray, np.ndarray]:
+
+def rows(
+    dialogues: Sequence[Dialogue], vectors: Sequence[np.ndarray], lookahead: int, features: str = "embedding"
+) -> tuple[np.ndarray, np.ndarray]:
+    """One row per candidate boundary (utterance 1..n-1), teacher-forced: the event size is
+    the count since the previous gold boundary, the similarity statistics run over the
+    whole dialogue as the detector keeps them."""
     X, y = [], []
     for d, E in zip(dialogues, vectors):
+        roles = [m.role for m in as_messages(d)]
+        stats, start = SimilarityStats(), 0
         for i in range(1, len(d)):
-            X.append(
-                feature_vector(
-                    list(E[max(0, i - 8) : i]),
-                    E[i],
-                    list(E[i + 1 : i + 1 + lookahead]),
-                    d.utterances[i][1],
-                    d.utterances[i - 1][1],
-                    right=lookahead,
+            recent, ahead = list(E[max(0, i - 8) : i]), list(E[i + 1 : i + 1 + lookahead])
+            new_text, prev_text = d.utterances[i][1], d.utterances[i - 1][1]
+            if features == "general":
+                X.append(
+                    general_features(
+                        recent,
+                        E[i],
+                        ahead,
+                        new_text,
+                        prev_text,
+                        right=lookahead,
+                        stats=stats,
+                        user_new=roles[i] == "user",
+                        event_size=i - start,
+                    )
                 )
-            )
+                stats = SimilarityStats.from_list(stats.update(float(E[i - 1] @ E[i])).to_list())
+            else:
+                X.append(feature_vector(recent, E[i], ahead, new_text, prev_text, right=lookahead))
             y.append(1.0 if i in d.boundaries else 0.0)
+            if i in d.boundaries:
+                start = i
     return np.array(X, dtype=np.float64), np.array(y, dtype=np.float64)
 
 
+def stitch(
+    dialogues: Sequence[Dialogue], vectors: Sequence[np.ndarray], count: int, *, parts: int = 3, seed: int = 0
+) -> tuple[list[Dialogue], list[np.ndarray]]:
+    """``count`` streams, each ``parts`` randomly drawn different dialogues one after another:
+    each junction is a boundary, and each dialogue keeps its own gold boundaries."""
+    rng = np.random.default_rng(seed)
+    out_d: list[Dialogue] = []
+    out_v: list[np.ndarray] = []
+    for s in range(count):
+        chosen = rng.choice(len(dialogues), size=min(parts, len(dialogues)), replace=False)
+        utterances: list[tuple[str, str]] = []
+        boundaries: set[int] = set()
+        for j in chosen:
+            d = dialogues[int(j)]
+            if utterances:
+                boundaries.add(len(utterances))
+            boundaries.update(len(utterances) + b for b in d.boundaries)
+            utterances.extend(d.utterances)
+        out_d.append(Dialogue("stitched", f"stitched-{s}", utterances, frozenset(boundaries)))
+        out_v.append(np.concatenate([vectors[int(j)] for j in chosen]))
+    return out_d, out_v
+
+
 def fit_logistic(
-    X: np.ndarray, y: np.ndarray, c: float, iterations: int = 25
+    X: np.ndarray, y: np.ndarray, c: float, iterations: int = 25, sample_weight: np.ndarray | None = None
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, float]:
-    """Minimise sum(log-loss) + ||w||^2 / (2c) on standardised X. Returns mean, scale, w, b."""
+    """Minimise sum(weight x log-loss) + ||w||^2 / (2c) on standardised X. Returns mean, scale, w, b."""
+    sw = np.ones(len(y)) if sample_weight is None else np.asarray(sample_weight, dtype=np.float64)
     mean = X.mean(axis=0)
     scale = X.std(axis=0)
     scale[scale < 1e-6] = 1.0
@@ -52,8 +102,8 @@ def fit_logistic(
     reg[-1] = 0.0  # no penalty on the bias
     for _ in range(iterations):
         p = 1.0 / (1.0 + np.exp(-(Z @ w)))
-        grad = Z.T @ (p - y) + reg * w
-        hess = (Z * (p * (1 - p))[:, None]).T @ Z + np.diag(reg + 1e-9)
+        grad = Z.T @ (sw * (p - y)) + reg * w
+        hess = (Z * (sw * p * (1 - p))[:, None]).T @ Z + np.diag(reg + 1e-9)
         step = np.linalg.solve(hess, grad)
         w -= step
         if np.max(np.abs(step)) < 1e-6:
@@ -75,60 +125,77 @@ class TrainingResult:
     cv: dict[float, float]  # c -> mean cross-validated Pk
 
 
-def choose_thresholds(dialogues, vectors, base: LinearModel, settings: Settings) -> tuple[float, float, float]:
+def with_thresholds(base: LinearModel, high: float, low: float, info: dict | None = None) -> LinearModel:
+    return LinearModel(
+        base.mean, base.scale, base.weights, base.bias, high, low, base.lookahead, info or {}, base.features
+    )
+
+
+def choose_thresholds(domains: Sequence[Domain], base: LinearModel, settings: Settings) -> tuple[float, float, float]:
+    """The ``high`` (``low`` = high - 0.15) with the lowest mean per-domain replayed Pk."""
     best = (1.0, 0.5, 0.3)
     for high in np.arange(0.2, 0.76, 0.05):
-        model = LinearModel(
-            base.mean, base.scale, base.weights, base.bias, float(high), float(high) - 0.15, base.lookahead
-        )
-        pk = replay_pk(dialogues, vectors, model, settings)
+        model = with_thresholds(base, float(high), float(high) - 0.15)
+        pk = float(np.mean([replay_pk(d, v, model, settings) for d, v in domains]))
         if pk < best[0]:
             best = (pk, float(high), float(high) - 0.15)
     return best
 
 
+def _fit(domains: Sequence[Domain], lookahead: int, features: str, c: float, stitched: int = 0) -> LinearModel:
+    """Each domain (with ``stitched`` streams made from its own dialogues) weighs the same
+    in the fit, however many rows it has."""
+    parts = []
+    for k, (d, v) in enumerate(domains):
+        extra_d, extra_v = stitch(d, v, stitched, seed=k) if stitched else ([], [])
+        parts.append(rows([*d, *extra_d], [*v, *extra_v], lookahead, features))
+    X = np.vstack([p[0] for p in parts])
+    y = np.concatenate([p[1] for p in parts])
+    weight = np.concatenate([np.full(len(p[1]), len(y) / (len(parts) * len(p[1]))) for p in parts])
+    mean, scale, w, b = fit_logistic(X, y, c, sample_weight=weight)
+    return LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead, {"rows": len(y), "positives": int(y.sum())}, features)
+
+
+def _split(domain: Domain, held: set[int]) -> tuple[Domain, Domain]:
+    d, v = domain
+    keep = [i for i in range(len(d)) if i not in held]
+    out = sorted(held)
+    return ([d[i] for i in keep], [v[i] for i in keep]), ([d[i] for i in out], [v[i] for i in out])
+
+
 def train(
-    dialogues: Sequence[Dialogue],
-    vectors: Sequence[np.ndarray],
+    domains: Sequence[Domain],
     settings: Settings,
     *,
     lookahead: int,
+    features: str = "embedding",
     cs: Sequence[float] = (0.0005, 0.001, 0.002, 0.004),
     folds: int = 5,
+    stitched: int = 0,
     progress: Callable[[str], None] = lambda _: None,
     info: dict | None = None,
 ) -> TrainingResult:
-    idx = np.arange(len(dialogues))
-    rng = np.random.default_rng(0)
-    rng.shuffle(idx)
-    parts = np.array_split(idx, folds)
+    """Fit on every domain (each with ``stitched`` streams of its training dialogues, for
+    fitting only; thresholds are chosen on the real dialogues); C by ``folds``-fold
+    cross-validation holding out a part of every domain."""
+    splits = []
+    for d, _ in domains:
+        idx = np.arange(len(d))
+        np.random.default_rng(0).shuffle(idx)
+        splits.append(np.array_split(idx, folds))
     cv: dict[float, float] = {}
-    for c in cs:
+    for c in cs if len(cs) > 1 else ():  # one C given: nothing to choose
         scores = []
         for k in range(folds):
-            held = set(parts[k].tolist())
-            tr = [int(i) for i in idx if i not in held]
-            X, y = rows([dialogues[i] for i in tr], [vectors[i] for i in tr], lookahead)
-            mean, scale, w, b = fit_logistic(X, y, c)
-            base = LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead)
-            _, high, low = choose_thresholds([dialogues[i] for i in tr], [vectors[i] for i in tr], base, settings)
-            held_model = LinearModel(mean, scale, w, b, high, low, lookahead)
-            scores.append(
-                replay_pk([dialogues[i] for i in parts[k]], [vectors[i] for i in parts[k]], held_model, settings)
-            )
+            pairs = [_split(dom, set(parts[k].tolist())) for dom, parts in zip(domains, splits)]
+            base = _fit([p[0] for p in pairs], lookahead, features, c, stitched)
+            _, high, low = choose_thresholds([p[0] for p in pairs], base, settings)
+            held_model = with_thresholds(base, high, low)
+            scores.append(float(np.mean([replay_pk(d, v, held_model, settings) for d, v in (p[1] for p in pairs)])))
         cv[c] = float(np.mean(scores))
         progress(f"C={c}: cross-validated Pk {cv[c]:.3f}")
-    c = min(cv, key=cv.__getitem__)
-    X, y = rows(dialogues, vectors, lookahead)
-    mean, scale, w, b = fit_logistic(X, y, c)
-    base = LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead)
-    train_pk, high, low = choose_thresholds(dialogues, vectors, base, settings)
-    meta = {
-        "c": c,
-        "cv_pk": cv,
-        "train_pk": round(train_pk, 4),
-        "rows": len(y),
-        "positives": int(y.sum()),
-        **(info or {}),
-    }
-    return TrainingResult(LinearModel(mean, scale, w, b, high, low, lookahead, meta), cv)
+    c = min(cv, key=cv.__getitem__) if cv else cs[0]
+    base = _fit(domains, lookahead, features, c, stitched)
+    train_pk, high, low = choose_thresholds(domains, base, settings)
+    meta = {"c": c, "cv_pk": cv, "train_pk": round(train_pk, 4), **base.info, **(info or {})}
+    return TrainingResult(with_thresholds(base, high, low, meta), cv)

@@ -1,7 +1,13 @@
 """A learned boundary scorer inside episodic_agent's hysteresis: the boundary score is a
-logistic regression over ``boundary_features`` (weighted factors whose weights were
-fit on labelled dialogues, TIAGE train by default), triggering when armed at
-``high`` and re-arming below ``low``.
+logistic regression (weighted factors whose weights were fit on labelled dialogues),
+triggering when armed at ``high`` and re-arming below ``low``.
+
+A model names the features it reads: ``embedding`` (``boundary_features``: embedding
+interactions, cosines and dialogue-act cues; the TIAGE models) or ``general``
+(``general_features``: gap similarities, depth scores, similarities calibrated to the
+conversation, dialogue-act cues, the speaker and the event's size; the cross-domain
+model). For ``general`` the detector keeps the conversation's running cosine
+statistics in the event state (``extras["sims"]``), folding in every message.
 
 Model files live in ``models/`` as JSON (feature means and scales, weights, bias,
 thresholds, the look-ahead it was trained for, and how it was trained), written by
@@ -22,6 +28,7 @@ from memq.shared.errors import ConfigError
 from memq.shared.mailbox.codec import QueuedMessage
 from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
 from memq.worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_vector
+from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES, SimilarityStats, general_features
 from memq.worker.segmentation.detectors.hysteresis import new_event, remember
 from memq.worker.segmentation.event_state import EventState
 from memq.worker.segmentation.signals import cosine
@@ -39,6 +46,7 @@ class LinearModel:
     low: float
     lookahead: int
     info: dict[str, Any] = field(default_factory=dict)
+    features: str = "embedding"  # which feature function the weights read: embedding | general
 
     def probability(self, x: np.ndarray) -> float:
         z = float(((x - self.mean) / self.scale) @ self.weights + self.bias)
@@ -49,6 +57,7 @@ class LinearModel:
         return json.dumps(
             {
                 "kind": "logistic_regression",
+                "features": self.features,
                 "lookahead": self.lookahead,
                 "high": self.high,
                 "low": self.low,
@@ -73,6 +82,7 @@ class LinearModel:
             float(d["low"]),
             int(d["lookahead"]),
             d.get("info", {}),
+            d.get("features", "embedding"),
         )
 
 
@@ -100,14 +110,26 @@ class LearnedDetector:
         if not state.recent:
             return False, 0.0, {}, state
         prev_text = state.extras.get("prev_text", "")
-        x = feature_vector(
-            state.recent,
-            cast(np.ndarray, data.embedding),  # needs_embeddings: the drain embeds every message
-            list(data.lookahead),
-            data.new.content,
-            prev_text,
-            right=self.model.lookahead,
-        )
+        embedding = cast(np.ndarray, data.embedding)  # needs_embeddings: the drain embeds every message
+        if self.model.features == "general":
+            x = general_features(
+                state.recent,
+                embedding,
+                list(data.lookahead),
+                data.new.content,
+                prev_text,
+                right=self.model.lookahead,
+                stats=SimilarityStats.from_list(state.extras.get("sims")),
+                user_new=data.new.role == "user",
+                event_size=state.event_size,
+            )
+            f = {name: float(x[GENERAL_FEATURES.index(name)]) for name in ("sim1", "depth2", "z_sim1", "event_size")}
+        else:
+            x = feature_vector(
+                state.recent, embedding, list(data.lookahead), data.new.content, prev_text, right=self.model.lookahead
+            )
+            cos = x[-(len(COSINES) + len(TEXT_FEATURES)) :]
+            f = {"cos_prev": float(cos[0]), "cos_left_right": float(cos[2]), "you_question": float(x[-6])}
         p = float(self.model.probability(x))
         armed = state.armed
         trigger = bool(armed and p >= self.model.high)
@@ -115,9 +137,7 @@ class LearnedDetector:
             armed = False
         elif p < self.model.low:
             armed = True
-        cos = x[-(len(COSINES) + len(TEXT_FEATURES)) :]
-        f = {"p": p, "cos_prev": float(cos[0]), "cos_left_right": float(cos[2]), "you_question": float(x[-6])}
-        return trigger, p, f, state.evolve(armed=armed)
+        return trigger, p, {"p": p, **f}, state.evolve(armed=armed)
 
     def check(self, data: DetectionInput) -> Verdict:
         trigger, p, f, state = self.evaluate(data)
@@ -136,12 +156,26 @@ class LearnedDetector:
             factors=f,
         )
 
+    def _fold(self, state: EventState, embedding: np.ndarray | None) -> dict[str, Any]:
+        """The extras with this message's cosine to the previous one folded into the
+        conversation's running statistics (``general`` models only)."""
+        if self.model.features != "general" or embedding is None or not state.recent:
+            return state.extras
+        return {**state.extras, "sims": fold_similarity(state.extras.get("sims"), state.recent[-1], embedding)}
+
     def observe(self, message: QueuedMessage, embedding: np.ndarray | None, state: EventState) -> EventState:
+        extras = self._fold(state, embedding)
         state = remember(state, embedding, self.keep)
-        return state.evolve(extras={**state.extras, "prev_text": message.content[:500]})
+        return state.evolve(extras={**extras, "prev_text": message.content[:500]})
 
     def start_event(self, edge: QueuedMessage | None, embedding: np.ndarray | None, state: EventState) -> EventState:
-        fresh = new_event(state, edge, embedding, self.keep)
+        extras = self._fold(state, embedding) if edge is not None else state.extras
+        fresh = new_event(state.evolve(extras=extras), edge, embedding, self.keep)
         if edge is not None:
             fresh = fresh.evolve(extras={**fresh.extras, "prev_text": edge.content[:500]})
         return fresh
+
+
+def fold_similarity(stats: list[float] | None, previous: np.ndarray, embedding: np.ndarray) -> list[float]:
+    """Running statistics (as stored in the event state) updated with one adjacent cosine."""
+    return SimilarityStats.from_list(stats).update(float(previous @ embedding)).to_list()

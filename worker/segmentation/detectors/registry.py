@@ -42,18 +42,29 @@ def seed_hysteresis(settings: Settings) -> HysteresisParams:
     )
 
 
-def learned(settings: Settings, name: str, default_lookahead: int) -> LearnedDetector:
-    """The learned scorer fit on TIAGE train only (``memq eval --train``), in the variant
-    trained for the look-ahead in force (``MEMQ_LOOKAHEAD_MESSAGES`` or the profile's)."""
+# How each model family is trained (``memq eval --train``; docs/evaluation.md).
+TRAIN_COMMANDS = {
+    "tiage": "memq eval --train tiage_train.json",
+    "general": (
+        "memq eval --train tiage_train.json --train superdialseg_validation.jsonl "
+        "--features general --stitch 300 --c 0.03"
+    ),
+}
+
+
+def learned(settings: Settings, name: str, default_lookahead: int, family: str = "tiage") -> LearnedDetector:
+    """A learned scorer (``memq eval --train``) of ``family`` (``tiage``: fit on TIAGE train
+    only; ``general``: the cross-domain model), in the variant trained for the look-ahead in
+    force (``MEMQ_LOOKAHEAD_MESSAGES`` or the profile's)."""
     w = default_lookahead if settings.lookahead_messages is None else settings.lookahead_messages
-    available = sorted(p.stem for p in MODELS.glob("tiage_w*.json"))
-    if f"tiage_w{w}" not in available:
+    available = sorted(p.stem for p in MODELS.glob(f"{family}_w*.json"))
+    if f"{family}_w{w}" not in available:
         raise ConfigError(
             f"no learned boundary model for look-ahead {w} (have: {', '.join(available)}); "
             f"set MEMQ_LOOKAHEAD_MESSAGES to one of those or train one: "
-            f"memq eval --train tiage_train.json --lookahead {w}"
+            f"{TRAIN_COMMANDS[family]} --lookahead {w}"
         )
-    return LearnedDetector(load_model(f"tiage_w{w}"), name=name)
+    return LearnedDetector(load_model(f"{family}_w{w}"), name=name)
 
 
 def _lookahead(settings: Settings) -> int:
@@ -110,13 +121,23 @@ PROFILES: dict[str, Profile] = {
         "the learned scorer without look-ahead (pure streaming)",
         lambda s, e: learned(s, "learned_streaming", 0),
     ),
+    "general": Profile(
+        "hysteresis over a logistic regression of domain-general features (gap similarities, depth scores, "
+        "similarities calibrated to the conversation) fit on TIAGE train + SuperDialseg validation + stitched "
+        "streams, 2 messages of look-ahead",
+        lambda s, e: learned(s, "general", 2, "general"),
+    ),
     "dual_channel_learned": Profile(
         "Plast Mem's dual channel with the learned scorer confirming topic candidates when no LLM answers",
         lambda s, e: _dual(s, learned(s, "dual_channel_learned", 2), e, use_llm=True),
     ),
     "default": Profile(
-        "no LLM: 'learned'; with an LLM: 'dual_channel_learned' (the LLM confirms topic shifts)",
-        lambda s, e: _dual(s, learned(s, "default", 2), e, use_llm=True) if s.llm_enabled else learned(s, "default", 2),
+        "no LLM: 'general'; with an LLM: Plast Mem's dual channel, 'general' confirming when the LLM does not answer",
+        lambda s, e: (
+            _dual(s, learned(s, "default", 2, "general"), e, use_llm=True)
+            if s.llm_enabled
+            else learned(s, "default", 2, "general")
+        ),
     ),
 }
 

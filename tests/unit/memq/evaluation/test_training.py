@@ -18,3 +18,53 @@ def test_stronger_regularisation_shrinks_weights():
     X = rng.normal(size=(300, 3))
     y = (X[:, 0] > 0).astype(float)
     assert np.abs(fit_logistic(X, y, c=0.001)[2]).sum() < np.abs(fit_logistic(X, y, c=10.0)[2]).sum()
+
+
+def _dialogue(name, n, boundaries=()):
+    from memq.evaluation.datasets import Dialogue
+
+    return Dialogue(
+        "t", name, [("A" if i % 2 == 0 else "B", f"{name} says {i}") for i in range(n)], frozenset(boundaries)
+    )
+
+
+def test_stitched_streams_mark_junctions_and_keep_gold_boundaries():
+    from memq.evaluation.training import stitch
+
+    dialogues = [_dialogue("a", 4, {2}), _dialogue("b", 5), _dialogue("c", 3, {1})]
+    vectors = [np.full((len(d), 2), k, dtype=np.float32) for k, d in enumerate(dialogues)]
+    streams, stream_vectors = stitch(dialogues, vectors, 4, parts=3, seed=1)
+    assert len(streams) == 4
+    for s, v in zip(streams, stream_vectors):
+        assert len(s) == 12 == len(v)
+        starts = [0]
+        for i in range(1, len(s)):
+            if s.utterances[i][1].split()[0] != s.utterances[i - 1][1].split()[0]:
+                starts.append(i)
+        junctions = set(starts[1:])
+        own = {
+            start + b
+            for start in starts
+            for d in dialogues
+            if d.utterances[0][1] == s.utterances[start][1]
+            for b in d.boundaries
+        }
+        assert s.boundaries == frozenset(junctions | own)
+        for i in range(len(s)):  # each utterance keeps its own vector
+            name = s.utterances[i][1].split()[0]
+            assert v[i][0] == "abc".index(name)
+
+
+def test_general_rows_are_teacher_forced():
+    from memq.evaluation.training import rows
+    from memq.worker.segmentation.detectors.general_features import EVENT_CAP, GENERAL_FEATURES
+
+    d = _dialogue("a", 6, {3})
+    E = np.eye(6, 4, dtype=np.float32)
+    E[:, 0] = 1.0
+    E /= np.linalg.norm(E, axis=1, keepdims=True)
+    X, y = rows([d], [E], 1, "general")
+    assert X.shape == (5, len(GENERAL_FEATURES)) and y.tolist() == [0, 0, 1, 0, 0]
+    size = X[:, GENERAL_FEATURES.index("event_size")] * EVENT_CAP
+    assert size.round().tolist() == [1, 2, 3, 1, 2]  # counted from the previous gold boundary
+    assert X[:, GENERAL_FEATURES.index("user_new")].tolist() == [0, 1, 0, 1, 0]

@@ -63,6 +63,50 @@ def test_look_ahead_setting_selects_the_matching_model_or_says_how_to_train_one(
     assert build_detector(Settings(_env_file=None), "learned").lookahead == 2
     assert build_detector(Settings(lookahead_messages=0), "learned").lookahead == 0
     default = build_detector(Settings(lookahead_messages=0), "default")
-    assert isinstance(default, LearnedDetector) and default.model.info["trained_on"] == "tiage_train.json"
+    assert isinstance(default, LearnedDetector) and default.model.features == "general"
+    assert build_detector(Settings(_env_file=None), "default").lookahead == 2
     with pytest.raises(ConfigError, match="--lookahead 5"):
         build_detector(Settings(lookahead_messages=5), "learned")
+    with pytest.raises(ConfigError, match="--features general"):
+        build_detector(Settings(lookahead_messages=5), "default")
+
+
+def general_model(weights, bias=0.0, high=0.5, low=0.3, lookahead=0):
+    from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES
+
+    n = len(GENERAL_FEATURES)
+    return LinearModel(
+        np.zeros(n, np.float32),
+        np.ones(n, np.float32),
+        np.asarray(weights, np.float32),
+        bias,
+        high,
+        low,
+        lookahead,
+        features="general",
+    )
+
+
+def test_general_model_round_trips_its_feature_set():
+    m = general_model(np.ones(30))
+    assert LinearModel.from_json(m.to_json()).features == "general"
+    assert LinearModel.from_json(model(np.zeros(N)).to_json()).features == "embedding"
+
+
+def test_general_detector_folds_every_message_into_the_conversation_statistics():
+    from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES
+
+    w = np.zeros(len(GENERAL_FEATURES))
+    w[GENERAL_FEATURES.index("sim1")] = -20.0  # a dissimilar message is a boundary
+    det = LearnedDetector(general_model(w, bias=10.0))
+    state = det.observe(message(1), axis(0), EventState())
+    assert "sims" not in state.extras  # nothing to compare the first message with
+    state = det.observe(message(2), axis(0), state)
+    assert state.extras["sims"][:2] == [1.0, 1.0]
+    v = det.check(DetectionInput([message(1), message(2)], message(3), axis(1), state))
+    assert v.boundary and v.factors["sim1"] == pytest.approx(0.0) and "z_sim1" in v.factors
+    state = det.start_event(message(3), axis(1), v.state)
+    assert state.extras["sims"][0] == 2.0 and state.extras["sims"][1] == pytest.approx(0.5)
+    assert state.event_size == 1 and state.extras["prev_text"] == message(3).content
+    v = det.check(DetectionInput([message(3)], message(4), axis(1), state))
+    assert not v.boundary and v.state.extras["sims"][0] == 3.0

@@ -1,0 +1,151 @@
+"""Domain-general features of a candidate boundary, for the cross-domain learned scorer.
+
+The TIAGE scorer (``boundary_features``) reads 1,536 embedding interactions: it learns
+which *directions* of the embedding space mark a topic shift in chit-chat, and that does
+not carry over to other kinds of conversation. These features are a few dozen numbers
+that mean the same thing in any domain:
+
+* **gap similarities**: the cosine between the mean of the ``k`` messages before the gap
+  and the mean of the ``k`` messages from the new one on (TextTiling's block
+  comparison), for ``k`` = 1, 2, 3, with as much look-ahead as the detector has;
+* **depth scores** (TextTiling): how far the gap's similarity lies below the highest
+  similarity of the nearby gaps on its left (from history) and on its right (from the
+  look-ahead), for ``k`` = 1 and 2;
+* **calibration to the conversation**: the adjacent-message cosine as a z-score against
+  that conversation's own running mean and spread (``SimilarityStats``), since one
+  domain's "unusually dissimilar" is another's normal;
+* **dialogue-act cues** (``boundary_features.text_features``) and whether the new
+  message is the user's (in assistant conversations new topics come from the user);
+* **a boundary-rate prior**: how many messages the open event already holds.
+
+Pure functions: the same code builds training rows offline and scores messages live.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+
+from memq.worker.segmentation.detectors.boundary_features import TEXT_FEATURES, text_features
+
+WIDTHS = (1, 2, 3)
+DEPTH_WIDTHS = (1, 2)
+HISTORY = 6  # earlier messages the features look at
+NEIGHBOURS = 3  # gaps on each side a depth score compares with
+EVENT_CAP = 12  # event sizes above this count as this
+
+# Prior for a conversation's adjacent-message cosine before it has any of its own
+# (pseudo-count ``PRIOR_WEIGHT``), and how many messages the running statistics remember.
+PRIOR_MEAN = 0.3
+PRIOR_SD = 0.15
+PRIOR_WEIGHT = 4.0
+STATS_HORIZON = 100
+
+GENERAL_FEATURES: tuple[str, ...] = (
+    *(f"sim{k}" for k in WIDTHS),
+    *(f"depth{k}" for k in DEPTH_WIDTHS),
+    *(f"depth{k}_left" for k in DEPTH_WIDTHS),
+    *(f"depth{k}_right" for k in DEPTH_WIDTHS),
+    "z_sim1",
+    "z_sim2",
+    "cos_next_prev",
+    "cos_next_new",
+    *TEXT_FEATURES,
+    "user_new",
+    "event_size",
+)
+
+
+@dataclass(frozen=True)
+class SimilarityStats:
+    """Running mean and variance of a conversation's adjacent-message cosines
+    (exponentially forgetting after ``STATS_HORIZON`` messages)."""
+
+    count: float = 0.0
+    mean: float = 0.0
+    var: float = 0.0
+
+    def update(self, value: float) -> SimilarityStats:
+        n = min(self.count + 1.0, float(STATS_HORIZON))
+        delta = value - self.mean
+        mean = self.mean + delta / n
+        var = self.var + (delta * (value - mean) - self.var) / n
+        return SimilarityStats(self.count + 1.0, mean, max(0.0, var))
+
+    def z(self, value: float) -> float:
+        """``value`` against the conversation so far, shrunk toward the prior while it is short."""
+        n = min(self.count, float(STATS_HORIZON))
+        mean = (n * self.mean + PRIOR_WEIGHT * PRIOR_MEAN) / (n + PRIOR_WEIGHT)
+        var = (n * self.var + PRIOR_WEIGHT * PRIOR_SD**2) / (n + PRIOR_WEIGHT)
+        return float(np.clip((value - mean) / max(np.sqrt(var), 0.05), -5.0, 5.0))
+
+    def to_list(self) -> list[float]:
+        return [round(self.count, 1), round(self.mean, 6), round(self.var, 6)]
+
+    @classmethod
+    def from_list(cls, values: Sequence[float] | None) -> SimilarityStats:
+        return cls(*values) if values else cls()
+
+
+def _unit(v: np.ndarray) -> np.ndarray:
+    n = float(np.linalg.norm(v))
+    return v / n if n else v
+
+
+def gap_similarity(seq: Sequence[np.ndarray], gap: int, k: int) -> float:
+    """Cosine of the means of ``seq[gap-k:gap]`` and ``seq[gap:gap+k]`` (each side cut to what exists)."""
+    left = _unit(np.mean(np.stack(seq[max(0, gap - k) : gap]), axis=0))
+    right = _unit(np.mean(np.stack(seq[gap : gap + k]), axis=0))
+    return float(left @ right)
+
+
+def depth(seq: Sequence[np.ndarray], gap: int, k: int) -> tuple[float, float]:
+    """TextTiling's depth of ``gap``: (highest similarity among the ``NEIGHBOURS`` gaps on
+    its left, or itself) minus its own, and the same on its right; both >= 0."""
+    own = gap_similarity(seq, gap, k)
+    left = [gap_similarity(seq, g, k) for g in range(max(1, gap - NEIGHBOURS), gap)]
+    right = [gap_similarity(seq, g, k) for g in range(gap + 1, min(len(seq), gap + 1 + NEIGHBOURS))]
+    return max([own, *left]) - own, max([own, *right]) - own
+
+
+def general_features(
+    recent: Sequence[np.ndarray],
+    new: np.ndarray,
+    lookahead: Sequence[np.ndarray],
+    new_text: str,
+    prev_text: str,
+    *,
+    right: int,
+    stats: SimilarityStats,
+    user_new: bool,
+    event_size: int,
+) -> np.ndarray:
+    """``recent`` oldest first (at least one message); ``right`` = look-ahead used;
+    ``stats`` = the conversation's adjacent cosines before ``new``; ``event_size`` =
+    messages in the open event before ``new``."""
+    history = list(recent)[-HISTORY:]
+    ahead = list(lookahead)[:right]
+    seq = [*history, new, *ahead]
+    gap = len(history)
+    sims = [gap_similarity(seq, gap, k) for k in WIDTHS]
+    depths = [depth(seq, gap, k) for k in DEPTH_WIDTHS]
+    prev = history[-1]
+    nxt = ahead[0] if ahead else new
+    return np.array(
+        [
+            *sims,
+            *(a + b for a, b in depths),
+            *(a for a, _ in depths),
+            *(b for _, b in depths),
+            stats.z(sims[0]),
+            stats.z(sims[1]),
+            float(nxt @ prev),
+            float(nxt @ new),
+            *text_features(new_text, prev_text),
+            1.0 if user_new else 0.0,
+            min(event_size, EVENT_CAP) / EVENT_CAP,
+        ],
+        dtype=np.float32,
+    )
