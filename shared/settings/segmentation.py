@@ -37,7 +37,7 @@ class SegmentationSettings(BaseModel):
         ge=0,
         le=10,
         description="Decide a boundary before message i once i..i+w arrived; 0 = pure streaming; "
-        "unset = the profile's own (2 for 'default', 'general' and 'learned', 0 otherwise).",
+        "unset = the profile's own (2 for 'default', 'learned' and 'general', 0 otherwise).",
     )
     boundary_verbose: bool = Field(default=False, description="Log every message's boundary score and factors.")
     surprise_threshold: float = Field(default=0.35, description="Plast Mem: event-model cosine below -> boundary")

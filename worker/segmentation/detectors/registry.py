@@ -132,12 +132,8 @@ PROFILES: dict[str, Profile] = {
         lambda s, e: _dual(s, learned(s, "dual_channel_learned", 2), e, use_llm=True),
     ),
     "default": Profile(
-        "no LLM: 'general'; with an LLM: Plast Mem's dual channel, 'general' confirming when the LLM does not answer",
-        lambda s, e: (
-            _dual(s, learned(s, "default", 2, "general"), e, use_llm=True)
-            if s.llm_enabled
-            else learned(s, "default", 2, "general")
-        ),
+        "no LLM: 'learned'; with an LLM: 'dual_channel_learned' (the LLM confirms topic shifts)",
+        lambda s, e: _dual(s, learned(s, "default", 2), e, use_llm=True) if s.llm_enabled else learned(s, "default", 2),
     ),
 }
 

@@ -62,13 +62,14 @@ def test_look_ahead_setting_selects_the_matching_model_or_says_how_to_train_one(
 
     assert build_detector(Settings(_env_file=None), "learned").lookahead == 2
     assert build_detector(Settings(lookahead_messages=0), "learned").lookahead == 0
-    default = build_detector(Settings(lookahead_messages=0), "default")
-    assert isinstance(default, LearnedDetector) and default.model.features == "general"
+    general = build_detector(Settings(lookahead_messages=0), "general")
+    assert isinstance(general, LearnedDetector) and general.model.features == "general"
+    assert build_detector(Settings(_env_file=None), "general").lookahead == 2
     assert build_detector(Settings(_env_file=None), "default").lookahead == 2
     with pytest.raises(ConfigError, match="--lookahead 5"):
         build_detector(Settings(lookahead_messages=5), "learned")
     with pytest.raises(ConfigError, match="--features general"):
-        build_detector(Settings(lookahead_messages=5), "default")
+        build_detector(Settings(lookahead_messages=5), "general")
 
 
 def general_model(weights, bias=0.0, high=0.5, low=0.3, lookahead=0):
