@@ -61,9 +61,7 @@ def owner(conn: psycopg.Connection, tenant: str, conversation_id: str) -> str | 
 def state_owner(client: MailboxClient, settings: Settings, tenant: str, conversation_id: str) -> str | None:
     """The conversation's user in its Redis state (None: none, or no state)."""
     raw = client.hget(conversation_keys(settings, tenant, conversation_id).state, "user_id")
-    if raw is None:
-        return None
-    return raw.decode() if isinstance(raw, bytes) else str(raw)
+    return None if raw is None else _text(raw)
 
 
 def user_conversations(conn: psycopg.Connection, tenant: str, user_id: str) -> list[str]:

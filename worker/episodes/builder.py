@@ -17,7 +17,7 @@ from memq.shared.embeddings import Embedder, episode_vector
 from memq.shared.llm import LLMError
 from memq.shared.messages import indexed_text
 from memq.shared.settings import Settings
-from memq.worker.episodes.extractive import extractive_summary, extractive_title
+from memq.worker.episodes.extractive import episode_phrases, extractive_summary, extractive_title
 from memq.worker.episodes.fsrs_card import initial_memory
 from memq.worker.episodes.llm_summary import llm_title_and_summary
 from memq.worker.episodes.tools_used import tools_used
@@ -53,10 +53,11 @@ def build_episode(
                 "summary_fallback_extractive", episode_id=segment["episode_id"], error=":".join(error.split(":")[:2])
             )
     if source == "extractive":
+        phrases = episode_phrases(messages, message_embeddings)
         title = extractive_title(
-            messages, settings.extractive_title_min_words, settings.extractive_title_max_words, message_embeddings
+            messages, settings.extractive_title_min_words, settings.extractive_title_max_words, phrases=phrases
         )
-        summary = extractive_summary(messages, settings.summary_max_sentences, tools, message_embeddings)
+        summary = extractive_summary(messages, settings.summary_max_sentences, tools, phrases=phrases)
 
     embedding = episode_vector(embedder.embed([summary])[0], message_embeddings, settings.episode_summary_weight)
     start_at = datetime.fromisoformat(messages[0]["timestamp"])

@@ -32,7 +32,7 @@ from typing import Any
 import numpy as np
 
 from memq.shared.messages import speaker_of
-from memq.worker.episodes.key_phrases import key_phrases
+from memq.worker.episodes.key_phrases import Phrase, key_phrases
 from memq.worker.episodes.words import content_words, language, specificity, stop_words
 
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
@@ -131,14 +131,26 @@ def when(messages: Sequence[dict[str, Any]]) -> str | None:
     return _date(first) if first.date() == last.date() else f"{_date(first)} to {_date(last)}"
 
 
+PHRASES = max(KEY_TERMS, 3 * TITLE_PHRASES)  # what the title picks from, the key terms' first
+
+
+def episode_phrases(messages: Sequence[dict[str, Any]], vectors: np.ndarray | None = None) -> list[Phrase]:
+    """The key phrases a title and a summary of ``messages`` are made of, computed once."""
+    return key_phrases(messages, vectors, k=PHRASES)
+
+
 def extractive_title(
-    messages: Sequence[dict[str, Any]], min_words: int = 3, max_words: int = 10, vectors: np.ndarray | None = None
+    messages: Sequence[dict[str, Any]],
+    min_words: int = 3,
+    max_words: int = 10,
+    vectors: np.ndarray | None = None,
+    phrases: Sequence[Phrase] | None = None,
 ) -> str:
     """The episode's best key phrases, "A, B and C" (``TITLE_PHRASES`` of them, more when
     needed to reach ``min_words``), at most ``max_words`` words. ``vectors``: the
-    messages' embeddings, in order."""
+    messages' embeddings, in order; ``phrases``: ``episode_phrases`` when already computed."""
     chosen: list[str] = []
-    for phrase in key_phrases(messages, vectors, k=3 * TITLE_PHRASES):
+    for phrase in episode_phrases(messages, vectors) if phrases is None else phrases:
         candidate = joined([*chosen, phrase.text])
         if len(candidate.split()) > max_words or len(candidate) > TITLE_MAX_CHARS:
             continue
@@ -191,7 +203,9 @@ def extractive_summary(
     max_sentences: int = 4,
     tools: Sequence[str] = (),
     vectors: np.ndarray | None = None,
+    phrases: Sequence[Phrase] | None = None,
 ) -> str:
+    """``phrases``: ``episode_phrases`` when already computed (its first ``KEY_TERMS`` are listed)."""
     sentences = _sentences(messages)
     roles = Counter(m["role"] for m in messages)
     parts = [f"{roles[r]} {r}" for r in ("user", "assistant", "tool", "system") if roles[r]]
@@ -210,7 +224,7 @@ def extractive_summary(
     else:
         text = " ".join(" ".join(m["content"].split()) for m in messages)[:300]
         body.append(f"Content: \u201c{text}\u201d")
-    terms = [p.text for p in key_phrases(messages, vectors, k=KEY_TERMS)]
+    terms = [p.text for p in (episode_phrases(messages, vectors) if phrases is None else phrases)[:KEY_TERMS]]
     tail = []
     if terms:
         tail.append("Key terms: " + ", ".join(terms) + ".")
