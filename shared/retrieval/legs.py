@@ -23,6 +23,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from memq.shared.db.facts import fact_legs_call
 from memq.shared.db.lexical import OR_QUERY
 from memq.shared.retrieval.model import EpisodeHit
 from memq.shared.retrieval.request import RetrievalRequest
@@ -123,19 +124,42 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
 
     ``episode`` rows: every episode a leg found. ``message`` rows: every message a message
     leg ranked within ``reach`` and the one before and after it in its episode: the
-    messages that may be shown. PostgreSQL may plan the statement for each query's
-    values, which the legs need; what follows them is one call of a function whose plans
-    are made once per connection (migration 0011: ``memq_retrieval_rows``)."""
-    scope = "%(conversations)s" if request.conversation_ids is not None else "NULL"
+    messages that may be shown. Both are looked up key by key (``_BY_KEY``), so no plan,
+    custom or generic, can read a whole tenant's rows to find them."""
     return (
-        f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}), "
-        "reached AS (SELECT array_agg(id ORDER BY leg, rank) AS ids, array_agg(seq ORDER BY leg, rank) AS seqs "
-        "FROM ranked "
-        "WHERE seq IS NOT NULL AND rank <= %(reach)s) "
+        f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}) "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
-        "UNION ALL SELECT r.* FROM reached, memq_retrieval_rows(%(tenant)s, ARRAY(SELECT DISTINCT id FROM ranked), "
-        f"reached.ids, reached.seqs, %(facts)s, {scope}, (SELECT q FROM q), %(vector)s, %(fact_k)s, %(fact_min)s) r"
+        f"UNION ALL {_EPISODE_ROWS} UNION ALL {_SHOWN_MESSAGES} "
+        f"UNION ALL SELECT f.leg, f.id, NULL::bigint, f.rank, NULL::text, {_NULLS} "
+        f"FROM {fact_legs_call(request.conversation_ids is not None)} f WHERE %(facts)s"
     )
+
+
+def fsrs_state(table: str = "e") -> str:
+    """An episode's FSRS state as retrieval reads it: its stability and last review, two
+    values out of its card (``table``: the alias of ``episodic_memory``, or "" for none)."""
+    card = f"{table}.fsrs_card" if table else "fsrs_card"
+    return f"({card}->>'stability')::double precision, ({card}->>'last_review')::timestamptz"
+
+
+# A lookup by a table's unique key, one probe per key: a LATERAL subquery with a LIMIT is
+# never turned into a join, so a plan cannot trade the probes for a scan of the tenant's
+# rows (a generic plan, which assumes an average tenant, did: migration 0011's functions
+# read every message of a 4,000-message tenant to return 150)
+_EPISODE_ROWS = (
+    "SELECT 'episode', e.id::text, e.first_seq, e.last_seq, e.conversation_id, e.title, e.summary, "
+    f"e.summary_source, e.start_at, e.end_at, e.surprise, e.message_count, {fsrs_state()} "
+    "FROM (SELECT DISTINCT id FROM ranked) found, LATERAL (SELECT * FROM episodic_memory e "
+    "WHERE e.id = found.id AND e.tenant_id = %(tenant)s LIMIT 1) e"
+)
+# each message a message leg ranked within reach and the ones just before and after it, once
+_SHOWN_MESSAGES = (
+    "SELECT 'message', m.episode_id::text, m.seq, NULL::bigint, NULL::text, m.role, m.speaker, m.content, m.ts, "
+    "NULL::timestamptz, NULL::double precision, NULL::integer, NULL::double precision, NULL::timestamptz "
+    "FROM (SELECT DISTINCT r.id AS episode_id, r.seq + n.d AS seq FROM ranked r, (VALUES (-1::bigint), (0), (1)) n(d) "
+    "WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s) near, LATERAL (SELECT * FROM episode_message m "
+    "WHERE m.episode_id = near.episode_id AND m.seq = near.seq AND m.tenant_id = %(tenant)s LIMIT 1) m"
+)
 
 
 def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode: str = "auto") -> None:
@@ -273,14 +297,13 @@ def recent_candidates(
     conn: psycopg.Connection, tenant: str, conversation_id: str | list[str], since: datetime, limit: int
 ) -> list[EpisodeHit]:
     """The conversation's (or conversations') latest episodes that ended since ``since``,
-    newest first, read as retrieval reads them (``memq_episode_rows``, migration 0009)."""
+    newest first, read as retrieval reads them."""
     match = "= %s" if isinstance(conversation_id, str) else "= ANY(%s)"  # one: the plan as before
     rows = conn.execute(
-        "SELECT id, conversation_id, title, summary, start_at, end_at, surprise, message_count, first_seq, last_seq, "
-        "summary_source, stability, last_review FROM memq_episode_rows(%s, ARRAY("
-        f"SELECT id FROM episodic_memory WHERE tenant_id = %s AND conversation_id {match} AND end_at >= %s "
-        "ORDER BY end_at DESC LIMIT %s)) ORDER BY end_at DESC",
-        (tenant, tenant, conversation_id, since, limit),
+        "SELECT e.id::text, e.conversation_id, e.title, e.summary, e.start_at, e.end_at, e.surprise, e.message_count, "
+        f"e.first_seq, e.last_seq, e.summary_source, {fsrs_state()} FROM episodic_memory e "
+        f"WHERE e.tenant_id = %s AND e.conversation_id {match} AND e.end_at >= %s ORDER BY e.end_at DESC LIMIT %s",
+        (tenant, conversation_id, since, limit),
     ).fetchall()
     return [EpisodeHit(*r) for r in rows]
 

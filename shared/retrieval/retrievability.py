@@ -5,7 +5,7 @@ fully retrievable for 24 h after a review. A flashbulb memory (surprise at or ab
 ``MEMQ_FLASHBULB_SURPRISE``) never falls below ``MEMQ_FLASHBULB_FLOOR``.
 
 Retrieval reads the two values the computation needs straight out of the stored card
-(``memq_episode_rows``, migration 0009); ``card_state`` takes them from a card as the fsrs
+(``legs.fsrs_state``); ``card_state`` takes them from a card as the fsrs
 package writes it."""
 
 from __future__ import annotations

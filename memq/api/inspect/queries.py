@@ -15,9 +15,10 @@ from memq.shared.db.facts import _FACT as FACT_COLUMNS  # the repository's colum
 from memq.shared.db.facts import Fact
 from memq.shared.episode_listing import COLUMNS as LISTING_COLUMNS
 from memq.shared.episode_listing import EpisodeListing
+from memq.shared.retrieval.legs import fsrs_state
 
-# the FSRS state retrieval reads (``memq_episode_rows``, migration 0009), after the listing's columns
-_FSRS = "(fsrs_card->>'stability')::double precision, (fsrs_card->>'last_review')::timestamptz"
+# the FSRS state retrieval reads, after the listing's columns
+_FSRS = fsrs_state("")
 MESSAGE_LIMIT = 5000  # messages a conversation page lists (the newest)
 
 
