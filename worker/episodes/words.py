@@ -38,26 +38,27 @@ WORD_MAX_CHARS = 50
 _ENGLISH_WORDS = """
 a able about above actually after again against all already also always am amazing an and
 another answer any anyone anything anyway anyways are aren't around as at awesome basically be
-because been before being below between bit both but by came can can't cause come comes cool
-could couldn't cute day days definitely did didn't directly do does doesn't doing don't done
-down during each else etc even ever every everyone everything exactly excited exciting fantastic
-feel feels felt few finally for from fun further get glad go going gonna good got great guess
-had hadn't happy has hasn't have haven't having he he'd he'll he's hear heard hello help her
-here here's hers herself hey hi him himself his honestly hope hopefully hoping hour hours how
-how's i i'd i'll i'm i've idea ideas if in incredible inspiring instead into is isn't it it's
-its itself just kind know least let let's like literally lot lots love loved lovely luckily
-lucky make maybe me mean means minute minutes month months more most mostly much my myself need
-never nice no nope nor not nothing now of off often oh ok okay on once one only or other ought
-our ours ourselves out over own part per please plus point pretty probably proud question
-questions quickly quite really right said same say says second seconds see seriously share
-shared shares sharing she she'd she'll she's should shouldn't so some someone something
-sometimes sort sounds still stuff such super sure tell than thank thankfully thanks that that's
-the their theirs them themselves then there there's these they they'd they'll they're they've
-thing things think this those though thrilled through time times to told too totally try trying
-two under until up us usually very via wanna want was wasn't way we we'd we'll we're we've week
-weeks well were weren't what what's when when's where where's whether which while who who's whom
-why why's will with won't wonderful would wouldn't wow yeah year years yep yes yet you you'd
-you'll you're you've your yours yourself yourselves yup
+because been before being below between bit both but by bye came can can't cause come comes
+congrats congratulations cool could couldn't cute day days definitely did didn't directly do
+does doesn't doing don't done down during each else etc even ever every everyone everything
+exactly excited exciting fantastic feel feels felt few finally for from fun further get glad go
+going gonna good goodbye got great guess had hadn't happy has hasn't have haven't having he
+he'd he'll he's hear heard hello help her here here's hers herself hey hi him himself his
+honestly hope hopefully hoping hour hours how how's i i'd i'll i'm i've idea ideas if in
+incredible inspiring instead into is isn't it it's its itself just kind know lately least let
+let's like literally lot lots love loved lovely luckily lucky make maybe me mean means minute
+minutes month months more most mostly much my myself need never nice no nope nor not nothing
+now of off often oh ok okay on once one only or other others ought our ours ourselves out over
+own part per please plus point pretty probably proud question questions quickly quite really
+recently right said same say says second seconds see seriously share shared shares sharing she
+she'd she'll she's should shouldn't since so some someone something sometimes sort sounds still
+stuff such super sure tell than thank thankfully thanks that that's the their theirs them
+themselves then there there's these they they'd they'll they're they've thing things think this
+those though thrilled through time times to told too totally try trying two under until up us
+usually very via wanna want was wasn't way we we'd we'll we're we've week weeks well were
+weren't what what's when when's where where's whether which while who who's whom why why's will
+with won't wonderful would wouldn't wow yeah year years yep yes yet you you'd you'll you're
+you've your yours yourself yourselves yup
 """
 ENGLISH = frozenset(_ENGLISH_WORDS.split())
 
