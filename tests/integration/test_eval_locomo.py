@@ -109,4 +109,7 @@ def test_eval_locomo_runs_the_real_pipeline_and_reports(service_env, tmp_path, d
     assert set(report["per_category"]) == {"multi-hop", "temporal", "single-hop"}
     lat = report["latency_ms"]
     assert lat["queries"] == 4 and lat["retrieve_p50"] > 0 and lat["legs_sql_p50"] > 0
+    # measured at the evaluation's limit and at the limit a caller naming none gets
+    assert lat["limit"] != lat["limit_default_limit"] and lat["retrieve_p50_default_limit"] > 0
+    assert "at the default limit" in result.output
     assert "memq" in result.output and "target vs turn" in result.output
