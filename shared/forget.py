@@ -132,6 +132,7 @@ def _forget_redis(client: MailboxClient, keys: ConversationKeys) -> int:
     pipe.zrem(keys.shard.active, keys.member)
     pipe.zrem(keys.shard.drains, keys.member)
     pipe.zrem(keys.shard.quarantined, keys.member)
+    pipe.zrem(keys.shard.webhooks, keys.member)
     if pending:
         pipe.zrem(keys.shard.pending, *pending)
     return sum(pipe.execute()[: len(others)])

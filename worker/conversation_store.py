@@ -288,7 +288,13 @@ class ConversationStore:
         )
         if quarantined:
             webhook_events.record_quarantined(
-                self.settings, self.tenant, self.conversation_id, kind=kind, item=item_id, failures=int(count)
+                self.settings,
+                self.tenant,
+                self.conversation_id,
+                kind=kind,
+                item=item_id,
+                failures=int(count),
+                deferred_to=(self.scripts, self.keys),
             )
         return int(count), bool(quarantined)
 

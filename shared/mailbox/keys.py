@@ -16,10 +16,12 @@ sweep, quarantine listing) walk the shards one by one.
     memq:{s17}:t1/conv-42:quarantine  HASH   item id -> what failed repeatedly, and why
     memq:{s17}:t1/conv-42:manifest    STRING the cached manifest (shared/context/service.py)
     memq:{s17}:t1/conv-42:vectors     HASH   message id -> its embedding (segmentation's, reused by episode creation)
+    memq:{s17}:t1/conv-42:webhooks    HASH   event id -> a webhook event PostgreSQL could not record yet
     memq:{s17}:active                 ZSET   member -> arrival time of its newest message (s)
     memq:{s17}:drains                 ZSET   member -> when a drain was queued or last heartbeat (s)
     memq:{s17}:pending                ZSET   member/episode_id -> when the segment was cut (s)
     memq:{s17}:quarantined            ZSET   member -> when something of it was quarantined (s)
+    memq:{s17}:webhooks               ZSET   member -> since when it holds deferred webhook events (s)
 
 The number of shards is fixed for the lifetime of the data (``MEMQ_REDIS_SHARDS``):
 changing it moves conversations to other keys.
@@ -74,6 +76,10 @@ class ShardKeys:
     def quarantined(self) -> str:
         return f"{self.tag}:quarantined"
 
+    @property
+    def webhooks(self) -> str:
+        return f"{self.tag}:webhooks"
+
 
 def all_shards(prefix: str, shards: int) -> list[ShardKeys]:
     return [ShardKeys(prefix, n) for n in range(shards)]
@@ -127,6 +133,10 @@ class ConversationKeys:
         return f"{self._base}:manifest"
 
     @property
+    def webhooks(self) -> str:
+        return f"{self._base}:webhooks"
+
+    @property
     def member(self) -> str:
         return member(self.tenant, self.conversation_id)
 
@@ -146,6 +156,7 @@ class ConversationKeys:
             self.quarantine,
             self.manifest,
             self.vectors,
+            self.webhooks,
         ]
 
 

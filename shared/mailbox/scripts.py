@@ -37,6 +37,8 @@ class Scripts:
     due: Script
     adopt_segment: Script
     unlock: Script
+    defer_event: Script
+    settle_event: Script
 
     @classmethod
     def register(cls, client: MailboxClient) -> Scripts:

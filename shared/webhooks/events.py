@@ -18,8 +18,10 @@ from typing import Any
 import psycopg
 import structlog
 
+from memq.shared.mailbox.keys import ConversationKeys
+from memq.shared.mailbox.scripts import Scripts
 from memq.shared.settings import Settings
-from memq.shared.webhooks import deliveries, endpoints
+from memq.shared.webhooks import deferred, deliveries, endpoints
 
 log = structlog.get_logger("memq.webhooks")
 
@@ -172,33 +174,42 @@ def user_forgotten(conn: psycopg.Connection, tenant: str, user_id: str, *, conve
     )
 
 
-def conversation_quarantined(
-    conn: psycopg.Connection, tenant: str, conversation_id: str, *, kind: str, item: str, failures: int
-) -> int:
-    """A message or segment set aside (ids only: the error may quote the input)."""
-    return emit(
-        conn,
-        endpoints.CONVERSATION_QUARANTINED,
-        tenant,
-        {"kind": kind, "item": item, "failures": failures},
-        conversation_id=conversation_id,
-    )
-
-
 def _fact_text(conn: psycopg.Connection, fact_id: str) -> dict[str, Any] | None:
     row = conn.execute("SELECT content FROM semantic_fact WHERE id = %s", (fact_id,)).fetchone()
     return {"text": row[0]} if row else None
 
 
 def record_quarantined(
-    settings: Settings, tenant: str, conversation_id: str, *, kind: str, item: str, failures: int
+    settings: Settings,
+    tenant: str,
+    conversation_id: str,
+    *,
+    kind: str,
+    item: str,
+    failures: int,
+    deferred_to: tuple[Scripts, ConversationKeys] | None = None,
 ) -> None:
     """``conversation_quarantined`` for the quarantine, which lives in Redis: in a
-    transaction of its own, best effort (a PostgreSQL outage must not stop the quarantine)."""
+    transaction of its own. When PostgreSQL cannot take it (the quarantine itself may be
+    due to a PostgreSQL outage), the event waits in Redis for the sweep (``deferred.py``;
+    ``deferred_to``: the mailbox scripts and the conversation's keys), and is lost only
+    when Redis fails too."""
     from memq.shared.connections import pg_connect
 
+    data = {"conversation_id": conversation_id, "kind": kind, "item": item, "failures": failures}
+    event = endpoints.CONVERSATION_QUARANTINED
+    body = payload(event, tenant, data)
     try:
         with pg_connect(settings, tenant=tenant, autocommit=True) as conn, conn.transaction():
-            conversation_quarantined(conn, tenant, conversation_id, kind=kind, item=item, failures=failures)
+            if deliveries.insert_deliveries(conn, tenant, event, conversation_id, body, None):
+                kick()
+        return
     except Exception as exc:
-        log.warning("webhook_event_lost", webhook_event=endpoints.CONVERSATION_QUARANTINED, error=str(exc))
+        error = str(exc)
+    try:
+        if deferred_to is None:
+            raise RuntimeError("no Redis to keep it in")
+        deferred.defer(*deferred_to, event, body)
+        log.warning("webhook_event_deferred", webhook_event=event, error=error)
+    except Exception as redis_exc:
+        log.warning("webhook_event_lost", webhook_event=event, error=error, redis=str(redis_exc))

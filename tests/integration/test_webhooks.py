@@ -288,3 +288,37 @@ def test_forgetting_a_user_is_announced(producer, db, settings, tenant):
     (row,) = db.execute("SELECT event, payload FROM webhook_delivery WHERE tenant_id = %s", (tenant,)).fetchall()
     assert row[0] == "user.forgotten"
     assert row[1]["data"] == {"user_id": "zed", "conversations": 0, "episodes": 0}
+
+
+def test_a_quarantine_while_postgresql_is_down_is_announced_once_it_answers(producer, db, settings, tenant):
+    """The quarantine lives in Redis and often comes of a PostgreSQL outage: its event waits
+    in Redis, the sweep records it (same event id) when PostgreSQL answers, and forgetting
+    the conversation takes what still waits."""
+    from memq.shared.forget import forget_conversation
+    from memq.shared.mailbox.scripts import Scripts
+    from memq.shared.webhooks import deferred
+
+    add_endpoint(db, tenant, "https://example.com/hook", ["conversation.quarantined"])
+    with socket.socket() as s:  # a port nothing listens on: PostgreSQL refuses at once
+        s.bind(("127.0.0.1", 0))
+        dead_port = s.getsockname()[1]
+    down = settings.model_copy(update={"database_url": f"postgresql://memq@127.0.0.1:{dead_port}/memq"})
+    scripts = Scripts.register(producer.redis)
+    keys = producer.keys("qdown", tenant)
+    events.record_quarantined(down, tenant, "qdown", kind="message", item="m1", failures=3, deferred_to=(scripts, keys))
+    (waiting,) = producer.redis.hvals(keys.webhooks)
+    assert producer.redis.zscore(keys.shard.webhooks, keys.member) is not None
+    assert db.execute("SELECT count(*) FROM webhook_delivery WHERE tenant_id = %s", (tenant,)).fetchone() == (0,)
+
+    assert deferred.record_deferred(producer.redis, scripts, db, settings) >= 1
+    (row,) = db.execute("SELECT event_id, payload FROM webhook_delivery WHERE tenant_id = %s", (tenant,)).fetchall()
+    assert str(row[0]) == json.loads(waiting)["body"]["id"] == row[1]["id"]
+    assert row[1]["data"] == {"conversation_id": "qdown", "kind": "message", "item": "m1", "failures": 3}
+    assert not producer.redis.exists(keys.webhooks)
+    assert producer.redis.zscore(keys.shard.webhooks, keys.member) is None
+
+    events.record_quarantined(down, tenant, "qdown", kind="message", item="m2", failures=3, deferred_to=(scripts, keys))
+    assert producer.redis.hlen(keys.webhooks) == 1
+    forget_conversation(producer.redis, db, keys)
+    assert not producer.redis.exists(keys.webhooks)
+    assert producer.redis.zscore(keys.shard.webhooks, keys.member) is None

@@ -7,7 +7,8 @@ delivers it; a 4xx other than 408 and 429 fails it for good; anything else (no a
 (``MEMQ_WEBHOOK_RETRY_BACKOFF_SECONDS`` doubling, at most ``..._MAX_SECONDS``) until
 ``MEMQ_WEBHOOK_MAX_ATTEMPTS``, after which it is kept as failed with its last error.
 ``webhook_sweep`` publishes the pending deliveries never published, or whose task is
-overdue (lost with a broker restart): run by the emitters after a change and by the beat.
+overdue (lost with a broker restart), after recording the events PostgreSQL could not take
+when they happened (``deferred.py``): run by the emitters after a change and by the beat.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from typing import Any
 import structlog
 
 from memq.shared import publisher, tasks
-from memq.shared.webhooks import deliveries
+from memq.shared.webhooks import deferred, deliveries
 from memq.shared.webhooks.sending import classify, send
 from memq.worker import resources
 from memq.worker.app import app
@@ -76,8 +77,10 @@ def webhook_delivery(delivery_id: str) -> dict[str, Any]:
 @app.task(name=tasks.WEBHOOK_SWEEP, acks_late=True)
 def webhook_sweep() -> dict[str, Any]:
     settings = resources.settings()
+    client, scripts = resources.mailbox()
     with resources.owner_database() as conn:
+        recorded = deferred.record_deferred(client, scripts, conn, settings)
         due = deliveries.take_due(conn, settings.webhook_republish_after_seconds)
     for delivery_id in due:
         publisher.webhook_delivery(app, delivery_id)
-    return {"status": "swept", "published": len(due)}
+    return {"status": "swept", "published": len(due), "deferred_recorded": recorded}
