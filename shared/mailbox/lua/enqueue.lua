@@ -92,7 +92,8 @@ local statuses, members, items = {}, {}, {}
 -- A large batch first adds a member that no message id can equal (it holds spaces) and that
 -- is longer than zset-max-ziplist-value (64 by default): Redis then keeps the id set as a
 -- skiplist instead of a ziplist, whose every insert and lookup scans the whole list (a
--- batch of 100 into a new set cost four times its Lua). It ages out with the ids.
+-- batch of 100 into a new set cost four times its Lua). It ages out with the ids. Memory:
+-- ~110 bytes per id instead of ~27 until the set would have grown past 128 ids anyway.
 if n >= LARGE_BATCH then
   members[1], members[2] = now_ms_text, LARGE_BATCH_MARKER
 end
