@@ -145,12 +145,17 @@ class Producer:
         now = datetime.now(UTC)
         valid: list[ValidMessage] = []
         for index, raw in enumerate(batch):
-            if not isinstance(raw, Mapping):
-                raise ValidationError(f"must be a mapping of message fields, not a {type(raw).__name__}", index=index)
-            item = dict(raw)
-            if conversation_id is not None:
-                item.setdefault("conversation_id", conversation_id)
-            valid.append(validate_message(item, self.settings, now, index=index, tenant=default_tenant))
+            if type(raw) is not dict:
+                if not isinstance(raw, Mapping):
+                    raise ValidationError(
+                        f"must be a mapping of message fields, not a {type(raw).__name__}", index=index
+                    )
+                raw = dict(raw)
+            valid.append(
+                validate_message(
+                    raw, self.settings, now, index=index, tenant=default_tenant, conversation_id=conversation_id
+                )
+            )
         return valid
 
     def _split_users(self, batch: list[Any], user_id: str | None) -> tuple[list[Any], list[str | None]]:
@@ -160,7 +165,7 @@ class Producer:
         users: list[str | None] = []
         for index, raw in enumerate(batch):
             user = default
-            if isinstance(raw, Mapping) and "user_id" in raw:
+            if (type(raw) is dict or isinstance(raw, Mapping)) and "user_id" in raw:
                 raw = dict(raw)
                 named = raw.pop("user_id")
                 if named is not None:
@@ -222,15 +227,17 @@ class Producer:
         replied = time.monotonic()
         published = True
 
-        results: list[AddResult] = [
-            AddResult(msg.tenant, msg.conversation_id, ids[i], "unknown") for i, msg in enumerate(valid)
-        ]
+        # Every message is in exactly one group, and each group's branch below sets the
+        # result of each of its messages once.
+        results: list[AddResult] = [None] * len(valid)  # type: ignore[list-item]  # all set below
         rejected: tuple[int, str] | None = None
         conflict: tuple[int, str, str, str] | None = None  # (index, conversation, owner, named)
         failures: list[str] = []
-        for (tenant_id, conv), reply in zip(order, replies):
+        for (tenant_id, conv), reply in zip(order, replies, strict=True):
             group = groups[(tenant_id, conv)]
             if isinstance(reply, Exception):
+                for index in group:
+                    results[index] = AddResult(tenant_id, conv, ids[index], "unknown")
                 failures.append(f"{tenant_id}/{conv}: {reply}")
                 # Maybe stored, with its drain marked queued but never published: publish one
                 # now (a spare drain is harmless; if this fails too, the sweeper finds the mark).

@@ -97,6 +97,17 @@ class Channel(kombu_redis.Channel):
             raise ValueError("memq's broker transport does not support global_keyprefix")
         return BrokerRedis
 
+    def _create_client(self, asynchronous: bool = False) -> Any:
+        """kombu builds a new client for every publish (``conn_or_acquire``); redis-py's
+        client builds its table of ~170 response callbacks in its constructor, a third of
+        a drain's publishing time. A client is only its pool and that table, so one is
+        kept per pool (a new pool after a reconnect gets a new client)."""
+        pool = self.async_pool if asynchronous else self.pool
+        kept: dict[bool, tuple[Any, Any]] = self.__dict__.setdefault("_memq_clients", {})
+        if asynchronous not in kept or kept[asynchronous][0] is not pool:
+            kept[asynchronous] = (pool, super()._create_client(asynchronous=asynchronous))  # type: ignore[no-untyped-call]  # unannotated in kombu
+        return kept[asynchronous][1]
+
     def _connparams(self, asynchronous: bool = False) -> dict[str, Any]:
         known: dict[bool, dict[str, Any]] = self.__dict__.setdefault("_memq_connparams", {})
         if getattr(self.connection, "client", None) is None:

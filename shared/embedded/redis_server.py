@@ -104,11 +104,18 @@ class EmbeddedRedis:
             return "down"
 
     def stop(self) -> bool:
+        """Stop the server this folder's pidfile names. SHUTDOWN goes to ``port`` only when the
+        server answering there is that process: when the port was changed since it started
+        (``MEMQ_EMBEDDED_REDIS_PORT`` set then, not now), another program's server may answer
+        on it, and it is sent SIGTERM instead (redis-server saves and exits on it too)."""
         pid = self.pid()
         if pid is None:
             return False
         try:
-            redis.Redis.from_url(self.url, socket_timeout=5).shutdown(nosave=False)
+            client = redis.Redis.from_url(self.url, socket_timeout=5)
+            if int(client.info("server")["process_id"]) != pid:
+                raise redis.ConnectionError(f"another server answers on port {self.port}")
+            client.shutdown(nosave=False)
         except redis.RedisError:
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + 10

@@ -24,6 +24,13 @@ class EmbeddingSettings(BaseModel):
         "batch is padded to its longest, so small batches waste less on padding. 8 was fastest for dialogue "
         "messages on 2 CPU cores (memq bench; 64 ran at about half the speed).",
     )
+    embedding_max_padding: float = Field(
+        default=0.3,
+        ge=0,
+        description="The local model's batches also end where padding every text to the batch's longest would "
+        "add more than this share of their own length (0.3: 30 %), so a drain's messages of mixed lengths run in "
+        "batches of similar lengths (at most MEMQ_EMBEDDING_BATCH_SIZE each).",
+    )
     embedding_threads: int = Field(
         default=0,
         ge=0,

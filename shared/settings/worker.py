@@ -56,6 +56,13 @@ class WorkerSettings(BaseModel):
         ge=0,
         description="A worker process stalled this long exits (code 70) for its supervisor to replace it. 0 = never.",
     )
+    task_sent_events: bool = Field(
+        default=False,
+        description="Publish a task-sent event with every task published (producer, API, workers), so Flower "
+        "lists a task from when it is queued; it costs each publication a second Redis round trip (the producer "
+        "publishes a drain per batch that starts one). Off: Flower lists a task from when a worker receives it "
+        "(workers always send their task events).",
+    )
     task_time_limit_seconds: int = Field(
         default=300,
         ge=5,

@@ -41,20 +41,39 @@ def test_commit_is_fenced_by_lock_token_version_and_inbox_front(producer, settin
     first, second = store.peek_inbox_raw(2)
     store_args = {"drop": 0, "segment": None, "state": snap.event, "fence": snap.fence}
     with pytest.raises(InboxMoved):
-        store.commit(head_raw=second, push=None, **store_args)
+        store.commit(store.step(head_raw=second, push=None, **store_args))
     other = _store(producer, settings, tenant, "fence")
     other.token, other.version = "not-the-holder", store.version
     with pytest.raises(LockLost):
-        other.commit(head_raw=first, push=None, **store_args)
+        other.commit(other.step(head_raw=first, push=None, **store_args))
     behind = store.version
     store.version = behind - 1  # as if another commit (or a restarted Redis) moved the state
     with pytest.raises(StateChanged):
-        store.commit(head_raw=first, push=None, **store_args)
+        store.commit(store.step(head_raw=first, push=None, **store_args))
     store.version = behind
     assert store.peek_inbox_raw(5) == [first, second]  # nothing moved
-    store.commit(head_raw=first, push=None, **store_args)
+    store.commit(store.step(head_raw=first, push=None, **store_args))
     assert store.peek_inbox_raw(5) == [second]
     store.release()
+
+
+def test_steps_committed_in_one_round_trip_apply_a_prefix_and_raise_the_first_refusal(producer, settings, tenant):
+    """``commit_steps`` sends a batch's steps together; each is still its own fenced call, so a
+    refused step leaves the steps before it applied and nothing after it, as one by one."""
+    _queue(producer, "batched", 3)
+    store = _store(producer, settings, tenant, "batched")
+    assert store.acquire()
+    snap = sync_with_database(store, store.snapshot(), _connect(settings, store.tenant))
+    first, second, third = store.peek_inbox_raw(3)
+    args = {"push": None, "drop": 0, "segment": None, "state": snap.event, "fence": snap.fence}
+    before = store.version
+    with pytest.raises(InboxMoved):  # the front after `first` is `second`, not `third`
+        store.commit_steps([store.step(head_raw=h, **args) for h in (first, third, second)])
+    assert store.version == before + 1
+    assert store.peek_inbox_raw(5) == [second, third]
+    store.commit_steps([store.step(head_raw=h, **args) for h in (second, third)])
+    assert store.version == before + 3
+    assert store.peek_inbox_raw(5) == []
 
 
 def test_a_second_drainer_cannot_take_a_held_conversation(producer, settings, tenant):

@@ -24,7 +24,9 @@ def test_a_flush_asked_for_while_a_drain_closes_is_not_erased(producer, settings
     seen = store.flush_requested()  # the drain decides to close the event for this request...
     producer.add_message(conv, "user", "one more message, then flush again")  # ...while a client sends
     producer.flush(conv)  # and asks for another flush
-    store.commit(head_raw=None, push=None, drop=0, segment=None, state=snap.event, fence=snap.fence, clear_flush=seen)
+    store.commit(
+        store.step(head_raw=None, push=None, drop=0, segment=None, state=snap.event, fence=snap.fence, clear_flush=seen)
+    )
     assert store.flush_requested() not in (None, seen)  # the second request survives the first one's commit
     assert store.release()  # and it is work: another drain follows
     assert producer.status(conv).drain_queued

@@ -148,3 +148,30 @@ def test_a_batch_sends_no_script_check_and_survives_a_flushed_script_cache(produ
     )
     assert [r.status for r in results] == ["accepted"] * 6
     assert [producer.status(f"s{c}").accepted for c in range(2)] == [6, 6]  # 3 + 3 each, none twice
+
+
+def test_a_large_batch_is_deduplicated_like_a_small_one(producer):
+    """A batch of 32 or more keeps its id set as a skiplist (enqueue.lua's marker member):
+    duplicates within the batch, across batches and with earlier small batches are found the
+    same way, and the marker is never taken for a message."""
+    conv = "large-batch"
+    keys = _keys(producer, conv)
+    small = producer.add_messages(
+        [{"role": "user", "content": "small one", "message_id": "s-0", "timestamp": T0}], conversation_id=conv
+    )
+    assert [r.status for r in small] == ["accepted"]
+    batch = [
+        {"role": "user", "content": f"message {i}", "message_id": f"m-{i}", "timestamp": T0 + timedelta(seconds=i)}
+        for i in range(40)
+    ]
+    batch[5]["message_id"] = "s-0"  # sent before
+    batch[7]["message_id"] = "m-6"  # twice in this batch
+    first = producer.add_messages(batch, conversation_id=conv)
+    statuses = [r.status for r in first]
+    assert statuses[5] == "duplicate" and statuses[7] == "duplicate"
+    assert statuses.count("accepted") == 38
+    assert producer.redis.object("encoding", keys.ids) in ("skiplist", b"skiplist")
+    again = producer.add_messages(batch, conversation_id=conv)
+    assert {r.status for r in again} == {"duplicate"}
+    ids = {m.id for m in map(decode_inbox_item, producer.redis.lrange(keys.inbox, 0, -1))}
+    assert ids == {"s-0"} | {f"m-{i}" for i in range(40) if i not in (5, 7)}

@@ -4,7 +4,10 @@ policy lives in the other modules of ``memq.worker.segmentation``, storage in ``
 Runs under the conversation lock, from a ``Snapshot`` already synced with PostgreSQL
 (``memq.worker.sync``). Reads inbox messages in order in small batches (embedded together
 when the detector needs embeddings), numbers each, advances the ``Segmenter`` by it
-and commits the step atomically before the next. Bounded in messages and time, checked before every
+and commits each step atomically, the batch's steps in one round trip (``_Pending``:
+before a failure is raised against the inbox front, and before the lock's lease could
+run short); a step not yet committed when the drain stops is redone by the next one, as
+after a crash. Bounded in messages and time, checked before every
 message, and every step runs under a deadline that slow calls (the LLM topic check)
 respect, so a drain ends on its own budget far below Celery's time limit; the task
 queues another drain for what is left.
@@ -29,7 +32,7 @@ from memq.shared.embeddings import Embedder
 from memq.shared.mailbox.codec import QueuedMessage, decode_inbox_item, to_micros
 from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
-from memq.worker.conversation_store import ConversationStore, Snapshot
+from memq.worker.conversation_store import CommitStep, ConversationStore, Snapshot
 from memq.worker.failures import STOP, describe, is_transient
 from memq.worker.segmentation.detectors.base import Detector
 from memq.worker.segmentation.engine import ClosedSegment, Step
@@ -167,10 +170,14 @@ def drain(
             )
             for raw in raws[:decidable]:
                 embedded.pop(raw, None)
+        pending = _Pending(store, outcome, on_episode)
         for j in range(decidable):
             if out_of_budget():
+                pending.commit()
                 outcome.more = True
                 return outcome
+            if pending.age() > step_seconds / 2:  # commits renew the lock's lease
+                pending.commit()
             raw, item = raws[j], decoded[j]
             try:
                 if isinstance(item, _Unusable):
@@ -190,12 +197,13 @@ def drain(
                 raise
             except Exception as exc:
                 if is_transient(exc):
-                    raise
+                    raise  # the steps not yet committed are redone by the next drain, as after a crash
+                pending.commit()  # the messages before it are done: the failure is the inbox front's
                 message_id = item.id if isinstance(item, QueuedMessage) else _fallback_id(raw)
                 raise MessageFailed(raw, message_id, exc) from exc
             seq += 1
             last_eff = to_micros(message.timestamp)
-            episode_id = store.commit(
+            step = store.step(
                 head_raw=raw,
                 push=message if result.push else None,
                 drop=result.drop,
@@ -205,37 +213,64 @@ def drain(
                 seq=seq,
                 last_eff_us=last_eff,
             )
+            pending.add(step, result.segment)
             outcome.processed += 1
             if settings.boundary_verbose:
                 log_boundary_score(message.seq, result)
-            if episode_id:
-                assert result.segment is not None  # an episode id comes with its segment
-                _closed(episode_id, result.segment, outcome, on_episode)
+        pending.commit()
 
     if store.peek_inbox_raw(1):
         return outcome  # messages wait for look-ahead; a later message or a flush decides them
     flush = store.flush_requested()
     if flush is not None:
         reason = "inactivity" if flush.endswith(":inactivity") else "flush"
-        closing = segmenter.close(reason)
-        if closing is None:
-            store.commit(
-                head_raw=None, push=None, drop=0, segment=None, state=segmenter.state, fence=fence, clear_flush=flush
-            )
-        else:
-            episode_id = store.commit(
+        closing = segmenter.close(reason)  # None: nothing open, the flush is only cleared
+        episode_id = store.commit(
+            store.step(
                 head_raw=None,
                 push=None,
-                drop=closing.drop,
-                segment=closing.segment,
-                state=closing.state,
+                drop=closing.drop if closing else 0,
+                segment=closing.segment if closing else None,
+                state=closing.state if closing else segmenter.state,
                 fence=fence,
                 clear_flush=flush,
             )
+        )
+        if closing is not None:
             assert episode_id is not None and closing.segment is not None  # closing a non-empty event
             _closed(episode_id, closing.segment, outcome, on_episode)
         outcome.flushed = True
     return outcome
+
+
+class _Pending:
+    """A batch's steps, committed together in one round trip (``ConversationStore.commit_steps``:
+    still one atomic, fenced script call each) when the batch ends, before a failure is
+    raised against the inbox front, and before the lock's lease could run short; a segment
+    they close is announced (its episode task published) only once its step is committed."""
+
+    def __init__(self, store: ConversationStore, outcome: DrainOutcome, on_episode: Callable[[str], None]):
+        self.store, self.outcome, self.on_episode = store, outcome, on_episode
+        self.steps: list[CommitStep] = []
+        self.closed: list[tuple[str, ClosedSegment]] = []
+        self.since = time.monotonic()
+
+    def add(self, step: CommitStep, segment: ClosedSegment | None) -> None:
+        self.steps.append(step)
+        if step.episode_id:
+            assert segment is not None  # an episode id comes with its segment
+            self.closed.append((step.episode_id, segment))
+
+    def age(self) -> float:
+        """Seconds since the last commit (or since the batch began)."""
+        return time.monotonic() - self.since if self.steps else 0.0
+
+    def commit(self) -> None:
+        self.store.commit_steps(self.steps)
+        closed, self.steps, self.closed = self.closed, [], []
+        self.since = time.monotonic()
+        for episode_id, segment in closed:
+            _closed(episode_id, segment, self.outcome, self.on_episode)
 
 
 def _closed(episode_id: str, segment: ClosedSegment, outcome: DrainOutcome, on_episode: Callable[[str], None]) -> None:

@@ -59,3 +59,21 @@ def test_env_is_validated(monkeypatch):
     monkeypatch.setenv("MEMQ_ENV", "prod")
     with pytest.raises(PydanticValidationError, match=r"development.*production"):
         Settings()
+
+
+def test_stop_never_shuts_down_another_server_on_its_port(tmp_path):
+    """The folder's server started on one port; the settings now name another, where another
+    server runs: stopping stops ours (by its pid) and leaves the other one alone."""
+    from memq.testing.tcp_proxy import free_port
+
+    ours = EmbeddedRedis(tmp_path / "ours", free_port())
+    other = EmbeddedRedis(tmp_path / "other", free_port())
+    ours.start()
+    other.start()
+    try:
+        assert EmbeddedRedis(tmp_path / "ours", other.port).stop()
+        assert ours.pid() is None
+        assert other.ping()
+    finally:
+        ours.stop()
+        other.stop()
