@@ -1,0 +1,62 @@
+"""The conversation's style statistics and the tree model that reads them."""
+
+import math
+
+import numpy as np
+import pytest
+from vectors import axis, message
+
+from memq.worker.segmentation.detectors.base import DetectionInput
+from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES, PRIOR_MEAN, SimilarityStats
+from memq.worker.segmentation.detectors.learned import LearnedDetector
+from memq.worker.segmentation.detectors.style_features import (
+    POSITION_CAP,
+    STYLE_FEATURES,
+    length_value,
+    style_features,
+)
+from memq.worker.segmentation.detectors.tree_model import Tree, TreeModel
+from memq.worker.segmentation.event_state import EventState
+
+
+def test_length_is_log_words():
+    assert length_value("") == 0.0 and length_value("one two three") == pytest.approx(math.log(4))
+
+
+def test_style_layout_prior_and_position():
+    lengths = SimilarityStats().update(1.0).update(3.0)
+    f = dict(zip(STYLE_FEATURES, style_features(SimilarityStats(), lengths).tolist(), strict=True))
+    assert f["conv_sim_mean"] == pytest.approx(PRIOR_MEAN)  # no cosines yet: the prior
+    assert f["conv_len_mean"] == pytest.approx(2.0) and f["conv_len_sd"] == pytest.approx(1.0)
+    assert f["position"] == pytest.approx(2 / POSITION_CAP)
+
+
+def stump(feature: int, threshold: float, left: float, right: float) -> Tree:
+    return Tree(
+        np.array([feature, -1, -1]),
+        np.array([threshold, 0.0, 0.0]),
+        np.array([1, 0, 0]),
+        np.array([2, 0, 0]),
+        np.array([0.0, left, right]),
+    )
+
+
+def test_tree_model_sums_leaves_and_round_trips():
+    m = TreeModel((stump(0, 0.5, -2.0, 2.0), stump(1, 0.0, 0.0, 1.0)), -0.5, 0.6, 0.45, 2, {"x": 1})
+    assert m.probability(np.array([0.0, 0.0])) == pytest.approx(1 / (1 + math.exp(2.5)))
+    assert m.probability(np.array([1.0, 1.0])) == pytest.approx(1 / (1 + math.exp(-2.5)))
+    back = TreeModel.from_json(m.to_json())
+    assert back.probability(np.array([1.0, 0.0])) == pytest.approx(m.probability(np.array([1.0, 0.0])))
+    assert (back.high, back.low, back.lookahead, back.features, back.info) == (0.6, 0.45, 2, "style", {"x": 1})
+
+
+def test_style_detector_folds_every_message_length():
+    sim1 = GENERAL_FEATURES.index("sim1")
+    det = LearnedDetector(TreeModel((stump(sim1, 0.5, 5.0, -5.0),), 0.0, 0.5, 0.3, 0))
+    state = det.observe(message(1, "two words"), axis(0), EventState())
+    assert state.extras["lens"][:2] == [1.0, pytest.approx(math.log(3), abs=1e-6)]
+    state = det.observe(message(2, "two words"), axis(0), state)
+    v = det.check(DetectionInput([message(1), message(2)], message(3, "a dissimilar message"), axis(1), state))
+    assert v.boundary  # sim1 = 0 goes left: +5
+    state = det.start_event(message(3, "a dissimilar message"), axis(1), v.state)
+    assert state.extras["lens"][0] == 3.0 and state.extras["sims"][0] == 2.0
