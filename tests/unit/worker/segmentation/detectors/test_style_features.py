@@ -60,3 +60,19 @@ def test_style_detector_folds_every_message_length():
     assert v.boundary  # sim1 = 0 goes left: +5
     state = det.start_event(message(3, "a dissimilar message"), axis(1), v.state)
     assert state.extras["lens"][0] == 3.0 and state.extras["sims"][0] == 2.0
+
+
+def test_shipped_style_model_loads_and_says_how_it_was_trained():
+    from memq.shared.errors import ConfigError
+    from memq.shared.settings import Settings
+    from memq.worker.segmentation.detectors.learned import load_model
+    from memq.worker.segmentation.detectors.registry import build_detector
+
+    m = load_model("style_w2")
+    assert isinstance(m, TreeModel) and m.features == "style" and m.lookahead == 2 and 0 < m.low < m.high < 1
+    assert m.info["trained_on"] == ["tiage_train.json", "superdialseg_validation.jsonl"]
+    features = len(GENERAL_FEATURES) + len(STYLE_FEATURES)
+    assert all(int(t.feature.max()) < features for t in m.trees)
+    assert build_detector(Settings(_env_file=None), "style").lookahead == 2
+    with pytest.raises(ConfigError, match="--model trees"):
+        build_detector(Settings(lookahead_messages=0), "style")
