@@ -37,10 +37,11 @@ DEFAULT_DATA = Path("../shared/eval")
 @click.option(
     "--model",
     "model_kind",
-    type=click.Choice(["logistic", "trees"]),
+    type=click.Choice(["logistic", "trees", "blend"]),
     default="logistic",
     show_default=True,
-    help="With --train: logistic regression, or gradient-boosted trees (fixed capacity, no C).",
+    help="With --train: logistic regression, gradient-boosted trees (fixed capacity, no C), or both "
+    "averaged (blend: the logistic part reads the general features, with --c).",
 )
 @click.option(
     "--stitch",
@@ -85,7 +86,7 @@ def eval_cmd(
     console = Console(width=width)
     if train_files:
         right = 2 if lookahead is None else lookahead
-        name = model_name or f"{_PREFIX[features]}_w{right}"
+        name = model_name or f"{'blend' if model_kind == 'blend' else _PREFIX[features]}_w{right}"
         cs = (c or 0.0,) if c or model_kind == "trees" else _CS[features]
         _train(data, train_files, right, features, model_kind, stitch, cs, name, settings, console)
         return

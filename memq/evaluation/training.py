@@ -26,8 +26,9 @@ from memq.evaluation.datasets import Dialogue
 from memq.evaluation.metrics import aggregate, score_dialogue
 from memq.evaluation.segmenter_replay import as_messages, segment_dialogue
 from memq.shared.settings import Settings
+from memq.worker.segmentation.detectors.blend_model import BlendModel
 from memq.worker.segmentation.detectors.boundary_features import feature_vector
-from memq.worker.segmentation.detectors.general_features import SimilarityStats, general_features
+from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES, SimilarityStats, general_features
 from memq.worker.segmentation.detectors.learned import BoundaryModel, LearnedDetector, LinearModel
 from memq.worker.segmentation.detectors.style_features import length_value, style_features
 from memq.worker.segmentation.detectors.tree_model import Tree, TreeModel
@@ -36,6 +37,7 @@ Domain = tuple[Sequence[Dialogue], Sequence[np.ndarray]]
 
 # The tree model's capacity, chosen by the cross-domain validation in docs/evaluation.md.
 TREE_PARAMS = {"max_depth": 5, "max_iter": 300, "learning_rate": 0.05, "min_samples_leaf": 50}
+BLEND_WEIGHT = 0.5  # of the trees' logit in ``model="blend"`` (the linear general model gets the rest)
 
 
 def rows(
@@ -187,9 +189,15 @@ def _fit(
     y = np.concatenate([p[1] for p in parts])
     weight = np.concatenate([np.full(len(p[1]), len(y) / (len(parts) * len(p[1]))) for p in parts])
     info = {"rows": len(y), "positives": int(y.sum())}
-    if model == "trees":
+    if model in ("trees", "blend"):
         trees, baseline = fit_trees(X, y, weight)
-        return TreeModel(trees, baseline, 0.5, 0.35, lookahead, {**info, "trees": TREE_PARAMS}, features)
+        tree_model = TreeModel(trees, baseline, 0.5, 0.35, lookahead, {"trees": TREE_PARAMS}, features)
+        if model == "trees":
+            return replace(tree_model, info={**info, **tree_model.info})
+        k = len(GENERAL_FEATURES)
+        mean, scale, w, b = fit_logistic(X[:, :k], y, c, sample_weight=weight)
+        linear = LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead, {"c": c}, "general")
+        return BlendModel(linear, tree_model, k, BLEND_WEIGHT, 0.5, 0.35, lookahead, info, features)
     mean, scale, w, b = fit_logistic(X, y, c, sample_weight=weight)
     return LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead, info, features)
 
@@ -236,6 +244,6 @@ def train(
     c = min(cv, key=cv.__getitem__) if cv else cs[0]
     base = _fit(domains, lookahead, features, c, stitched, model)
     train_pk, high, low = choose_thresholds(domains, base, settings)
-    fitted = {"c": c, "cv_pk": cv} if model == "logistic" else {}
+    fitted = {"c": c, "cv_pk": cv} if model != "trees" else {}
     meta = {**fitted, "train_pk": round(train_pk, 4), **base.info, **(info or {})}
     return TrainingResult(with_thresholds(base, high, low, meta), cv)

@@ -30,6 +30,7 @@ import numpy as np
 from memq.shared.errors import ConfigError
 from memq.shared.mailbox.codec import QueuedMessage
 from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
+from memq.worker.segmentation.detectors.blend_model import BlendModel
 from memq.worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_vector
 from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES, SimilarityStats, general_features
 from memq.worker.segmentation.detectors.hysteresis import new_event, remember
@@ -91,7 +92,28 @@ class LinearModel:
         )
 
 
-BoundaryModel = LinearModel | TreeModel
+BoundaryModel = LinearModel | TreeModel | BlendModel
+
+
+def model_from_json(text: str) -> BoundaryModel:
+    """A model file of any kind (``logistic_regression``, ``gradient_boosted_trees``, ``blend``)."""
+    d = json.loads(text)
+    kind = d.get("kind")
+    if kind == "gradient_boosted_trees":
+        return TreeModel.from_json(text)
+    if kind == "blend":
+        return BlendModel(
+            LinearModel.from_json(json.dumps(d["linear"])),
+            TreeModel.from_json(json.dumps(d["trees"])),
+            int(d["linear_features"]),
+            float(d["weight"]),
+            float(d["high"]),
+            float(d["low"]),
+            int(d["lookahead"]),
+            d.get("info", {}),
+            d.get("features", "style"),
+        )
+    return LinearModel.from_json(text)
 
 
 @functools.lru_cache(maxsize=8)
@@ -99,10 +121,7 @@ def load_model(name: str) -> BoundaryModel:
     path = MODELS / f"{name}.json"
     if not path.exists():
         raise ConfigError(f"boundary model {name!r} not found in {MODELS}; train it with `memq eval --train`")
-    text = path.read_text()
-    if json.loads(text).get("kind") == "gradient_boosted_trees":
-        return TreeModel.from_json(text)
-    return LinearModel.from_json(text)
+    return model_from_json(path.read_text())
 
 
 @dataclass

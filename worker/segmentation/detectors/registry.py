@@ -53,13 +53,17 @@ TRAIN_COMMANDS = {
         "memq eval --train tiage_train.json --train superdialseg_validation.jsonl "
         "--features style --model trees --stitch 300"
     ),
+    "blend": (
+        "memq eval --train tiage_train.json --train superdialseg_validation.jsonl "
+        "--features style --model blend --c 0.03 --stitch 300"
+    ),
 }
 
 
 def learned(settings: Settings, name: str, default_lookahead: int, family: str = "tiage") -> LearnedDetector:
     """A learned scorer (``memq eval --train``) of ``family`` (``tiage``: fit on TIAGE train
     only; ``general``: the cross-domain model; ``style``: its tree variant reading the
-    conversation's style), in the variant trained for the look-ahead in
+    conversation's style; ``blend``: the two averaged), in the variant trained for the look-ahead in
     force (``MEMQ_LOOKAHEAD_MESSAGES`` or the profile's)."""
     w = default_lookahead if settings.lookahead_messages is None else settings.lookahead_messages
     available = sorted(p.stem for p in MODELS.glob(f"{family}_w*.json"))
@@ -137,6 +141,11 @@ PROFILES: dict[str, Profile] = {
         "(running similarity and message-length statistics) fit on TIAGE train + SuperDialseg validation + "
         "stitched streams, 2 messages of look-ahead",
         lambda s, e: learned(s, "style", 2, "style"),
+    ),
+    "blend": Profile(
+        "hysteresis over the average of the 'general' logistic regression and the 'style' trees (their logits), "
+        "fit together on the same sets, 2 messages of look-ahead",
+        lambda s, e: learned(s, "blend", 2, "blend"),
     ),
     "dual_channel_learned": Profile(
         "Plast Mem's dual channel with the learned scorer confirming topic candidates when no LLM answers",

@@ -51,6 +51,18 @@ class Tree:
         )
 
 
+def model_header(kind: str, model: Any) -> dict[str, Any]:
+    """The fields every model file starts with (what it is, what it reads, its thresholds)."""
+    return {
+        "kind": kind,
+        "features": model.features,
+        "lookahead": model.lookahead,
+        "high": model.high,
+        "low": model.low,
+        "info": model.info,
+    }
+
+
 @dataclass(frozen=True)
 class TreeModel:
     trees: tuple[Tree, ...]
@@ -68,13 +80,8 @@ class TreeModel:
     def to_json(self) -> str:
         return json.dumps(
             {
-                "kind": "gradient_boosted_trees",
-                "features": self.features,
-                "lookahead": self.lookahead,
-                "high": self.high,
-                "low": self.low,
+                **model_header("gradient_boosted_trees", self),
                 "baseline": self.baseline,
-                "info": self.info,
                 "trees": [t.to_dict() for t in self.trees],
             },
             indent=None,

@@ -76,3 +76,29 @@ def test_shipped_style_model_loads_and_says_how_it_was_trained():
     assert build_detector(Settings(_env_file=None), "style").lookahead == 2
     with pytest.raises(ConfigError, match="--model trees"):
         build_detector(Settings(lookahead_messages=0), "style")
+
+
+def test_blend_averages_the_logits_and_round_trips():
+    from memq.worker.segmentation.detectors.blend_model import BlendModel
+    from memq.worker.segmentation.detectors.learned import LinearModel, model_from_json
+
+    linear = LinearModel(np.zeros(1), np.ones(1), np.array([2.0]), 0.0, 0.5, 0.3, 2, features="general")
+    trees = TreeModel((stump(1, 0.5, -1.0, 3.0),), 0.0, 0.5, 0.3, 2)
+    m = BlendModel(linear, trees, 1, 0.5, 0.55, 0.4, 2, {"x": 1})
+    x = np.array([1.0, 1.0])  # linear logit 2, trees logit 3
+    assert m.probability(x) == pytest.approx(1 / (1 + math.exp(-2.5)))
+    back = model_from_json(m.to_json())
+    assert isinstance(back, BlendModel) and back.probability(x) == pytest.approx(m.probability(x), rel=1e-5)
+    assert (back.high, back.low, back.lookahead, back.weight, back.info) == (0.55, 0.4, 2, 0.5, {"x": 1})
+
+
+def test_shipped_blend_model_loads():
+    from memq.shared.settings import Settings
+    from memq.worker.segmentation.detectors.blend_model import BlendModel
+    from memq.worker.segmentation.detectors.learned import load_model
+    from memq.worker.segmentation.detectors.registry import build_detector
+
+    m = load_model("blend_w2")
+    assert isinstance(m, BlendModel) and m.linear_features == len(GENERAL_FEATURES) and m.lookahead == 2
+    assert m.info["trained_on"] == ["tiage_train.json", "superdialseg_validation.jsonl"] and 0 < m.low < m.high < 1
+    assert build_detector(Settings(_env_file=None), "blend").lookahead == 2
