@@ -28,10 +28,20 @@ DEFAULT_DATA = Path("../shared/eval")
 )
 @click.option(
     "--features",
-    type=click.Choice(["embedding", "general"]),
+    type=click.Choice(["embedding", "general", "style"]),
     default="embedding",
     show_default=True,
-    help="With --train: the feature set (embedding: the TIAGE models; general: the cross-domain model).",
+    help="With --train: the feature set (embedding: the TIAGE models; general: the cross-domain model; "
+    "style: general and the conversation's style, for --model trees).",
+)
+@click.option(
+    "--model",
+    "model_kind",
+    type=click.Choice(["logistic", "trees", "blend"]),
+    default="logistic",
+    show_default=True,
+    help="With --train: logistic regression, gradient-boosted trees (fixed capacity, no C), or both "
+    "averaged (blend: the logistic part reads the general features, with --c).",
 )
 @click.option(
     "--stitch",
@@ -59,6 +69,7 @@ def eval_cmd(
     list_profiles: bool,
     train_files: tuple[str, ...],
     features: str,
+    model_kind: str,
     stitch: int,
     c: float | None,
     model_name: str | None,
@@ -75,8 +86,9 @@ def eval_cmd(
     console = Console(width=width)
     if train_files:
         right = 2 if lookahead is None else lookahead
-        name = model_name or f"{_PREFIX[features]}_w{right}"
-        _train(data, train_files, right, features, stitch, (c,) if c else _CS[features], name, settings, console)
+        name = model_name or f"{'blend' if model_kind == 'blend' else _PREFIX[features]}_w{right}"
+        cs = (c or 0.0,) if c or model_kind == "trees" else _CS[features]
+        _train(data, train_files, right, features, model_kind, stitch, cs, name, settings, console)
         return
     if list_profiles:
         for name, p in PROFILES.items():
@@ -127,9 +139,13 @@ def eval_cmd(
         console.print(table)
 
 
-_PREFIX = {"embedding": "tiage", "general": "general"}
+_PREFIX = {"embedding": "tiage", "general": "general", "style": "style"}
 # Regularisation grids: the embedding model has ~1,550 weights, the general one ~30.
-_CS = {"embedding": (0.0005, 0.001, 0.002, 0.004), "general": (0.003, 0.03, 0.3, 3.0)}
+_CS = {
+    "embedding": (0.0005, 0.001, 0.002, 0.004),
+    "general": (0.003, 0.03, 0.3, 3.0),
+    "style": (0.003, 0.03, 0.3, 3.0),
+}
 
 
 def _train(
@@ -137,6 +153,7 @@ def _train(
     train_files: tuple[str, ...],
     lookahead: int,
     features: str,
+    model_kind: str,
     stitch: int,
     cs: tuple[float, ...],
     name: str,
@@ -157,15 +174,17 @@ def _train(
     embedder = get_embedder(settings)
     domains = [(sets[f], dialogue_embeddings(sets[f], embedder, cache)) for f in train_files]
     console.print(
-        f"training {features} features on {', '.join(train_files)} "
+        f"training {model_kind} on {features} features on {', '.join(train_files)} "
         f"({', '.join(str(len(d)) for d, _ in domains)} dialogues; {stitch} stitched streams per file), "
-        f"look-ahead {lookahead}, " + (f"C={cs[0]}" if len(cs) == 1 else "5-fold CV over C")
+        f"look-ahead {lookahead}, "
+        + ("fixed capacity" if model_kind == "trees" else f"C={cs[0]}" if len(cs) == 1 else "5-fold CV over C")
     )
     result = train(
         domains,
         settings,
         lookahead=lookahead,
         features=features,
+        model=model_kind,
         cs=cs,
         stitched=stitch,
         progress=lambda m: console.print(f"[dim]… {m}[/]"),
@@ -178,7 +197,8 @@ def _train(
     path = MODELS / f"{name}.json"
     path.write_text(result.model.to_json() + "\n")
     m = result.model
-    console.print(f"wrote {path}: C={m.info['c']} high={m.high:.2f} low={m.low:.2f} train Pk={m.info['train_pk']}")
+    fitted = f"C={m.info['c']} " if "c" in m.info else ""
+    console.print(f"wrote {path}: {fitted}high={m.high:.2f} low={m.low:.2f} train Pk={m.info['train_pk']}")
 
 
 @click.command("eval-locomo")

@@ -8,12 +8,17 @@ Training may span several labelled sets (domains): every domain counts the same 
 thresholds and the regularisation are chosen (the mean of the per-domain Pk), however
 many dialogues it has, and each cross-validation fold holds out a part of every
 domain. ``stitch`` adds self-supervised multi-topic streams made by concatenating
-unrelated dialogues (the CSM / DialSTART recipe), whose junctions are boundaries."""
+unrelated dialogues (the CSM / DialSTART recipe), whose junctions are boundaries.
+
+``model="trees"`` fits a gradient-boosted tree ensemble instead (scikit-learn's
+HistGradientBoostingClassifier, stored as ``TreeModel``; with the ``style`` features it
+can behave differently per kind of conversation); its capacity is fixed
+(``TREE_PARAMS``), so there is no regularisation to choose."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -21,11 +26,18 @@ from memq.evaluation.datasets import Dialogue
 from memq.evaluation.metrics import aggregate, score_dialogue
 from memq.evaluation.segmenter_replay import as_messages, segment_dialogue
 from memq.shared.settings import Settings
+from memq.worker.segmentation.detectors.blend_model import BlendModel
 from memq.worker.segmentation.detectors.boundary_features import feature_vector
-from memq.worker.segmentation.detectors.general_features import SimilarityStats, general_features
-from memq.worker.segmentation.detectors.learned import LearnedDetector, LinearModel
+from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES, SimilarityStats, general_features
+from memq.worker.segmentation.detectors.learned import BoundaryModel, LearnedDetector, LinearModel
+from memq.worker.segmentation.detectors.style_features import length_value, style_features
+from memq.worker.segmentation.detectors.tree_model import Tree, TreeModel
 
 Domain = tuple[Sequence[Dialogue], Sequence[np.ndarray]]
+
+# The tree model's capacity, chosen by the cross-domain validation in docs/evaluation.md.
+TREE_PARAMS = {"max_depth": 5, "max_iter": 300, "learning_rate": 0.05, "min_samples_leaf": 50}
+BLEND_WEIGHT = 0.5  # of the trees' logit in ``model="blend"`` (the linear general model gets the rest)
 
 
 def rows(
@@ -38,24 +50,27 @@ def rows(
     for d, E in zip(dialogues, vectors):
         roles = [m.role for m in as_messages(d)]
         stats, start = SimilarityStats(), 0
+        lengths = SimilarityStats.from_list(SimilarityStats().update(length_value(d.utterances[0][1])).to_list())
         for i in range(1, len(d)):
             recent, ahead = list(E[max(0, i - 8) : i]), list(E[i + 1 : i + 1 + lookahead])
             new_text, prev_text = d.utterances[i][1], d.utterances[i - 1][1]
-            if features == "general":
-                X.append(
-                    general_features(
-                        recent,
-                        E[i],
-                        ahead,
-                        new_text,
-                        prev_text,
-                        right=lookahead,
-                        stats=stats,
-                        user_new=roles[i] == "user",
-                        event_size=i - start,
-                    )
+            if features in ("general", "style"):
+                x = general_features(
+                    recent,
+                    E[i],
+                    ahead,
+                    new_text,
+                    prev_text,
+                    right=lookahead,
+                    stats=stats,
+                    user_new=roles[i] == "user",
+                    event_size=i - start,
                 )
+                with_new = lengths.update(length_value(new_text))
+                X.append(np.concatenate([x, style_features(stats, with_new)]) if features == "style" else x)
+                # what the detector keeps in the event state between messages (rounded)
                 stats = SimilarityStats.from_list(stats.update(float(E[i - 1] @ E[i])).to_list())
+                lengths = SimilarityStats.from_list(with_new.to_list())
             else:
                 X.append(feature_vector(recent, E[i], ahead, new_text, prev_text, right=lookahead))
             y.append(1.0 if i in d.boundaries else 0.0)
@@ -111,7 +126,28 @@ def fit_logistic(
     return mean, scale, w[:-1], float(w[-1])
 
 
-def replay_pk(dialogues, vectors, model: LinearModel, settings: Settings) -> float:
+def fit_trees(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> tuple[tuple[Tree, ...], float]:
+    """A HistGradientBoostingClassifier of ``TREE_PARAMS``, as numpy trees and a baseline logit."""
+    from sklearn.ensemble import HistGradientBoostingClassifier  # training only: scoring needs numpy alone
+
+    est = HistGradientBoostingClassifier(random_state=0, **TREE_PARAMS).fit(X, y, sample_weight=sample_weight)
+    trees = []
+    for (predictor,) in est._predictors:
+        nodes = predictor.nodes
+        leaf = nodes["is_leaf"].astype(bool)
+        trees.append(
+            Tree(
+                np.where(leaf, -1, nodes["feature_idx"]).astype(np.int64),
+                nodes["num_threshold"].astype(np.float64),
+                nodes["left"].astype(np.int64),
+                nodes["right"].astype(np.int64),
+                np.where(leaf, nodes["value"], 0.0),
+            )
+        )
+    return tuple(trees), float(np.ravel(est._baseline_prediction)[0])
+
+
+def replay_pk(dialogues, vectors, model: BoundaryModel, settings: Settings) -> float:
     detector_scores = []
     for d, E in zip(dialogues, vectors):
         hyp = segment_dialogue(d, E, LearnedDetector(model), settings, model.lookahead)
@@ -121,17 +157,15 @@ def replay_pk(dialogues, vectors, model: LinearModel, settings: Settings) -> flo
 
 @dataclass(frozen=True)
 class TrainingResult:
-    model: LinearModel
+    model: BoundaryModel
     cv: dict[float, float]  # c -> mean cross-validated Pk
 
 
-def with_thresholds(base: LinearModel, high: float, low: float, info: dict | None = None) -> LinearModel:
-    return LinearModel(
-        base.mean, base.scale, base.weights, base.bias, high, low, base.lookahead, info or {}, base.features
-    )
+def with_thresholds(base: BoundaryModel, high: float, low: float, info: dict | None = None) -> BoundaryModel:
+    return replace(base, high=high, low=low, info=info or {})
 
 
-def choose_thresholds(domains: Sequence[Domain], base: LinearModel, settings: Settings) -> tuple[float, float, float]:
+def choose_thresholds(domains: Sequence[Domain], base: BoundaryModel, settings: Settings) -> tuple[float, float, float]:
     """The ``high`` (``low`` = high - 0.15) with the lowest mean per-domain replayed Pk."""
     best = (1.0, 0.5, 0.3)
     for high in np.arange(0.2, 0.76, 0.05):
@@ -142,7 +176,9 @@ def choose_thresholds(domains: Sequence[Domain], base: LinearModel, settings: Se
     return best
 
 
-def _fit(domains: Sequence[Domain], lookahead: int, features: str, c: float, stitched: int = 0) -> LinearModel:
+def _fit(
+    domains: Sequence[Domain], lookahead: int, features: str, c: float, stitched: int = 0, model: str = "logistic"
+) -> BoundaryModel:
     """Each domain (with ``stitched`` streams made from its own dialogues) weighs the same
     in the fit, however many rows it has."""
     parts = []
@@ -152,8 +188,18 @@ def _fit(domains: Sequence[Domain], lookahead: int, features: str, c: float, sti
     X = np.vstack([p[0] for p in parts])
     y = np.concatenate([p[1] for p in parts])
     weight = np.concatenate([np.full(len(p[1]), len(y) / (len(parts) * len(p[1]))) for p in parts])
+    info = {"rows": len(y), "positives": int(y.sum())}
+    if model in ("trees", "blend"):
+        trees, baseline = fit_trees(X, y, weight)
+        tree_model = TreeModel(trees, baseline, 0.5, 0.35, lookahead, {"trees": TREE_PARAMS}, features)
+        if model == "trees":
+            return replace(tree_model, info={**info, **tree_model.info})
+        k = len(GENERAL_FEATURES)
+        mean, scale, w, b = fit_logistic(X[:, :k], y, c, sample_weight=weight)
+        linear = LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead, {"c": c}, "general")
+        return BlendModel(linear, tree_model, k, BLEND_WEIGHT, 0.5, 0.35, lookahead, info, features)
     mean, scale, w, b = fit_logistic(X, y, c, sample_weight=weight)
-    return LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead, {"rows": len(y), "positives": int(y.sum())}, features)
+    return LinearModel(mean, scale, w, b, 0.5, 0.35, lookahead, info, features)
 
 
 def _split(domain: Domain, held: set[int]) -> tuple[Domain, Domain]:
@@ -174,6 +220,7 @@ def train(
     stitched: int = 0,
     progress: Callable[[str], None] = lambda _: None,
     info: dict | None = None,
+    model: str = "logistic",
 ) -> TrainingResult:
     """Fit on every domain (each with ``stitched`` streams of its training dialogues, for
     fitting only; thresholds are chosen on the real dialogues); C by ``folds``-fold
@@ -188,14 +235,15 @@ def train(
         scores = []
         for k in range(folds):
             pairs = [_split(dom, set(parts[k].tolist())) for dom, parts in zip(domains, splits)]
-            base = _fit([p[0] for p in pairs], lookahead, features, c, stitched)
+            base = _fit([p[0] for p in pairs], lookahead, features, c, stitched, model)
             _, high, low = choose_thresholds([p[0] for p in pairs], base, settings)
             held_model = with_thresholds(base, high, low)
             scores.append(float(np.mean([replay_pk(d, v, held_model, settings) for d, v in (p[1] for p in pairs)])))
         cv[c] = float(np.mean(scores))
         progress(f"C={c}: cross-validated Pk {cv[c]:.3f}")
     c = min(cv, key=cv.__getitem__) if cv else cs[0]
-    base = _fit(domains, lookahead, features, c, stitched)
+    base = _fit(domains, lookahead, features, c, stitched, model)
     train_pk, high, low = choose_thresholds(domains, base, settings)
-    meta = {"c": c, "cv_pk": cv, "train_pk": round(train_pk, 4), **base.info, **(info or {})}
+    fitted = {"c": c, "cv_pk": cv} if model != "trees" else {}
+    meta = {**fitted, "train_pk": round(train_pk, 4), **base.info, **(info or {})}
     return TrainingResult(with_thresholds(base, high, low, meta), cv)

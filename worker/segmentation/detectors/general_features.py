@@ -74,12 +74,17 @@ class SimilarityStats:
         var = self.var + (delta * (value - mean) - self.var) / n
         return SimilarityStats(self.count + 1.0, mean, max(0.0, var))
 
-    def z(self, value: float) -> float:
-        """``value`` against the conversation so far, shrunk toward the prior while it is short."""
+    def shrunk(self) -> tuple[float, float]:
+        """Mean and spread of the conversation so far, shrunk toward the prior while it is short."""
         n = min(self.count, float(STATS_HORIZON))
         mean = (n * self.mean + PRIOR_WEIGHT * PRIOR_MEAN) / (n + PRIOR_WEIGHT)
         var = (n * self.var + PRIOR_WEIGHT * PRIOR_SD**2) / (n + PRIOR_WEIGHT)
-        return float(np.clip((value - mean) / max(np.sqrt(var), 0.05), -5.0, 5.0))
+        return float(mean), float(np.sqrt(var))
+
+    def z(self, value: float) -> float:
+        """``value`` against the conversation so far (``shrunk``)."""
+        mean, sd = self.shrunk()
+        return float(np.clip((value - mean) / max(sd, 0.05), -5.0, 5.0))
 
     def to_list(self) -> list[float]:
         return [round(self.count, 1), round(self.mean, 6), round(self.var, 6)]

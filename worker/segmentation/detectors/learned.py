@@ -6,8 +6,11 @@ A model names the features it reads: ``embedding`` (``boundary_features``: embed
 interactions, cosines and dialogue-act cues; the TIAGE models) or ``general``
 (``general_features``: gap similarities, depth scores, similarities calibrated to the
 conversation, dialogue-act cues, the speaker and the event's size; the cross-domain
-model). For ``general`` the detector keeps the conversation's running cosine
-statistics in the event state (``extras["sims"]``), folding in every message.
+model) or ``style`` (the general features and the conversation's style,
+``style_features``, read by a gradient-boosted tree model, ``tree_model``). For
+``general`` and ``style`` the detector keeps the conversation's running cosine
+statistics in the event state (``extras["sims"]``), and for ``style`` its running
+message lengths (``extras["lens"]``), folding in every message.
 
 Model files live in ``models/`` as JSON (feature means and scales, weights, bias,
 thresholds, the look-ahead it was trained for, and how it was trained), written by
@@ -27,9 +30,12 @@ import numpy as np
 from memq.shared.errors import ConfigError
 from memq.shared.mailbox.codec import QueuedMessage
 from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
+from memq.worker.segmentation.detectors.blend_model import BlendModel
 from memq.worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_vector
 from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES, SimilarityStats, general_features
 from memq.worker.segmentation.detectors.hysteresis import new_event, remember
+from memq.worker.segmentation.detectors.style_features import length_value, style_features
+from memq.worker.segmentation.detectors.tree_model import TreeModel
 from memq.worker.segmentation.event_state import EventState
 from memq.worker.segmentation.signals import cosine
 
@@ -86,17 +92,41 @@ class LinearModel:
         )
 
 
+BoundaryModel = LinearModel | TreeModel | BlendModel
+
+
+def model_from_json(text: str) -> BoundaryModel:
+    """A model file of any kind (``logistic_regression``, ``gradient_boosted_trees``, ``blend``)."""
+    d = json.loads(text)
+    kind = d.get("kind")
+    if kind == "gradient_boosted_trees":
+        return TreeModel.from_json(text)
+    if kind == "blend":
+        return BlendModel(
+            LinearModel.from_json(json.dumps(d["linear"])),
+            TreeModel.from_json(json.dumps(d["trees"])),
+            int(d["linear_features"]),
+            float(d["weight"]),
+            float(d["high"]),
+            float(d["low"]),
+            int(d["lookahead"]),
+            d.get("info", {}),
+            d.get("features", "style"),
+        )
+    return LinearModel.from_json(text)
+
+
 @functools.lru_cache(maxsize=8)
-def load_model(name: str) -> LinearModel:
+def load_model(name: str) -> BoundaryModel:
     path = MODELS / f"{name}.json"
     if not path.exists():
         raise ConfigError(f"boundary model {name!r} not found in {MODELS}; train it with `memq eval --train`")
-    return LinearModel.from_json(path.read_text())
+    return model_from_json(path.read_text())
 
 
 @dataclass
 class LearnedDetector:
-    model: LinearModel
+    model: BoundaryModel
     name: str = "learned"
     needs_embeddings: bool = True
     keep: int = 8
@@ -111,7 +141,8 @@ class LearnedDetector:
             return False, 0.0, {}, state
         prev_text = state.extras.get("prev_text", "")
         embedding = cast(np.ndarray, data.embedding)  # needs_embeddings: the drain embeds every message
-        if self.model.features == "general":
+        if self.model.features in ("general", "style"):
+            stats = SimilarityStats.from_list(state.extras.get("sims"))
             x = general_features(
                 state.recent,
                 embedding,
@@ -119,10 +150,13 @@ class LearnedDetector:
                 data.new.content,
                 prev_text,
                 right=self.model.lookahead,
-                stats=SimilarityStats.from_list(state.extras.get("sims")),
+                stats=stats,
                 user_new=data.new.role == "user",
                 event_size=state.event_size,
             )
+            if self.model.features == "style":
+                lengths = SimilarityStats.from_list(state.extras.get("lens")).update(length_value(data.new.content))
+                x = np.concatenate([x, style_features(stats, lengths)])
             f = {name: float(x[GENERAL_FEATURES.index(name)]) for name in ("sim1", "depth2", "z_sim1", "event_size")}
         else:
             x = feature_vector(
@@ -156,20 +190,25 @@ class LearnedDetector:
             factors=f,
         )
 
-    def _fold(self, state: EventState, embedding: np.ndarray | None) -> dict[str, Any]:
+    def _fold(self, state: EventState, message: QueuedMessage, embedding: np.ndarray | None) -> dict[str, Any]:
         """The extras with this message's cosine to the previous one folded into the
-        conversation's running statistics (``general`` models only)."""
-        if self.model.features != "general" or embedding is None or not state.recent:
-            return state.extras
-        return {**state.extras, "sims": fold_similarity(state.extras.get("sims"), state.recent[-1], embedding)}
+        conversation's running statistics (``general`` and ``style`` models), and its
+        length into the running lengths (``style`` models)."""
+        extras = state.extras
+        if self.model.features == "style":
+            lens = SimilarityStats.from_list(extras.get("lens")).update(length_value(message.content))
+            extras = {**extras, "lens": lens.to_list()}
+        if self.model.features not in ("general", "style") or embedding is None or not state.recent:
+            return extras
+        return {**extras, "sims": fold_similarity(extras.get("sims"), state.recent[-1], embedding)}
 
     def observe(self, message: QueuedMessage, embedding: np.ndarray | None, state: EventState) -> EventState:
-        extras = self._fold(state, embedding)
+        extras = self._fold(state, message, embedding)
         state = remember(state, embedding, self.keep)
         return state.evolve(extras={**extras, "prev_text": message.content[:500]})
 
     def start_event(self, edge: QueuedMessage | None, embedding: np.ndarray | None, state: EventState) -> EventState:
-        extras = self._fold(state, embedding) if edge is not None else state.extras
+        extras = self._fold(state, edge, embedding) if edge is not None else state.extras
         fresh = new_event(state.evolve(extras=extras), edge, embedding, self.keep)
         if edge is not None:
             fresh = fresh.evolve(extras={**fresh.extras, "prev_text": edge.content[:500]})

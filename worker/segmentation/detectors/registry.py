@@ -49,12 +49,21 @@ TRAIN_COMMANDS = {
         "memq eval --train tiage_train.json --train superdialseg_validation.jsonl "
         "--features general --stitch 300 --c 0.03"
     ),
+    "style": (
+        "memq eval --train tiage_train.json --train superdialseg_validation.jsonl "
+        "--features style --model trees --stitch 300"
+    ),
+    "blend": (
+        "memq eval --train tiage_train.json --train superdialseg_validation.jsonl "
+        "--features style --model blend --c 0.03 --stitch 300"
+    ),
 }
 
 
 def learned(settings: Settings, name: str, default_lookahead: int, family: str = "tiage") -> LearnedDetector:
     """A learned scorer (``memq eval --train``) of ``family`` (``tiage``: fit on TIAGE train
-    only; ``general``: the cross-domain model), in the variant trained for the look-ahead in
+    only; ``general``: the cross-domain model; ``style``: its tree variant reading the
+    conversation's style; ``blend``: the two averaged), in the variant trained for the look-ahead in
     force (``MEMQ_LOOKAHEAD_MESSAGES`` or the profile's)."""
     w = default_lookahead if settings.lookahead_messages is None else settings.lookahead_messages
     available = sorted(p.stem for p in MODELS.glob(f"{family}_w*.json"))
@@ -126,6 +135,17 @@ PROFILES: dict[str, Profile] = {
         "similarities calibrated to the conversation) fit on TIAGE train + SuperDialseg validation + stitched "
         "streams, 2 messages of look-ahead",
         lambda s, e: learned(s, "general", 2, "general"),
+    ),
+    "style": Profile(
+        "hysteresis over gradient-boosted trees of the general features and the conversation's style "
+        "(running similarity and message-length statistics) fit on TIAGE train + SuperDialseg validation + "
+        "stitched streams, 2 messages of look-ahead",
+        lambda s, e: learned(s, "style", 2, "style"),
+    ),
+    "blend": Profile(
+        "hysteresis over the average of the 'general' logistic regression and the 'style' trees (their logits), "
+        "fit together on the same sets, 2 messages of look-ahead",
+        lambda s, e: learned(s, "blend", 2, "blend"),
     ),
     "dual_channel_learned": Profile(
         "Plast Mem's dual channel with the learned scorer confirming topic candidates when no LLM answers",

@@ -1,4 +1,5 @@
 import numpy as np
+import pytest
 
 from memq.evaluation.training import fit_logistic
 
@@ -68,3 +69,31 @@ def test_general_rows_are_teacher_forced():
     size = X[:, GENERAL_FEATURES.index("event_size")] * EVENT_CAP
     assert size.round().tolist() == [1, 2, 3, 1, 2]  # counted from the previous gold boundary
     assert X[:, GENERAL_FEATURES.index("user_new")].tolist() == [0, 1, 0, 1, 0]
+
+
+def test_style_rows_append_the_conversation_style():
+    from memq.evaluation.training import rows
+    from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES
+    from memq.worker.segmentation.detectors.style_features import POSITION_CAP, STYLE_FEATURES
+
+    d = _dialogue("a", 6, {3})
+    E = np.eye(6, 4, dtype=np.float32)
+    X, y = rows([d], [E], 1, "style")
+    assert X.shape == (5, len(GENERAL_FEATURES) + len(STYLE_FEATURES)) and y.tolist() == [0, 0, 1, 0, 0]
+    position = X[:, len(GENERAL_FEATURES) + STYLE_FEATURES.index("position")] * POSITION_CAP
+    assert position.round().tolist() == [2, 3, 4, 5, 6]  # messages so far, the new one included
+
+
+def test_exported_trees_score_as_scikit_learn_does():
+    from sklearn.ensemble import HistGradientBoostingClassifier
+
+    from memq.evaluation.training import TREE_PARAMS, fit_trees
+    from memq.worker.segmentation.detectors.tree_model import TreeModel
+
+    rng = np.random.default_rng(0)
+    X = rng.normal(size=(400, 3))
+    y = ((X[:, 0] * X[:, 1] > 0) ^ (rng.random(400) < 0.1)).astype(float)
+    trees, baseline = fit_trees(X, y, np.ones(400))
+    model = TreeModel(trees, baseline, 0.5, 0.35, 0)
+    reference = HistGradientBoostingClassifier(random_state=0, **TREE_PARAMS).fit(X, y).predict_proba(X[:20])[:, 1]
+    assert [model.probability(x) for x in X[:20]] == pytest.approx(reference.tolist(), abs=1e-6)

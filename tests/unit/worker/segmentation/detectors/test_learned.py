@@ -51,6 +51,7 @@ def test_you_question_weight_triggers_and_rearms():
 @pytest.mark.parametrize("name, lookahead", [("tiage_w2", 2), ("tiage_w0", 0)])
 def test_shipped_models_load_and_say_how_they_were_trained(name, lookahead):
     m = load_model(name)
+    assert isinstance(m, LinearModel)
     assert m.lookahead == lookahead and m.weights.shape == (4 * 384 + len(COSINES) + len(TEXT_FEATURES),)
     assert m.info["trained_on"] == "tiage_train.json" and 0 < m.low < m.high < 1
 
