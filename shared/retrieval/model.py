@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 
-@dataclass
+@dataclass(slots=True)
 class MessageView:
     seq: int
     role: str
@@ -23,7 +23,7 @@ class MessageView:
         return self.speaker or self.role
 
 
-@dataclass
+@dataclass(slots=True)
 class EpisodeHit:
     """An episode a leg found: what retrieval reads of its row, then (``service.rerank``) its
     scores and rank."""
