@@ -201,6 +201,7 @@ def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
         conversations = [c.id for c in driver.conversations]
         phases: list[PhaseResult] = []
         windows: list[tuple[float, float]] = []
+        owners: dict[tuple[float, float], str] = {}  # each loss window's phase
         confirmed: set[str] = set()
         chosen = [f for f in fault_kinds.ALL if not config.only or f.name in config.only]
         for fault in chosen:
@@ -216,6 +217,7 @@ def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
                 result.harness_error = str(exc)
                 recovery.watch(outcome, windows, confirmed)
             windows += outcome.loss_windows
+            owners.update((window, fault.name) for window in outcome.loss_windows)
             result.notes = outcome.notes
             driver.settle(fault.name)
             result.recover_seconds = recovery.wait()
@@ -228,7 +230,7 @@ def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
         driver.settle("final")
         driver.flush_all()
         stuck = verifier.wait_idle(producer, conversations, config.recovery_timeout)
-        report = _verify(driver, verifier, phases, windows, producer, settings, conversations)
+        report = _verify(driver, verifier, phases, owners, producer, settings, conversations)
         report.stuck = stuck
         report.worker_restarts = pool.restarts
         report.worker_stalls = pool.stalls()
@@ -308,7 +310,13 @@ def _phase(ctx: SoakContext, fault, config: SoakConfig, on_healed) -> Outcome:
     return outcome
 
 
-def _verify(driver, verifier, phases, windows, producer, settings, conversations) -> SoakReport:
+def _verify(
+    driver, verifier, phases, windows: dict[tuple[float, float], str], producer, settings, conversations
+) -> SoakReport:
+    """``windows``: each window of a fault that may lose its last second of writes, and the
+    phase of that fault: a message acknowledged in it and not stored is that phase's allowed
+    loss, whichever phase sent it (a message of the phase before, settled just before the
+    power loss, is lost with it)."""
     stored = verifier.stored()
     stored_ids = {mid for ids in stored.values() for mid in ids}
     duplicated = verifier.duplicated()
@@ -317,8 +325,9 @@ def _verify(driver, verifier, phases, windows, producer, settings, conversations
         phase = by_phase.get(ack.phase) or by_phase[phases[-1].fault]
         phase.acknowledged += 1
         if ack.message_id not in stored_ids:
-            if any(lo <= ack.acked_at <= hi for lo, hi in windows):
-                phase.lost_allowed += 1
+            owner = next((name for (lo, hi), name in windows.items() if lo <= ack.acked_at <= hi), None)
+            if owner is not None:
+                by_phase[owner].lost_allowed += 1
             else:
                 phase.lost += 1
                 log.error("soak_lost", message_id=ack.message_id, phase=ack.phase, acked_at=ack.acked_at)
