@@ -51,6 +51,20 @@ def emit(
 ) -> int:
     """Record the event's deliveries in the caller's transaction; returns how many."""
     body = payload(event, tenant, {"conversation_id": conversation_id, **data} if conversation_id else data)
+    return record(conn, event, tenant, body, conversation_id=conversation_id, content=content)
+
+
+def record(
+    conn: psycopg.Connection,
+    event: str,
+    tenant: str,
+    body: dict[str, Any],
+    *,
+    conversation_id: str | None = None,
+    content: dict[str, Any] | None = None,
+) -> int:
+    """``emit`` of an event whose body (``payload``) is already made; returns how many
+    deliveries were written."""
     written = deliveries.insert_deliveries(conn, tenant, event, conversation_id, body, content)
     if written:
         kick()
@@ -189,11 +203,11 @@ def record_quarantined(
     failures: int,
     deferred_to: tuple[Scripts, ConversationKeys] | None = None,
 ) -> None:
-    """``conversation_quarantined`` for the quarantine, which lives in Redis: in a
-    transaction of its own. When PostgreSQL cannot take it (the quarantine itself may be
-    due to a PostgreSQL outage), the event waits in Redis for the sweep (``deferred.py``;
-    ``deferred_to``: the mailbox scripts and the conversation's keys), and is lost only
-    when Redis fails too."""
+    """``conversation.quarantined`` (ids only: the error may quote the input) for the
+    quarantine, which lives in Redis: in a transaction of its own. When PostgreSQL cannot
+    take it (the quarantine itself may be due to a PostgreSQL outage), the event waits in
+    Redis for the sweep (``deferred.py``; ``deferred_to``: the mailbox scripts and the
+    conversation's keys), and is lost only when Redis fails too."""
     from memq.shared.connections import pg_connect
 
     data = {"conversation_id": conversation_id, "kind": kind, "item": item, "failures": failures}
@@ -201,8 +215,7 @@ def record_quarantined(
     body = payload(event, tenant, data)
     try:
         with pg_connect(settings, tenant=tenant, autocommit=True) as conn, conn.transaction():
-            if deliveries.insert_deliveries(conn, tenant, event, conversation_id, body, None):
-                kick()
+            record(conn, event, tenant, body, conversation_id=conversation_id)
         return
     except Exception as exc:
         error = str(exc)
