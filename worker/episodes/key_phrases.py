@@ -197,6 +197,7 @@ def key_phrases(messages: Sequence[dict[str, Any]], vectors: np.ndarray | None =
         Phrase(keys, w * _length_factor(keys, held_by[keys]) * bonus(keys), " ".join(shown[kk] for kk in keys))
         for keys, w in weight.items()
         if not all(is_number(kk) or _names_a_speaker(kk, speakers) for kk in keys)
+        and len(set(keys)) == len(keys)  # "very very" or "ha ha": one word said twice is no phrase
     ]
     # best first; ties: the phrase met first (dict order is the order of appearance)
     order = sorted(range(len(scored)), key=lambda j: (-scored[j].score, j))
