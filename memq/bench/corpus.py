@@ -26,8 +26,8 @@ Method (deterministic given the seed, the size and the utterance pool):
   vector plus Gaussian noise of norm ~``NOISE`` (0.25: cosine ~0.97 to the utterance,
   ~0.94 between two copies of it), renormalised, so repeated utterances are near
   neighbours but never identical rows. An episode's vector is the normalised mean of its
-  messages' vectors (the pipeline embeds the summary instead; the mean keeps the load
-  free of model calls and lies in the same region of the space).
+  messages' vectors, as the pipeline makes it for an extractive summary
+  (``episode_vector``).
 
 Tenants are named ``bench-corpus-<size>-<key>-tNN`` (``key``: a digest of the format
 version, size, seed and pool), so a loaded corpus is recognised and reused (its
@@ -62,6 +62,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memq.shared.embeddings import episode_vector
 from memq.worker.conversation_store import episode_id_for
 from memq.worker.episodes.extractive import extractive_summary, extractive_title
 from memq.worker.episodes.fsrs_card import initial_memory
@@ -222,12 +223,6 @@ def noisy(vectors: np.ndarray, rng: np.random.Generator, noise: float = NOISE) -
     out = vectors + rng.standard_normal(vectors.shape, dtype=np.float32) * np.float32(noise / math.sqrt(dim))
     out /= np.linalg.norm(out, axis=1, keepdims=True)
     return out.astype(np.float32, copy=False)
-
-
-def unit_mean(vectors: np.ndarray) -> np.ndarray:
-    mean = vectors.mean(axis=0)
-    norm = float(np.linalg.norm(mean))
-    return (mean / norm if norm > 0 else mean).astype(np.float32)
 
 
 @dataclass(frozen=True)
@@ -407,7 +402,7 @@ def episode_rows(
                 last + 1,
                 title,
                 summary,
-                unit_mean(vectors[first : last + 1]),
+                episode_vector(None, vectors[first : last + 1], 0.0),
                 memory.stability,
                 memory.difficulty,
                 Jsonb(memory.card),

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 import psycopg
 
-from memq.shared.embeddings import Embedder, episode_vector
+from memq.shared.embeddings import Embedder, episode_vector, summary_is_embedded
 from memq.shared.messages import indexed_text
 
 
@@ -106,14 +106,15 @@ def reindex_episodes(
     progress: Callable[[int], None] | None = None,
 ) -> int:
     """Compute the vectors of the episodes in ``scope`` again as episode creation does now
-    (``episode_vector``: the summary's embedding blended with its messages' mean), after an
+    (``episode_vector``: its messages' mean, blended with an LLM summary's embedding), after an
     upgrade changed how episodes are indexed. Keyset pages over the episode id, each its
     own transaction; returns how many were written."""
     where, params = ReindexScope(scope.tenant, scope.conversation_id, missing_only=False).where("e")
     after, done = "00000000-0000-0000-0000-000000000000", 0
     while True:
         rows = conn.execute(
-            f"SELECT e.id, e.summary, (SELECT array_agg(m.embedding ORDER BY m.seq) FROM episode_message m "
+            f"SELECT e.id, e.summary, e.summary_source, (SELECT array_agg(m.embedding ORDER BY m.seq) "
+            "FROM episode_message m "
             "WHERE m.episode_id = e.id AND m.embedding IS NOT NULL) "
             f"FROM episodic_memory e WHERE {where} "
             "AND e.id > %(after)s ORDER BY e.id LIMIT %(n)s",
@@ -121,11 +122,12 @@ def reindex_episodes(
         ).fetchall()
         if not rows:
             return done
-        summaries = embedder.embed([r[1] for r in rows])
-        vectors = [
-            episode_vector(summaries[i], np.stack([v.to_numpy() for v in r[2]]) if r[2] else None, summary_weight)
-            for i, r in enumerate(rows)
-        ]
+        messages = [np.stack([v.to_numpy() for v in r[3]]) if r[3] else None for r in rows]
+        embedded = [i for i, r in enumerate(rows) if summary_is_embedded(r[2]) or messages[i] is None]
+        summaries: list[np.ndarray | None] = [None] * len(rows)
+        for i, v in zip(embedded, embedder.embed([rows[i][1] for i in embedded]) if embedded else []):
+            summaries[i] = v
+        vectors = [episode_vector(summaries[i], messages[i], summary_weight) for i in range(len(rows))]
         with conn.transaction(), conn.cursor() as cur:
             cur.executemany(
                 "UPDATE episodic_memory SET embedding = %s WHERE id = %s", [(v, r[0]) for v, r in zip(vectors, rows)]

@@ -35,7 +35,7 @@ from psycopg.types.json import Jsonb
 from memq.shared.db.conversations import lock_conversation
 from memq.shared.db.episodes import EpisodeRow, check_stored, store_episode
 from memq.shared.db.tenant_scope import TENANT_SETTING
-from memq.shared.embeddings import Embedder, episode_vector
+from memq.shared.embeddings import Embedder, episode_vector, summary_is_embedded
 from memq.shared.errors import MemqError, ValidationError
 from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
 from memq.shared.messages import indexed_text
@@ -372,9 +372,11 @@ class Importer:
         ]
         embedding: np.ndarray | None
         if self.report.reembedded:
-            vectors = self._embed([e["summary"], *(indexed_text(m) for m in messages)])
-            rows = list(vectors[1:])
-            embedding = episode_vector(vectors[0], vectors[1:], self.settings.episode_summary_weight)
+            with_summary = summary_is_embedded(e["summary_source"])
+            vectors = self._embed([*([e["summary"]] if with_summary else []), *(indexed_text(m) for m in messages)])
+            rows = list(vectors[1:] if with_summary else vectors)
+            summary = vectors[0] if with_summary else None
+            embedding = episode_vector(summary, np.stack(rows) if rows else None, self.settings.episode_summary_weight)
         else:
             embedding = self._vector(e["embedding"])
             rows = [self._vector(m["embedding"]) for m in unit.messages]

@@ -19,5 +19,6 @@ class EpisodeSettings(BaseModel):
         default=0.25,
         ge=0,
         le=1,
-        description="An episode's vector: this share of its summary's embedding, the rest the mean of its messages'",
+        description="An episode's vector: this share of its LLM summary's embedding, the rest the mean of its "
+        "messages' (an extractive summary quotes the messages and is not embedded: the mean alone)",
     )

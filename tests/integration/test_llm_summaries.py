@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pytest
 
 from memq.shared.db.episodes import list_episodes
+from memq.shared.embeddings import episode_vector, get_embedder
 from memq.testing.scripted_llm import Reply
 
 MESSAGES = [
@@ -40,7 +42,16 @@ def _run(producer, conv):
     producer.wait_idle(conv, timeout=60)
 
 
-def test_llm_title_and_summary_with_json_schema(worker, producer, db, tenant, scripted_llm):
+def _stored_vectors(db, episode_id):
+    (episode,) = db.execute("SELECT embedding FROM episodic_memory WHERE id = %s", (episode_id,)).fetchone()
+    messages = [
+        m[0].to_numpy()
+        for m in db.execute("SELECT embedding FROM episode_message WHERE episode_id = %s ORDER BY seq", (episode_id,))
+    ]
+    return episode.to_numpy(), np.stack(messages)
+
+
+def test_llm_title_and_summary_with_json_schema(worker, producer, db, tenant, scripted_llm, settings):
     scripted_llm.push(GOOD)
     _run(producer, "llm-ok")
     (e,) = list_episodes(db, tenant, "llm-ok")
@@ -51,6 +62,11 @@ def test_llm_title_and_summary_with_json_schema(worker, producer, db, tenant, sc
     assert request["response_format"]["type"] == "json_schema"
     assert set(request["response_format"]["json_schema"]["schema"]["properties"]) == {"title", "summary"}
     assert "My sourdough came out flat" in request["messages"][1]["content"]
+    # an LLM's summary says the episode in new words: its embedding is blended in
+    stored, messages = _stored_vectors(db, e.id)
+    summary = get_embedder(settings).embed([GOOD["summary"]])[0]
+    assert np.allclose(stored, episode_vector(summary, messages, settings.episode_summary_weight), atol=1e-5)
+    assert not np.allclose(stored, episode_vector(None, messages, 0.0), atol=1e-3)
 
 
 def test_retry_after_503_then_success(worker, producer, db, tenant, scripted_llm):
@@ -60,7 +76,7 @@ def test_retry_after_503_then_success(worker, producer, db, tenant, scripted_llm
     assert e.summary_source == "llm" and scripted_llm.request_count == 2
 
 
-def test_malformed_json_then_timeout_falls_back_to_extractive(worker, producer, db, tenant, scripted_llm):
+def test_malformed_json_then_timeout_falls_back_to_extractive(worker, producer, db, tenant, scripted_llm, settings):
     # MEMQ_LLM_MAX_RETRIES=1 and a 2 s timeout in tests: two bad answers exhaust it.
     scripted_llm.push(Reply(body="{not json"), Reply(delay=5, content=json.dumps(GOOD)))
     _run(producer, "llm-bad")
@@ -68,6 +84,9 @@ def test_malformed_json_then_timeout_falls_back_to_extractive(worker, producer, 
     assert e.summary_source == "extractive"
     error = db.execute("SELECT summary_error FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0]
     assert "episode_summary" in error
+    # an extractive summary quotes the messages: the episode's vector is their mean alone
+    stored, messages = _stored_vectors(db, e.id)
+    assert np.allclose(stored, episode_vector(None, messages, settings.episode_summary_weight), atol=1e-5)
 
 
 def test_title_outside_5_to_15_words_is_refused_then_retried(worker, producer, db, tenant, scripted_llm):

@@ -1,6 +1,7 @@
 """Turn a closed segment (as stored in Redis by segmentation) into an episode row:
-title and summary (LLM when configured and working, else extractive), embedding of
-the summary, tools used, and the initial FSRS state."""
+title and summary (LLM when configured and working, else extractive), the episode's
+vector (its messages' mean, blended with an LLM summary's embedding), tools used, and
+the initial FSRS state."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ import numpy as np
 import structlog
 
 from memq.shared.db.episodes import EpisodeRow
-from memq.shared.embeddings import Embedder, episode_vector
+from memq.shared.embeddings import Embedder, episode_vector, summary_is_embedded
 from memq.shared.llm import LLMError
 from memq.shared.messages import indexed_text
 from memq.shared.settings import Settings
@@ -29,9 +30,10 @@ def build_episode(
     segment: dict[str, Any], settings: Settings, embedder: Embedder, known: Mapping[str, np.ndarray] | None = None
 ) -> EpisodeRow:
     """``known``: message id -> the embedding segmentation already computed for it (the same
-    text, ``indexed_text``, the same model); only the summary and the other messages are
-    embedded here. The episode's vector blends the summary's with its messages'
-    (``episode_vector``); the extractive title and summary weigh messages by them."""
+    text, ``indexed_text``, the same model); only the other messages are embedded here,
+    and an LLM's summary (``summary_is_embedded``). The episode's vector is
+    its messages' mean, blended with that summary's (``episode_vector``); the extractive
+    title and summary weigh messages by them."""
     messages = segment["messages"]
     overlap = segment.get("overlap") or []
     tools = tools_used(messages)
@@ -59,7 +61,8 @@ def build_episode(
         )
         summary = extractive_summary(messages, settings.summary_max_sentences, tools, phrases=phrases)
 
-    embedding = episode_vector(embedder.embed([summary])[0], message_embeddings, settings.episode_summary_weight)
+    summary_vector = embedder.embed([summary])[0] if summary_is_embedded(source) else None
+    embedding = episode_vector(summary_vector, message_embeddings, settings.episode_summary_weight)
     start_at = datetime.fromisoformat(messages[0]["timestamp"])
     end_at = datetime.fromisoformat(messages[-1]["timestamp"])
     surprise = float(segment.get("surprise") or 0.0)

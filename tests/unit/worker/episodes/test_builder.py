@@ -1,13 +1,15 @@
 """An episode's messages are embedded once: the vectors segmentation carried over are used
-as they are, and only the summary and the messages without one are embedded. The
-episode's vector blends the summary's with its messages' mean."""
+as they are, and only the messages without one are embedded. An extractive summary quotes
+the messages and is not embedded again: the episode's vector is its messages' mean (an
+LLM's summary is blended in: tests/integration/test_llm_summaries.py)."""
 
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from strategies import FakeEmbedder, fake_unit_vector
 
-from memq.shared.embeddings import episode_vector
+from memq.shared.embeddings import episode_vector, summary_is_embedded
 from memq.shared.settings import Settings
 from memq.worker.conversation_store import decode_vector, encode_vector
 from memq.worker.episodes.builder import build_episode
@@ -38,8 +40,8 @@ def test_carried_vectors_are_used_and_only_the_rest_is_embedded():
     carried = {m["id"]: fake_unit_vector("carried " + m["id"], 384) for m in segment["messages"][:3]}
     row = build_episode(segment, Settings(), embedder, carried)
     # the two messages without a vector (the extractive title and summary weigh messages by
-    # their vectors), then the summary
-    assert embedder.calls == [[m["content"] for m in segment["messages"][3:]], [row.summary]]
+    # their vectors), and nothing else
+    assert embedder.calls == [[m["content"] for m in segment["messages"][3:]]]
     assert row.message_embeddings is not None and row.message_embeddings.shape == (5, 384)
     for i, m in enumerate(segment["messages"]):
         expected = carried.get(m["id"], fake_unit_vector(m["content"], 384))
@@ -49,19 +51,34 @@ def test_carried_vectors_are_used_and_only_the_rest_is_embedded():
 def test_without_carried_vectors_every_message_is_embedded_as_before():
     segment, embedder = _segment(4), FakeEmbedder()
     row = build_episode(segment, Settings(), embedder)
-    assert embedder.calls == [[m["content"] for m in segment["messages"]], [row.summary]]
+    assert embedder.calls == [[m["content"] for m in segment["messages"]]]
 
 
-def test_the_episode_vector_blends_summary_and_messages():
+def test_an_extractive_episodes_vector_is_its_messages_mean():
     segment = _segment(4)
     carried = {m["id"]: fake_unit_vector(m["content"], 384) for m in segment["messages"]}
-    settings = Settings(episode_summary_weight=0.5)
-    row = build_episode(segment, settings, FakeEmbedder(), carried)
-    assert row.message_embeddings is not None
-    expected = episode_vector(fake_unit_vector(row.summary, 384), row.message_embeddings, 0.5)
-    assert np.allclose(row.embedding, expected) and abs(float(np.linalg.norm(row.embedding)) - 1) < 1e-5
-    only_summary = build_episode(segment, Settings(episode_summary_weight=1.0), FakeEmbedder(), carried)
-    assert np.allclose(only_summary.embedding, fake_unit_vector(only_summary.summary, 384))
+    row = build_episode(segment, Settings(episode_summary_weight=0.5), FakeEmbedder(), carried)
+    assert row.summary_source == "extractive" and row.message_embeddings is not None
+    mean = row.message_embeddings.mean(axis=0)
+    assert np.allclose(row.embedding, mean / np.linalg.norm(mean), atol=1e-6)
+
+
+def test_the_episode_vector_blends_a_summary_with_the_messages_mean():
+    messages = np.stack([fake_unit_vector(f"m{i}", 384) for i in range(3)])
+    summary = fake_unit_vector("a summary in new words", 384)
+    mean = messages.mean(axis=0) / np.linalg.norm(messages.mean(axis=0))
+    half = episode_vector(summary, messages, 0.5)
+    assert np.allclose(half, (0.5 * summary + 0.5 * mean) / np.linalg.norm(0.5 * summary + 0.5 * mean), atol=1e-6)
+    assert np.allclose(episode_vector(summary, messages, 1.0), summary, atol=1e-6)
+    assert np.allclose(episode_vector(summary, messages, 0.0), mean, atol=1e-6)
+    assert np.allclose(episode_vector(None, messages, 0.5), mean, atol=1e-6)
+    assert np.allclose(episode_vector(summary, None, 0.5), summary, atol=1e-6)
+    with pytest.raises(ValueError, match="needs"):
+        episode_vector(None, None, 0.5)
+
+
+def test_only_an_llms_summary_is_embedded():
+    assert summary_is_embedded("llm") and not summary_is_embedded("extractive")
 
 
 def test_a_vector_survives_its_trip_through_redis_exactly():
