@@ -15,12 +15,20 @@ class WorkerNotReady(MemqError):
     """The worker exited, or did not answer a ping in time."""
 
 
-def start_worker(concurrency: int, hostname: str, log_path: Path | None = None) -> subprocess.Popen:
+def start_worker(
+    concurrency: int, hostname: str, log_path: Path | None = None, environment: dict[str, str] | None = None
+) -> subprocess.Popen:
     """Log level WARNING unless MEMQ_LOG_LEVEL says otherwise; output to ``log_path`` (or
-    this process' own)."""
+    this process' own). ``environment``: settings of this worker only (e.g.
+    ``MEMQ_EMBEDDING_THREADS``), over this process' own."""
     from memq.cli.worker_commands import worker_argv
 
-    env = {**os.environ, "MEMQ_LOG_LEVEL": os.environ.get("MEMQ_LOG_LEVEL", "WARNING"), "PYTHONWARNINGS": "ignore"}
+    env = {
+        **os.environ,
+        "MEMQ_LOG_LEVEL": os.environ.get("MEMQ_LOG_LEVEL", "WARNING"),
+        "PYTHONWARNINGS": "ignore",
+        **(environment or {}),
+    }
     argv = worker_argv(concurrency=concurrency, hostname=hostname, loglevel="WARNING")
     if log_path is None:
         return subprocess.Popen(argv, env=env)

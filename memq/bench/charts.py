@@ -19,11 +19,11 @@ def write_charts(found: Sequence[Measurement], out_dir: Path) -> list[Path]:
         return []
     written = []
     workers = sorted(
-        ((m.params["workers"], m.value) for m in found if m.name.startswith("pipeline") and "workers" in m.params),
+        ((m.params["workers"], m.value) for m in found if m.name in ("pipeline_1", "pipeline_2")),
     )
     if workers:
         fig, ax = plt.subplots(figsize=(6, 4))
-        ax.plot([w for w, _ in workers], [v for _, v in workers], marker="o", label="pipeline")
+        ax.plot([w for w, _ in workers], [v for _, v in workers], marker="o", label="one model thread per process")
         ax.set_xlabel("worker processes")
         ax.set_ylabel("messages/s, inbox to committed episodes")
         ax.set_xticks([w for w, _ in workers])

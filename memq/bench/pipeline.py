@@ -27,6 +27,7 @@ from typing import Any
 
 import psutil
 
+from memq.bench import embedding_ceiling
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
 from memq.bench.texts import streams
@@ -211,20 +212,29 @@ def breakdown(collapsed: str) -> dict[str, float]:
     return {k: round(v / total, 3) for k, v in counts.most_common()}
 
 
-def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversation], *, profile: bool = True) -> Run:
+def pipeline_run(
+    ctx: BenchContext, workers: int, conversations: list[Conversation], *, threads: int = 0, profile: bool = True
+) -> Run:
+    """``workers`` pool processes of one worker, each with ``threads`` model threads (0:
+    what the worker decides, its share of the cores)."""
     from memq.producer.client import Producer
     from memq.shared.connections import pg_owner_connect, redis_client
     from memq.shared.forget import forget_conversation
     from memq.worker_process import start_worker, stop_worker
 
     settings = ctx.settings
-    tenant = ctx.tenant(f"pipeline{workers}")
+    tenant = ctx.tenant(f"pipeline{workers}x{threads}")
     producer = Producer(settings)
     broker = redis_client(settings)
     log = ctx.out_dir / "bench-worker.log"
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     since = time.time()
-    process = start_worker(concurrency=workers, hostname=f"bench{workers}@%h", log_path=log)
+    process = start_worker(
+        concurrency=workers,
+        hostname=f"bench{workers}x{threads}@%h",
+        log_path=log,
+        environment={"MEMQ_EMBEDDING_THREADS": str(threads)} if threads else None,
+    )
     total = sum(len(c.messages) for c in conversations)
     try:
         wait_warm(
@@ -241,8 +251,8 @@ def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversati
             enqueue(producer, tenant, conversations)
             for c in conversations:
                 producer.flush(c.id, tenant=tenant)
-            profile_out = ctx.out_dir / f"pipeline-{workers}w.collapsed"
-            spy = _profile(pool[0].pid, 8, profile_out) if pool and workers == 1 and profile else None
+            profile_out = ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed"
+            spy = _profile(pool[0].pid, 8, profile_out) if pool and profile else None
             # wait on PostgreSQL (one cheap count, its transactions subtracted below), not on
             # Redis: the bench's own polling must not count as the pipeline's Redis commands
             polls = 0
@@ -297,58 +307,88 @@ def pipeline_run(ctx: BenchContext, workers: int, conversations: list[Conversati
     )
 
 
-def embedding_ceiling(ctx: BenchContext, conversations: list[Conversation]) -> float:
-    """The model's batched throughput (messages/s) on the same texts, in this process."""
-    texts = [m["content"] for c in conversations for m in c.messages]
-    ctx.embedder.embed(texts[:64])  # warm
-    t0 = time.perf_counter()
-    ctx.embedder.embed(texts)
-    return len(texts) / (time.perf_counter() - t0)
+def default_shape(settings: Any) -> tuple[int, int]:
+    """What ``memq worker`` runs here: its pool processes, and each one's model threads."""
+    from memq.shared.embeddings import available_cpus
+    from memq.worker.resources import threads_per_process
+
+    processes = settings.worker_concurrency
+    return processes, settings.embedding_threads or threads_per_process(available_cpus(), processes)
+
+
+def _shown(name: str, r: Run) -> str:
+    return (
+        f"  {name}: {r.throughput:,.0f} messages/s ({r.episodes} episodes) in {r.seconds:.0f} s; CPU seconds: "
+        + ", ".join(f"{k} {v:.0f}" for k, v in r.cpu_seconds.items())
+    )
 
 
 def run(ctx: BenchContext) -> list[Measurement]:
     conversations = plan(ctx, ctx.scale.pipeline_messages, ctx.scale.pipeline_conversations)
-    ceiling = embedding_ceiling(ctx, conversations)
-    ctx.console.print(f"  embedding ceiling {ceiling:,.0f} messages/s")
-    runs = {}
-    for workers in (1, 2):
-        runs[workers] = ctx.shared[f"pipeline_run_{workers}"] = pipeline_run(ctx, workers, conversations)
-        r = runs[workers]
-        ctx.console.print(
-            f"  {workers} worker process(es): {r.throughput:,.0f} messages/s ({r.episodes} episodes) in "
-            f"{r.seconds:.0f} s; CPU seconds: " + ", ".join(f"{k} {v:.0f}" for k, v in r.cpu_seconds.items())
-        )
-    one, two = runs[1], runs[2]
+    texts = [m["content"] for c in conversations for m in c.messages]
+    ceiling, shapes = embedding_ceiling.ceiling(ctx.embedder, texts)
+    ctx.console.print(
+        f"  embedding ceiling {ceiling:,.0f} messages/s (processes x threads: "
+        + ", ".join(f"{k} {v:,.0f}" for k, v in shapes.items())
+        + ")"
+    )
+    # Scale-out: one and two pool processes of one model thread each, so that the ratio is
+    # what a second worker process adds (no shared bottleneck in Redis, PostgreSQL, locks),
+    # not what a second core adds to one process' threads.
+    default = default_shape(ctx.settings)
+    runs: dict[tuple[int, int], Run] = {}
+    for shape in ((1, 1), (2, 1), default):
+        if shape not in runs:
+            runs[shape] = pipeline_run(ctx, shape[0], conversations, threads=shape[1], profile=shape == default)
+            ctx.console.print(_shown(f"{shape[0]} worker process(es) x {shape[1]} thread(s)", runs[shape]))
+    ctx.shared["pipeline_run_1"] = runs[(1, 1)]  # its memory figures, for the resources family
+    one, two, used = runs[(1, 1)], runs[(2, 1)], runs[default]
     common = {"messages": one.messages, "conversations": len(conversations), "episodes": one.episodes}
     found = [
         Measurement(
             "pipeline",
-            one.throughput,
+            used.throughput,
             "messages/s",
             floor=ceiling,
             target=0.8,
-            params={**common, "workers": 1, "cpu_seconds": one.cpu_seconds, "profile": one.profile},
+            params={
+                **common,
+                "workers": default[0],
+                "threads": default[1],
+                "ceiling_shapes": shapes,
+                "cpu_seconds": used.cpu_seconds,
+                "profile": used.profile,
+            },
+        ),
+        *(
+            Measurement(
+                f"pipeline_{n}",
+                r.throughput,
+                "messages/s",
+                floor=ceiling,
+                params={**common, "workers": n, "threads": 1, "cpu_seconds": r.cpu_seconds},
+            )
+            for n, r in ((1, one), (2, two))
         ),
         Measurement(
-            "pipeline_2",
-            two.throughput,
-            "messages/s",
-            floor=ceiling,
-            params={**common, "workers": 2, "cpu_seconds": two.cpu_seconds},
+            "scale_out_2",
+            two.throughput / one.throughput,
+            "x",
+            target=1.8,
+            params={"workers": "2 vs 1", "threads": 1},
         ),
-        Measurement("scale_out_2", two.throughput / one.throughput, "x", target=1.8, params={"workers": "2 vs 1"}),
     ]
-    per = one.messages
+    per = used.messages
     found += [
-        Measurement("redis_commands_per_message", one.redis_commands / per, "commands", higher_is_better=False),
-        Measurement("redis_cpu_us_per_message", one.redis_cpu_seconds / per * 1e6, "µs", higher_is_better=False),
-        Measurement("pg_transactions_per_message", one.pg_transactions / per, "transactions", higher_is_better=False),
-        Measurement("pg_rows_written_per_message", one.pg_rows_written / per, "rows", higher_is_better=False),
-        Measurement("pg_wal_bytes_per_message", one.pg_wal_bytes / per, "bytes", higher_is_better=False),
+        Measurement("redis_commands_per_message", used.redis_commands / per, "commands", higher_is_better=False),
+        Measurement("redis_cpu_us_per_message", used.redis_cpu_seconds / per * 1e6, "µs", higher_is_better=False),
+        Measurement("pg_transactions_per_message", used.pg_transactions / per, "transactions", higher_is_better=False),
+        Measurement("pg_rows_written_per_message", used.pg_rows_written / per, "rows", higher_is_better=False),
+        Measurement("pg_wal_bytes_per_message", used.pg_wal_bytes / per, "bytes", higher_is_better=False),
     ]
-    if one.profile:
+    if used.profile:
         ctx.console.print(
-            "  where a message's time goes (1 worker, py-spy): "
-            + ", ".join(f"{k} {v:.0%}" for k, v in one.profile.items())
+            f"  where a message's time goes ({default[0]} x {default[1]}, py-spy, one pool process): "
+            + ", ".join(f"{k} {v:.0%}" for k, v in used.profile.items())
         )
     return found

@@ -21,7 +21,14 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     "ingest": ("memq.bench.ingest", ("ingest_library", "ingest_http")),
     "pipeline": (
         "memq.bench.pipeline",
-        ("pipeline", "pipeline_2", "scale_out_2", "redis_commands_per_message", "pg_wal_bytes_per_message"),
+        (
+            "pipeline",
+            "pipeline_1",
+            "pipeline_2",
+            "scale_out_2",
+            "redis_commands_per_message",
+            "pg_wal_bytes_per_message",
+        ),
     ),
     "retrieval": ("memq.bench.retrieval", ("retrieval_conversation", "retrieval_tenant", "ann_recall")),
     "resources": (
