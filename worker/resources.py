@@ -7,12 +7,14 @@ from __future__ import annotations
 import contextlib
 import functools
 import os
+import threading
 from collections.abc import Iterator
 
 import psycopg
 
 from memq.shared.celery_config import soft_time_limit
 from memq.shared.connections import MailboxClient, mailbox_client, pg_connect, pg_owner_connect
+from memq.shared.db.tenant_scope import scope, unscope
 from memq.shared.embeddings import Embedder, available_cpus, get_embedder
 from memq.shared.mailbox.scripts import Scripts
 from memq.shared.settings import Settings, get_settings
@@ -56,36 +58,96 @@ def database_timeouts(s: Settings) -> dict[str, int]:
     }
 
 
+# Connections kept between this process' tasks, as the owner with no tenant or scoped to
+# the last task's tenant (every checkout sets the scope again), by the session limits they
+# were opened with. A task used to open its own: a TCP handshake, authentication, the
+# vector type's lookup and the scope (~3 ms and a PostgreSQL backend started and ended),
+# some 170 times per 1,000 messages of the bench's pipeline. A process runs one task at a
+# time; a task holds at most two at once (a tenant's and the owner's).
+KEPT_CONNECTIONS = 2
+_kept: dict[tuple[tuple[str, int], ...], list[psycopg.Connection]] = {}
+_kept_pid = 0
+_kept_lock = threading.Lock()
+
+
+def _take(limits: tuple[tuple[str, int], ...]) -> psycopg.Connection | None:
+    """A kept connection with these session limits that psycopg does not know to be closed."""
+    global _kept_pid
+    with _kept_lock:
+        if _kept_pid != os.getpid():  # the parent's, inherited over a fork: never used (nor closed) here
+            _kept.clear()
+            _kept_pid = os.getpid()
+        kept = _kept.get(limits, [])
+        while kept:
+            conn = kept.pop()
+            if not conn.closed and not conn.broken:
+                return conn
+    return None
+
+
+def _give_back(conn: psycopg.Connection, limits: tuple[tuple[str, int], ...]) -> None:
+    """Kept when it is open and idle (no transaction left open) and there is room; else closed."""
+    with _kept_lock:
+        kept = _kept.setdefault(limits, [])
+        idle = not conn.closed and conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+        if idle and len(kept) < KEPT_CONNECTIONS and _kept_pid == os.getpid():
+            kept.append(conn)
+            return
+    conn.close()
+
+
+def _scoped(conn: psycopg.Connection, s: Settings, tenant: str | None) -> psycopg.Connection:
+    """A kept connection under ``tenant``'s scope (None: back to the owner, no tenant)."""
+    if tenant is None:
+        unscope(conn)
+        return conn
+    return scope(conn, s.database_app_role, tenant)
+
+
 @contextlib.contextmanager
-def _session(conn: psycopg.Connection) -> Iterator[psycopg.Connection]:
-    """Closed on the way out. Interrupted in a query (Celery's soft time limit, any
-    exception raised from a signal handler), the query is cancelled on the server first:
-    psycopg does so only for KeyboardInterrupt, and a query left running keeps its locks."""
+def _session(tenant: str | None) -> Iterator[psycopg.Connection]:
+    """An autocommit connection for a ``with`` block: scoped to ``tenant`` (None: the owner),
+    a kept one when this process has one, kept again after a block that ended normally.
+    Interrupted in a query (Celery's soft time limit, any exception raised from a signal
+    handler), the query is cancelled on the server first (psycopg does so only for
+    KeyboardInterrupt, and a query left running keeps its locks) and the connection closed."""
+    s = settings()
+    timeouts = database_timeouts(s)
+    limits = tuple(sorted(timeouts.items()))
+    conn = _take(limits)
+    if conn is not None:
+        try:
+            _scoped(conn, s, tenant)
+        except psycopg.OperationalError:  # closed by the server since (a restart, an idle limit): a new one
+            conn.close()
+            conn = None
+    if conn is None:
+        conn = (
+            pg_connect(s, tenant=tenant, autocommit=True, timeouts=timeouts)
+            if tenant is not None
+            else pg_owner_connect(s, autocommit=True, timeouts=timeouts)
+        )
     try:
-        with conn:
-            try:
-                yield conn
-            except BaseException:
-                if conn.info.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
-                    with contextlib.suppress(Exception):
-                        conn.cancel_safe(timeout=2.0)
-                raise
-    finally:
+        yield conn
+    except BaseException:
+        if conn.info.transaction_status == psycopg.pq.TransactionStatus.ACTIVE:
+            with contextlib.suppress(Exception):
+                conn.cancel_safe(timeout=2.0)
         conn.close()
+        raise
+    _give_back(conn, limits)
 
 
 def database(tenant: str) -> contextlib.AbstractContextManager[psycopg.Connection]:
-    """A new autocommit connection scoped to ``tenant`` by row-level security (transactions
+    """An autocommit connection scoped to ``tenant`` by row-level security (transactions
     are explicit: ``conn.transaction()``), for a ``with`` block (``_session``)."""
-    s = settings()
-    return _session(pg_connect(s, tenant=tenant, autocommit=True, timeouts=database_timeouts(s)))
+    return _session(tenant)
 
 
 def owner_database() -> contextlib.AbstractContextManager[psycopg.Connection]:
-    """A new autocommit connection as the schema's owner, for work across tenants (the
+    """An autocommit connection as the schema's owner, for work across tenants (the
     webhook sweep and deliveries, which are found by id), for a ``with`` block."""
-    s = settings()
-    return _session(pg_owner_connect(s, autocommit=True, timeouts=database_timeouts(s)))
+    return _session(None)
 
 
 # The pool processes of this worker, recorded by the main process before it forks them

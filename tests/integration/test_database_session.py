@@ -91,3 +91,74 @@ def test_a_lock_wait_ends_as_a_transient_error_before_the_soft_limit(locked_row,
             "SELECT 1 FROM conversation WHERE tenant_id = %s AND conversation_id = 'locked' FOR UPDATE", (locked_row,)
         )
     assert is_transient(raised.value)  # retried with backoff, never counted against the segment
+
+
+def _backend(conn: psycopg.Connection) -> int:
+    row = conn.execute("SELECT pg_backend_pid()").fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def _visible(conn: psycopg.Connection, tenants: tuple[str, ...]) -> set[str]:
+    rows = conn.execute("SELECT tenant_id FROM conversation WHERE tenant_id = ANY(%s)", (list(tenants),)).fetchall()
+    return {r[0] for r in rows}
+
+
+@pytest.fixture
+def two_tenants(settings):
+    """Two tenants with a conversation row each, removed afterwards."""
+    import uuid
+
+    tenants = (f"ta{uuid.uuid4().hex[:10]}", f"tb{uuid.uuid4().hex[:10]}")
+    with pg_owner_connect(settings, autocommit=True) as owner:
+        for t in tenants:
+            owner.execute("INSERT INTO conversation (tenant_id, conversation_id) VALUES (%s, 'c')", (t,))
+    yield tenants
+    with pg_owner_connect(settings, autocommit=True) as owner:
+        owner.execute("DELETE FROM conversation WHERE tenant_id = ANY(%s)", (list(tenants),))
+
+
+def test_a_kept_connection_serves_the_next_task_under_that_tasks_scope_alone(two_tenants):
+    """Tasks reuse the process' connection (no connect per task), and each checkout puts it
+    under the new task's tenant, or back to the owner: never the previous task's scope."""
+    a, b = two_tenants
+    with resources.database(a) as conn:
+        first = _backend(conn)
+        assert _visible(conn, two_tenants) == {a}
+    with resources.database(b) as conn:
+        assert _backend(conn) == first  # the same session, kept
+        assert _visible(conn, two_tenants) == {b}
+    with resources.owner_database() as conn:
+        assert _backend(conn) == first
+        assert _visible(conn, two_tenants) == {a, b}  # the owner, across tenants
+    with resources.database(a) as conn:
+        assert _backend(conn) == first
+        assert _visible(conn, two_tenants) == {a}
+        with resources.owner_database() as nested:  # a task holding two at once: a second session
+            assert _backend(nested) != first and _visible(nested, two_tenants) == {a, b}
+        assert _visible(conn, two_tenants) == {a}
+
+
+def test_a_connection_a_task_failed_on_or_left_in_a_transaction_is_not_kept(two_tenants):
+    a, _ = two_tenants
+    with pytest.raises(RuntimeError), resources.database(a) as conn:
+        failed = _backend(conn)
+        raise RuntimeError("the task failed")
+    with resources.database(a) as conn:
+        assert _backend(conn) != failed
+        left = _backend(conn)
+        conn.execute("BEGIN")  # a transaction left open: its locks must not outlive the task
+    with resources.database(a) as conn:
+        assert _backend(conn) != left
+        assert conn.info.transaction_status == psycopg.pq.TransactionStatus.IDLE
+
+
+def test_a_kept_connection_the_server_closed_is_replaced_without_an_error(two_tenants, db):
+    """PostgreSQL restarted, or ended the idle session: the next task gets a new one."""
+    a, _ = two_tenants
+    with resources.database(a) as conn:
+        gone = _backend(conn)
+    db.execute("SELECT pg_terminate_backend(%s)", (gone,))
+    with resources.database(a) as conn:
+        assert _backend(conn) != gone
+        assert _visible(conn, two_tenants) == {a}
