@@ -111,6 +111,9 @@ def _redis_counters(client: Any) -> tuple[int, float]:
 
 
 def _pg_counters(conn: Any) -> tuple[int, int, int]:
+    """Transactions, rows written and WAL bytes so far, this session's own statistics
+    flushed first (``pg_stat_force_next_flush``: at its next idle moment, before the read)."""
+    conn.execute("SELECT pg_stat_force_next_flush()")
     row = conn.execute(
         "SELECT xact_commit + xact_rollback, tup_inserted + tup_updated + tup_deleted, "
         "pg_wal_lsn_diff(pg_current_wal_lsn(), '0/0')::bigint FROM pg_stat_database WHERE datname = current_database()"
@@ -264,7 +267,12 @@ def pipeline_run(
             seconds = time.perf_counter() - t0
             while not all(producer.status(c.id, tenant=tenant).idle for c in conversations):
                 time.sleep(0.05)  # the segments' Redis clean-up, just after their commit
-            r1, p1, c1 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
+            r1, c1 = _redis_counters(producer.redis), _cpu(process)
+            # PostgreSQL's counters: a backend reports its statistics when idle, at most once
+            # a second, and at its exit; the workers keep theirs open between tasks, so the
+            # worker stops first (its work is done) and this session flushes its own.
+            stop_worker(process)
+            p1 = _pg_counters(conn)
             stored, episodes = one_row(
                 conn,
                 "SELECT (SELECT count(*) FROM episode_message WHERE tenant_id = %s), "
@@ -295,7 +303,7 @@ def pipeline_run(
         redis_commands=r1[0] - r0[0],
         redis_cpu_seconds=r1[1] - r0[1],
         cpu_seconds={k: round(c1[k] - c0.get(k, 0.0), 2) for k in c1},
-        pg_transactions=p1[0] - p0[0] - polls - 1,  # less the bench's own reads
+        pg_transactions=p1[0] - p0[0] - polls - 3,  # less the bench's own reads and flush requests
         pg_rows_written=p1[1] - p0[1],
         pg_wal_bytes=p1[2] - p0[2],
         episodes=int(episodes),
