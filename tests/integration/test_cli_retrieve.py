@@ -230,7 +230,7 @@ def test_reindex_episodes_gives_stored_episodes_the_vectors_new_ones_get(db, sto
     out = run(tenant, "reindex", "--episodes")
     assert out.exit_code == 0, out.output
     assert f"re-indexed {len(rows)} episodes" in out.stdout
-    for episode_id, summary in rows:
+    for episode_id, _ in rows:
         messages = db.execute(
             "SELECT embedding FROM episode_message WHERE episode_id = %s ORDER BY seq", (episode_id,)
         ).fetchall()

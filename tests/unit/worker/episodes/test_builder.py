@@ -51,6 +51,7 @@ def test_carried_vectors_are_used_and_only_the_rest_is_embedded():
 def test_without_carried_vectors_every_message_is_embedded_as_before():
     segment, embedder = _segment(4), FakeEmbedder()
     row = build_episode(segment, Settings(), embedder)
+    assert row.summary_source == "extractive"  # quotes the messages: not embedded again
     assert embedder.calls == [[m["content"] for m in segment["messages"]]]
 
 
