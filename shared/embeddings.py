@@ -185,15 +185,16 @@ def get_embedder(settings: Settings, *, threads: int = 0) -> Embedder:
     )
 
 
-def summary_is_embedded(summary_source: str) -> bool:
+def summary_is_embedded(summary_source: str, messages: int) -> bool:
     """Whether an episode's summary gets an embedding of its own: an LLM's summary says the
     episode in new words, an extractive one (``summary_source`` "extractive") quotes the
-    episode's own messages, whose vectors are already there. Embedding a quote again cost
+    episode's own messages, whose vectors are already there (``messages`` of them; with
+    none, the summary's embedding is all the episode has). Embedding a quote again cost
     the pipeline a fifth of its model time (a summary is ~3 messages long, one per ~14
     messages) and made the episode leg worse, not better: on LoCoMo, the episode legs' recall
     at 1,000 tokens was 0.424 with the extractive summary's embedding blended in, 0.430 with
     the mean of the quoted messages' instead, 0.438 with the messages' mean alone."""
-    return summary_source != "extractive"
+    return summary_source != "extractive" or messages == 0
 
 
 def episode_vector(summary: np.ndarray | None, messages: np.ndarray | None, summary_weight: float) -> np.ndarray:

@@ -123,7 +123,7 @@ def reindex_episodes(
         if not rows:
             return done
         messages = [np.stack([v.to_numpy() for v in r[3]]) if r[3] else None for r in rows]
-        embedded = [i for i, r in enumerate(rows) if summary_is_embedded(r[2]) or messages[i] is None]
+        embedded = [i for i, r in enumerate(rows) if summary_is_embedded(r[2], len(r[3] or ()))]
         summaries: list[np.ndarray | None] = [None] * len(rows)
         for i, v in zip(embedded, embedder.embed([rows[i][1] for i in embedded]) if embedded else []):
             summaries[i] = v

@@ -372,9 +372,9 @@ class Importer:
         ]
         embedding: np.ndarray | None
         if self.report.reembedded:
-            with_summary = summary_is_embedded(e["summary_source"])
+            with_summary = summary_is_embedded(e["summary_source"], len(messages))
             vectors = self._embed([*([e["summary"]] if with_summary else []), *(indexed_text(m) for m in messages)])
-            rows = list(vectors[1:] if with_summary else vectors)
+            rows = list(vectors[int(with_summary) :])
             summary = vectors[0] if with_summary else None
             embedding = episode_vector(summary, np.stack(rows) if rows else None, self.settings.episode_summary_weight)
         else:

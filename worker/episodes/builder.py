@@ -61,7 +61,7 @@ def build_episode(
         )
         summary = extractive_summary(messages, settings.summary_max_sentences, tools, phrases=phrases)
 
-    summary_vector = embedder.embed([summary])[0] if summary_is_embedded(source) else None
+    summary_vector = embedder.embed([summary])[0] if summary_is_embedded(source, len(messages)) else None
     embedding = episode_vector(summary_vector, message_embeddings, settings.episode_summary_weight)
     start_at = datetime.fromisoformat(messages[0]["timestamp"])
     end_at = datetime.fromisoformat(messages[-1]["timestamp"])

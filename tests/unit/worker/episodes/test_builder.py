@@ -79,7 +79,8 @@ def test_the_episode_vector_blends_a_summary_with_the_messages_mean():
 
 
 def test_only_an_llms_summary_is_embedded():
-    assert summary_is_embedded("llm") and not summary_is_embedded("extractive")
+    assert summary_is_embedded("llm", 3) and not summary_is_embedded("extractive", 3)
+    assert summary_is_embedded("extractive", 0)  # no messages: the summary is all there is
 
 
 def test_a_vector_survives_its_trip_through_redis_exactly():
