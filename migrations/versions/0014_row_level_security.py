@@ -51,12 +51,9 @@ POLICY = "tenant_id = NULLIF(current_setting('memq.tenant', true), '')"
 
 
 def _role() -> str:
-    role = context.config.attributes.get("app_role")
-    if role is None:
-        from memq.shared.settings import get_settings
+    from memq.shared.db.tenant_scope import quoted_app_role
 
-        role = get_settings().database_app_role
-    return '"' + str(role).replace('"', '""') + '"'
+    return quoted_app_role(context.config.attributes.get("app_role"))
 
 
 def upgrade() -> None:

@@ -35,6 +35,17 @@ if TYPE_CHECKING:
 TENANT_SETTING = "memq.tenant"
 
 
+def quoted_app_role(configured: object = None) -> str:
+    """The application role as a quoted SQL identifier, for migrations: ``configured`` (the
+    ``app_role`` attribute a caller of the migrations set) or ``MEMQ_DATABASE_APP_ROLE``."""
+    role = configured
+    if role is None:
+        from memq.shared.settings import get_settings
+
+        role = get_settings().database_app_role
+    return '"' + str(role).replace('"', '""') + '"'
+
+
 def scope(conn: psycopg.Connection, role: str, tenant: str | None) -> psycopg.Connection:
     """Put the connection under the application role with ``tenant`` set for the session
     (None: no tenant, so nothing is visible until :func:`tenant_transaction`). Committed

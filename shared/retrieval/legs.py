@@ -10,8 +10,12 @@ the found episodes' rows and the messages that may be shown (``retrieval_sql``).
 
 The lexical legs match any of the query's words (an OR of its lexemes, stemmed by the
 ``english`` configuration); ranking rewards documents that hold several of them close
-together. Every leg is filtered by tenant, by the conversations asked for and by an
-explicit time range, inside the index scan.
+together. The message leg ranks first the messages holding at least two of the words
+(``lexical.PAIRS_QUERY``), and looks at messages holding one only when fewer than k hold
+two: in a large scope a common word matches tens of thousands of messages, each of which
+would be read and ranked. Every leg is filtered by tenant, by the conversations asked for
+and by an explicit time range; beyond one conversation the full-text index itself holds
+the tenant (``lexical.indexed_search``), so no other tenant's row is read.
 """
 
 from __future__ import annotations
@@ -24,7 +28,7 @@ import numpy as np
 import psycopg
 
 from memq.shared.db.facts import fact_legs_call
-from memq.shared.db.lexical import OR_QUERY
+from memq.shared.db.lexical import OR_QUERY, PAIRS_QUERY, TENANT_QUERY, indexed_search
 from memq.shared.retrieval.model import EpisodeHit
 from memq.shared.retrieval.request import RetrievalRequest
 
@@ -39,6 +43,68 @@ def _scope(request: RetrievalRequest, alias: str, time_column_start: str, time_c
         if request.time_range.end is not None:
             where.append(f"{alias}.{time_column_start} < %(time_end)s")
     return " AND ".join(where)
+
+
+def _wide(request: RetrievalRequest) -> bool:
+    """More than one conversation: read through the full-text index, with the tenant's
+    lexeme in it, and the message leg in two tiers. One conversation is read through its
+    own index, each of its rows checked and each match ranked (bounded by its size)."""
+    return request.conversation_ids is None or len(request.conversation_ids) != 1
+
+
+def _matches(alias: str, form: str) -> str:
+    """In a wide scope, ``alias``'s row holds the query's ``form`` (``OR_QUERY`` or
+    ``PAIRS_QUERY``) and the tenant's lexeme, through the full-text index. The function
+    calls themselves, not ``q``'s columns: planned for their values (``run_legs``), they are
+    evaluated while planning, so the planner weighs the index against the tenant's rows by
+    the query's actual words."""
+    return f"{indexed_search(alias)} @@ ({form} && {TENANT_QUERY})"
+
+
+def _searched(request: RetrievalRequest, views: bool) -> tuple[str, str]:
+    """What the lexical legs read (episodes, messages): under row-level security, in a wide
+    scope, the tenant's rows through the search views (migration 0015: the policy's
+    condition in a view, so the query's ``@@`` reaches the full-text index, which it never
+    does under a policy: ``@@`` is not leakproof); else the tables."""
+    if views and _wide(request):
+        return "memq_episode_search", "memq_message_search"
+    return "episodic_memory", "episode_message"
+
+
+# a lexical leg in a wide scope: (CTE of its first tier, alias, columns, order of ties)
+_TIERED = {
+    "episode_lexical": ("el_pairs", "e", "e.id", "e.id"),
+    "message_lexical": ("ml_pairs", "m", "m.episode_id, m.seq, m.conversation_id", "m.conversation_id, m.seq"),
+}
+
+
+def _tiers(request: RetrievalRequest, leg: str, views: bool) -> tuple[str, str]:
+    """A lexical leg in a wide scope, in two tiers: (the CTE of the rows holding two of the
+    query's words, ranked, at most k; the leg's rows: those, then, only when they are
+    fewer than k and the query has a second tier, the rows holding one of the words)."""
+    cte, alias, columns, ties = _TIERED[leg]
+    table = _searched(request, views)[0 if alias == "e" else 1]
+    scope = _scope(request, alias, "start_at", "end_at") if alias == "e" else _scope(request, alias, "ts", "ts")
+    rank = f"ts_rank_cd({alias}.search, q.q, 1)"
+    first = f"""{cte} AS (
+        SELECT 0 AS tier, {columns}, {rank} AS r FROM {table} {alias}, q
+        WHERE {scope} AND {_matches(alias, PAIRS_QUERY)} ORDER BY r DESC, {ties} LIMIT %(k)s)"""
+    both = f"""SELECT * FROM {cte} UNION ALL (
+        SELECT 1, {columns}, {rank} AS r FROM {table} {alias}, q
+        WHERE {scope} AND {_matches(alias, OR_QUERY)} AND NOT {alias}.search @@ q.pairs
+            AND (SELECT count(*) FROM {cte}) < %(k)s AND (SELECT pairs <> q FROM q)
+        ORDER BY r DESC, {ties} LIMIT %(k)s)"""
+    return first, both
+
+
+def _ctes(request: RetrievalRequest, legs: tuple[str, ...], views: bool = False) -> str:
+    """``q``, the query's lexical forms (``lexical.py``): any of its words, and in a wide
+    scope any two of them; in a wide scope, each lexical leg's first tier (``_tiers``)."""
+    if not _wide(request):
+        return f"WITH q AS (SELECT {OR_QUERY} AS q)"
+    ctes = [f"q AS (SELECT {OR_QUERY} AS q, {PAIRS_QUERY} AS pairs)"]
+    ctes += [_tiers(request, leg, views)[0] for leg in legs if leg in _TIERED]
+    return "WITH " + ", ".join(ctes)
 
 
 def params(
@@ -64,13 +130,13 @@ def params(
     }
 
 
-def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str = "text") -> str:
+def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str = "text", views: bool = False) -> str:
     """One statement: (leg, episode id, message seq or NULL, rank, the message's
     conversation or NULL) for every requested leg. Message legs return each message they
     rank, so the ranks serve twice: an episode's rank in the leg is that of its best
     message, and each message's rank orders the messages shown. ``id_type``: ``text``
     for the caller, ``uuid`` to join on (casting text back to uuid costs more than the
-    join)."""
+    join). ``views``: the connection is under row-level security (``_searched``)."""
     cast = "::text" if id_type == "text" else ""
     e_scope = _scope(request, "e", "start_at", "end_at")
     m_scope = _scope(request, "m", "ts", "ts")
@@ -96,12 +162,21 @@ def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str
                 FROM episode_message m, q
                 WHERE {m_scope} AND m.search @@ q.q ORDER BY r DESC, m.conversation_id, m.seq LIMIT %(k)s) ml""",
     }
+    if _wide(request):
+        parts["episode_lexical"] = f"""
+            SELECT 'episode_lexical', id{cast}, NULL::bigint, row_number() OVER (ORDER BY tier, r DESC, id), NULL::text
+            FROM ({_tiers(request, "episode_lexical", views)[1]}) l ORDER BY tier, r DESC, id LIMIT %(k)s"""
+        parts["message_lexical"] = f"""
+            SELECT 'message_lexical', episode_id{cast}, seq,
+                   row_number() OVER (ORDER BY tier, r DESC, conversation_id, seq), conversation_id
+            FROM ({_tiers(request, "message_lexical", views)[1]}) ml
+            ORDER BY tier, r DESC, conversation_id, seq LIMIT %(k)s"""
     return " UNION ALL ".join(f"({parts[leg]})" for leg in legs)
 
 
-def legs_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
+def legs_sql(request: RetrievalRequest, legs: tuple[str, ...], views: bool = False) -> str:
     """The legs alone: (leg, episode id, seq or NULL, rank, conversation or NULL) rows."""
-    return f"WITH q AS (SELECT {OR_QUERY} AS q) {_ranked_union(request, legs)}"
+    return f"{_ctes(request, legs, views)} {_ranked_union(request, legs, views=views)}"
 
 
 # the nine typed columns after (kind, id, seq, rank, conv) of a leg's row, empty
@@ -111,7 +186,7 @@ _NULLS = (
 )
 
 
-def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
+def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], views: bool = False) -> str:
     """``legs_sql`` and, in the same statement (one round trip), what retrieval reads next.
     Rows of three kinds share 14 columns, so that each row stays narrow:
 
@@ -127,7 +202,7 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...]) -> str:
     messages that may be shown. Both are looked up key by key (``_BY_KEY``), so no plan,
     custom or generic, can read a whole tenant's rows to find them."""
     return (
-        f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_ranked_union(request, legs, 'uuid')}) "
+        f"{_ctes(request, legs, views)}, ranked AS ({_ranked_union(request, legs, 'uuid', views)}) "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
         f"UNION ALL {_EPISODE_ROWS} UNION ALL {_SHOWN_MESSAGES} "
         f"UNION ALL SELECT f.leg, f.id, NULL::bigint, f.rank, NULL::text, {_NULLS} "
@@ -162,15 +237,17 @@ _SHOWN_MESSAGES = (
 )
 
 
-def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode: str = "auto") -> None:
+def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode: str = "auto") -> bool:
     """Inside a transaction: HNSW search breadth, iterative scans so that filtered
     searches still return k rows (pgvector >= 0.8), and how the statement is planned
-    (``MEMQ_RETRIEVAL_PLAN_CACHE_MODE``)."""
-    conn.execute(
+    (``MEMQ_RETRIEVAL_PLAN_CACHE_MODE``). Returns whether row-level security applies to
+    the connection (the ``views`` of ``legs_sql``), in the same round trip."""
+    row = conn.execute(
         "SELECT set_config('hnsw.ef_search', %s, true), set_config('hnsw.iterative_scan', 'relaxed_order', true), "
-        "set_config('plan_cache_mode', %s, true)",
+        "set_config('plan_cache_mode', %s, true), row_security_active('episode_message')",
         (str(int(ef_search)), plan_cache_mode),
-    )
+    ).fetchone()
+    return bool(row and row[3])
 
 
 @dataclass
@@ -199,13 +276,17 @@ def run_legs(
     plan_cache_mode: str = "auto",
 ) -> LegResults:
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
-    legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity)."""
+    legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity). A wide
+    scope is always planned for its values (``_matches``; a tenant's size is what its plan
+    turns on): ``plan_cache_mode`` applies to one conversation."""
+    if _wide(request):
+        plan_cache_mode = "force_custom_plan"
     args = params(request, vector, candidates, query_text, reach)
     args["facts"] = facts is not None
     args["fact_k"], args["fact_min"] = facts if facts is not None else (0, 1.0)
-    sql = retrieval_sql(request, legs) if full else legs_sql(request, legs)
     with conn.transaction():
-        set_search_options(conn, ef_search, plan_cache_mode)
+        views = set_search_options(conn, ef_search, plan_cache_mode)
+        sql = retrieval_sql(request, legs, views) if full else legs_sql(request, legs, views)
         rows = conn.execute(sql, args, binary=True).fetchall()  # binary: no timestamps formatted as text
     return read_rows(rows, legs)
 

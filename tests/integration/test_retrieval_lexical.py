@@ -1,0 +1,156 @@
+"""The lexical legs beyond one conversation (``shared/retrieval/legs.py``,
+``shared/db/lexical.py``), on real PostgreSQL: the full-text indexes hold the tenant, and
+the message leg ranks messages holding two of the query's words before those holding one,
+reading the latter only when too few hold two."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import psycopg
+import pytest
+from test_retrieval import NOW, axis, other_tenant, write_episode
+
+from memq.shared.db.lexical import TENANT_QUERY, indexed_search
+from memq.shared.retrieval import legs
+from memq.shared.retrieval.request import build_request
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("table", ["episode_message", "episodic_memory"])
+def test_the_full_text_indexes_are_what_the_legs_match(db, table):
+    """The legs' expression (``indexed_search``) is the one the migration indexed: a search
+    by it and the tenant's lexeme is answered from the index (were they to drift apart,
+    every wide search would read whole tables)."""
+    with db.transaction():
+        db.execute("SET LOCAL enable_seqscan = off")
+        plan = "\n".join(
+            r[0]
+            for r in db.execute(
+                f"EXPLAIN SELECT 1 FROM {table} t WHERE {indexed_search('t')} @@ "
+                f"(to_tsquery('simple', 'garden') && {TENANT_QUERY})",
+                {"tenant": "any-tenant"},
+            )
+        )
+    assert f"Bitmap Index Scan on {table}_search_gin" in plan, plan
+
+
+def _lexical_ranks(db, settings, request, candidates: int) -> dict[tuple[str, int], int]:
+    """(episode id, seq) -> rank in the message lexical leg."""
+    found = legs.run_legs(
+        db, request, axis(7), ("message_lexical",), candidates, settings.hnsw_ef_search, query_text=request.query
+    )
+    return {(e, seq): r["lexical"] for e, per_seq in found.messages.items() for seq, r in per_seq.items()}
+
+
+def test_a_wide_search_ranks_two_of_the_words_before_one(db, settings, tenant):
+    """Tenant-wide, the message holding both of the query's words comes first even where
+    messages holding one of them, many times over and shorter, would rank higher by cover
+    density alone; those come next while k is not reached, and not at all once two-word
+    matches fill k. Another tenant's messages holding both words are never read into it."""
+    start = NOW - timedelta(days=3)
+    both = write_episode(
+        db,
+        settings,
+        tenant,
+        "c-both",
+        title="Plans",
+        summary="Weekend plans.",
+        vector=axis(1),
+        messages=[
+            ("user", "We talked for a long while about many things and then the tomatoes in the garden", axis(1)),
+            ("assistant", "Nothing to do with it.", axis(2)),
+        ],
+        start=start,
+    )
+    one = write_episode(
+        db,
+        settings,
+        tenant,
+        "c-one",
+        title="Chat",
+        summary="Small talk.",
+        vector=axis(3),
+        messages=[("user", "garden garden garden", axis(3)), ("user", "tomatoes, tomatoes", axis(4))],
+        start=start,
+    )
+    elsewhere = other_tenant()
+    write_episode(
+        db,
+        settings,
+        elsewhere,
+        "c-x",
+        title="Other",
+        summary="Other.",
+        vector=axis(1),
+        messages=[("user", "garden tomatoes", axis(1))],
+        start=start,
+    )
+    request = build_request(settings, tenant=tenant, query="garden tomatoes", now=NOW)
+    ranks = _lexical_ranks(db, settings, request, candidates=10)
+    assert ranks == {(both, 1): 1, (one, 1): 2, (one, 2): 3}, ranks
+    assert _lexical_ranks(db, settings, request, candidates=1) == {(both, 1): 1}
+
+    # one word: every message holding it, as before
+    single = build_request(settings, tenant=tenant, query="tomatoes", now=NOW)
+    assert set(_lexical_ranks(db, settings, single, candidates=10)) == {(both, 1), (one, 2)}
+
+    # two conversations named: the same tiers
+    two = build_request(settings, tenant=tenant, query="garden tomatoes", conversation_ids=["c-both", "c-one"], now=NOW)
+    assert _lexical_ranks(db, settings, two, candidates=10)[(both, 1)] == 1
+
+    # one conversation: read row by row and ranked by cover density alone (the repeated word wins)
+    one_conv = build_request(settings, tenant=tenant, query="garden tomatoes", conversation_id="c-one", now=NOW)
+    assert _lexical_ranks(db, settings, one_conv, candidates=10) == {(one, 1): 1, (one, 2): 2}
+
+
+def _one_message(db, settings, tenant: str, text: str) -> str:
+    """An episode of one message in conversation c-1; its id."""
+    return write_episode(
+        db,
+        settings,
+        tenant,
+        "c-1",
+        title="Plans",
+        summary="Weekend plans.",
+        vector=axis(1),
+        messages=[("user", text, axis(1))],
+        start=NOW - timedelta(days=1),
+    )
+
+
+def test_under_row_level_security_a_wide_search_reads_through_the_views(db, tenant_db, settings, tenant):
+    """A connection scoped to a tenant reads the lexical legs of a wide scope through the
+    search views, whose conditions can reach the full-text index (through the tables, under
+    the policy, they cannot: ``@@`` is not leakproof, so the whole tenant would be read);
+    the owner reads the tables; both find the same by words."""
+    found = _one_message(db, settings, tenant, "the tomatoes in the garden are ripe")
+    request = build_request(settings, tenant=tenant, query="garden tomatoes", now=NOW)
+    sql = legs.legs_sql(request, ("message_lexical", "episode_lexical"), views=True)
+    assert "memq_message_search" in sql and "memq_episode_search" in sql
+    # which index the planner takes for a one-message tenant is its choice (the tenant's
+    # btree, rightly); the bench measures the index at work (docs/benchmarks.md)
+    with tenant_db.transaction():
+        assert legs.set_search_options(tenant_db, settings.hnsw_ef_search, "force_custom_plan") is True
+    with db.transaction():  # the owner is not under the policies: the tables
+        assert legs.set_search_options(db, settings.hnsw_ef_search) is False
+
+    for conn in (tenant_db, db):
+        ranks = _lexical_ranks(conn, settings, request, candidates=10)
+        assert ranks == {(found, 1): 1}
+
+
+def test_the_search_views_hold_the_scoped_tenants_rows_only_and_are_read_only(db, tenant_db, settings, tenant):
+    """The views filter by the policy's own condition: scoped to a tenant they show its rows
+    and no other's; with no tenant set, nothing. The application role may only read them."""
+    from memq.shared.connections import pg_connect
+
+    for t in (tenant, other_tenant()):
+        _one_message(db, settings, t, "garden")
+    for view in ("memq_message_search", "memq_episode_search"):
+        assert {r[0] for r in tenant_db.execute(f"SELECT DISTINCT tenant_id FROM {view}")} == {tenant}
+        with pg_connect(settings, tenant=None, autocommit=True) as unscoped:
+            assert unscoped.execute(f"SELECT count(*) FROM {view}").fetchone() == (0,)
+        with pytest.raises(psycopg.errors.InsufficientPrivilege):
+            tenant_db.execute(f"DELETE FROM {view} WHERE tenant_id = %s", (tenant,))
