@@ -197,14 +197,15 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], views: bool 
     - with ``facts`` (a parameter), when the scope holds an active fact: the fact legs'
       rows (``fact_vector`` / ``fact_lexical``, fact id, -, rank).
 
-    ``episode`` rows: every episode a leg found. ``message`` rows: every message a message
+    ``episode`` rows: every episode a leg found (in a wide scope, those retrieval will
+    score: ``_episode_rows``). ``message`` rows: every message a message
     leg ranked within ``reach`` and the one before and after it in its episode: the
     messages that may be shown. Both are looked up key by key (``_BY_KEY``), so no plan,
     custom or generic, can read a whole tenant's rows to find them."""
     return (
         f"{_ctes(request, legs, views)}, ranked AS ({_ranked_union(request, legs, 'uuid', views)}) "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
-        f"UNION ALL {_EPISODE_ROWS} UNION ALL {_SHOWN_MESSAGES} "
+        f"UNION ALL {_episode_rows(_wide(request))} UNION ALL {_SHOWN_MESSAGES} "
         f"UNION ALL SELECT f.leg, f.id, NULL::bigint, f.rank, NULL::text, {_NULLS} "
         f"FROM {fact_legs_call(request.conversation_ids is not None)} f WHERE %(facts)s"
     )
@@ -221,12 +222,26 @@ def fsrs_state(table: str = "e") -> str:
 # never turned into a join, so a plan cannot trade the probes for a scan of the tenant's
 # rows (a generic plan, which assumes an average tenant, did: migration 0011's functions
 # read every message of a 4,000-message tenant to return 150)
-_EPISODE_ROWS = (
-    "SELECT 'episode', e.id::text, e.first_seq, e.last_seq, e.conversation_id, e.title, e.summary, "
-    f"e.summary_source, e.start_at, e.end_at, e.surprise, e.message_count, {fsrs_state()} "
-    "FROM (SELECT DISTINCT id FROM ranked) found, LATERAL (SELECT * FROM episodic_memory e "
-    "WHERE e.id = found.id AND e.tenant_id = %(tenant)s LIMIT 1) e"
-)
+def _episode_rows(wide: bool) -> str:
+    """``episode`` rows: of every episode a leg found; in a wide scope (up to 4k of them),
+    of those retrieval will score only: the best ``%(fused)s`` by Reciprocal Rank Fusion
+    (``fusion.rrf`` on the same ranks, ``%(rrf_k)s``) and any tied with the last."""
+    found = "(SELECT DISTINCT id FROM ranked)"
+    if wide:
+        found = (
+            "(WITH s AS (SELECT id, sum(1.0 / (%(rrf_k)s + erank)) AS score FROM ("
+            "SELECT id, row_number() OVER (PARTITION BY leg ORDER BY min(rank)) AS erank FROM ranked GROUP BY leg, id"
+            ") per_leg GROUP BY id) SELECT id FROM s WHERE score >= "
+            "(SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(fused)s) t) - 1e-12)"
+        )
+    return (
+        "SELECT 'episode', e.id::text, e.first_seq, e.last_seq, e.conversation_id, e.title, e.summary, "
+        f"e.summary_source, e.start_at, e.end_at, e.surprise, e.message_count, {fsrs_state()} "
+        f"FROM {found} found, LATERAL (SELECT * FROM episodic_memory e "
+        "WHERE e.id = found.id AND e.tenant_id = %(tenant)s LIMIT 1) e"
+    )
+
+
 # each message a message leg ranked within reach and the ones just before and after it, once
 _SHOWN_MESSAGES = (
     "SELECT 'message', m.episode_id::text, m.seq, NULL::bigint, NULL::text, m.role, m.speaker, m.content, m.ts, "
@@ -273,10 +288,12 @@ def run_legs(
     full: bool = False,
     reach: int | None = None,
     facts: tuple[int, float] | None = None,
+    fuse: tuple[float, int] | None = None,
     plan_cache_mode: str = "auto",
 ) -> LegResults:
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
-    legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity). A wide
+    legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity), the rows
+    of the episodes retrieval will score when ``fuse`` gives (RRF k, how many). A wide
     scope is always planned for its values (``_matches``; a tenant's size is what its plan
     turns on): ``plan_cache_mode`` applies to one conversation."""
     if _wide(request):
@@ -284,6 +301,7 @@ def run_legs(
     args = params(request, vector, candidates, query_text, reach)
     args["facts"] = facts is not None
     args["fact_k"], args["fact_min"] = facts if facts is not None else (0, 1.0)
+    args["rrf_k"], args["fused"] = fuse if fuse is not None else (60.0, 1_000_000)
     with conn.transaction():
         views = set_search_options(conn, ef_search, plan_cache_mode)
         sql = retrieval_sql(request, legs, views) if full else legs_sql(request, legs, views)

@@ -253,6 +253,7 @@ def retrieve(
             full=True,
             reach=message_reach(request.max_tokens, settings),
             facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None,
+            fuse=(settings.rrf_k, max(settings.retrieval_candidates, request.limit)),
             plan_cache_mode=settings.retrieval_plan_cache_mode,
         )
         t3 = time.perf_counter()

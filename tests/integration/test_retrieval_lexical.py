@@ -154,3 +154,31 @@ def test_the_search_views_hold_the_scoped_tenants_rows_only_and_are_read_only(db
             assert unscoped.execute(f"SELECT count(*) FROM {view}").fetchone() == (0,)
         with pytest.raises(psycopg.errors.InsufficientPrivilege):
             tenant_db.execute(f"DELETE FROM {view} WHERE tenant_id = %s", (tenant,))
+
+
+def test_a_wide_retrieval_reads_the_rows_of_the_episodes_it_will_score_only(db, settings, tenant):
+    """Beyond one conversation the statement reads the rows of the best ``n`` episodes by
+    Reciprocal Rank Fusion (and any tied with the last), the ones retrieval goes on to
+    score: ``fusion.rrf`` on the legs' ranks picks the same."""
+    from memq.shared.retrieval.fusion import rrf
+
+    for i in range(6):
+        write_episode(
+            db,
+            settings,
+            tenant,
+            f"c-{i % 2}",
+            title=f"Episode {i}",
+            summary="About the garden." if i % 3 else "About the weather.",
+            vector=axis(i),
+            messages=[("user", "garden tomatoes" if i % 2 else "rain all day", axis(i))],
+            start=NOW - timedelta(days=10 - i),
+        )
+    request = build_request(settings, tenant=tenant, query="garden tomatoes", now=NOW)
+    query = axis(0) + 0.5 * axis(1) + 0.25 * axis(2)
+    for n in (1, 2, 4, 100):
+        found = legs.run_legs(db, request, query, settings.legs, 10, settings.hnsw_ef_search, full=True, fuse=(60.0, n))
+        ranked = rrf(found.episodes, 60.0)
+        last = ranked[min(n, len(ranked)) - 1].score
+        assert set(found.hits) == {f.id for f in ranked if f.score >= last - 1e-12}, n
+    assert len(ranked) == 6
