@@ -129,19 +129,12 @@ def _connect(settings: Any, *settings_sql: str) -> psycopg.Connection:
     return conn
 
 
-def _scoped(settings: Any) -> psycopg.Connection:
-    """A connection under row-level security, as retrieval's in production (the tenant is
-    set before each query, outside the timings: ``_use``)."""
+def _use(conn: psycopg.Connection, settings: Any, tenant: str | None) -> psycopg.Connection:
+    """The connection under row-level security, as retrieval's in production, scoped to
+    ``tenant`` (None: no tenant yet); set before each query, outside the timings."""
     from memq.shared.db.tenant_scope import scope
 
-    conn = _connect(settings)
-    return scope(conn, settings.database_app_role, None)
-
-
-def _use(conn: psycopg.Connection, settings: Any, tenant: str) -> None:
-    from memq.shared.db.tenant_scope import scope
-
-    scope(conn, settings.database_app_role, tenant)
+    return scope(conn, settings.database_app_role, tenant)
 
 
 def _hnsw_in_plan(conn: psycopg.Connection, request: Any, vector: np.ndarray, k: int, text: str) -> dict[str, bool]:
@@ -221,18 +214,13 @@ def measure_scope(
             _use(conn, settings, q.tenant)
             # whichever runs second finds the pages the first read in the buffers: the two
             # take turns at going first
-            retrieve_first = (p + i) % 2 == 0
-            if not retrieve_first:
+            for what in ("retrieve", "legs") if (p + i) % 2 == 0 else ("legs", "retrieve"):
                 t = time.perf_counter()
-                found = run_legs(conn, request, vector, text, settings.legs)
-                out.legs_ms.append((time.perf_counter() - t) * 1000)
-            t = time.perf_counter()
-            stages = retrieve(q)
-            out.retrieve_ms.append((time.perf_counter() - t) * 1000)
-            if retrieve_first:
-                t = time.perf_counter()
-                found = run_legs(conn, request, vector, text, settings.legs)
-                out.legs_ms.append((time.perf_counter() - t) * 1000)
+                if what == "legs":
+                    found = run_legs(conn, request, vector, text, settings.legs)
+                else:
+                    stages = retrieve(q)
+                (out.legs_ms if what == "legs" else out.retrieve_ms).append((time.perf_counter() - t) * 1000)
             for stage in ("sql", "select"):
                 out.stages_ms.setdefault(stage, []).append(stages.get(stage, math.nan))
             if p == 0 and i < len(exact):
@@ -284,7 +272,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
     found: list[Measurement] = []
     conns = {
         "owner": _connect(settings),  # loads corpora, counts rows: across tenants
-        "main": _scoped(settings),  # measures, as production retrieves: under row-level security
+        "main": _use(_connect(settings), settings, None),  # measures, as production retrieves: under row-level security
         "exact": _connect(settings, "SET enable_indexscan = off", "SET enable_indexonlyscan = off"),
         # the HNSW index on every scope: no other way to read it sorted by distance
         "forced": _connect(

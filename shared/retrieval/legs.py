@@ -10,10 +10,10 @@ the found episodes' rows and the messages that may be shown (``retrieval_sql``).
 
 The lexical legs match any of the query's words (an OR of its lexemes, stemmed by the
 ``english`` configuration); ranking rewards documents that hold several of them close
-together. The message leg ranks first the messages holding at least two of the words
-(``lexical.PAIRS_QUERY``), and looks at messages holding one only when fewer than k hold
-two: in a large scope a common word matches tens of thousands of messages, each of which
-would be read and ranked. Every leg is filtered by tenant, by the conversations asked for
+together. Beyond one conversation both lexical legs rank first the rows holding at least
+two of the words (``lexical.PAIRS_QUERY``), and look at rows holding one only when fewer
+than k hold two: in a large scope a common word matches tens of thousands of messages,
+each of which would be read and ranked. Every leg is filtered by tenant, by the conversations asked for
 and by an explicit time range; beyond one conversation the full-text index itself holds
 the tenant (``lexical.indexed_search``), so no other tenant's row is read.
 """
@@ -71,10 +71,18 @@ def _searched(request: RetrievalRequest, views: bool) -> tuple[str, str]:
     return "episodic_memory", "episode_message"
 
 
-# a lexical leg in a wide scope: (CTE of its first tier, alias, columns, order of ties)
+# a lexical leg in a wide scope: (CTE of its first tier, which of ``_searched``'s relations,
+# alias, time columns (start, end), columns, order of ties)
 _TIERED = {
-    "episode_lexical": ("el_pairs", "e", "e.id", "e.id"),
-    "message_lexical": ("ml_pairs", "m", "m.episode_id, m.seq, m.conversation_id", "m.conversation_id, m.seq"),
+    "episode_lexical": ("el_pairs", 0, "e", ("start_at", "end_at"), "e.id", "e.id"),
+    "message_lexical": (
+        "ml_pairs",
+        1,
+        "m",
+        ("ts", "ts"),
+        "m.episode_id, m.seq, m.conversation_id",
+        "m.conversation_id, m.seq",
+    ),
 }
 
 
@@ -82,9 +90,9 @@ def _tiers(request: RetrievalRequest, leg: str, views: bool) -> tuple[str, str]:
     """A lexical leg in a wide scope, in two tiers: (the CTE of the rows holding two of the
     query's words, ranked, at most k; the leg's rows: those, then, only when they are
     fewer than k and the query has a second tier, the rows holding one of the words)."""
-    cte, alias, columns, ties = _TIERED[leg]
-    table = _searched(request, views)[0 if alias == "e" else 1]
-    scope = _scope(request, alias, "start_at", "end_at") if alias == "e" else _scope(request, alias, "ts", "ts")
+    cte, relation, alias, (start, end), columns, ties = _TIERED[leg]
+    table = _searched(request, views)[relation]
+    scope = _scope(request, alias, start, end)
     rank = f"ts_rank_cd({alias}.search, q.q, 1)"
     first = f"""{cte} AS (
         SELECT 0 AS tier, {columns}, {rank} AS r FROM {table} {alias}, q
