@@ -23,7 +23,16 @@ class RetrievalSettings(BaseModel):
         description="Ranked legs fused by RRF: episode_vector / episode_lexical (title and summary) and "
         "message_vector / message_lexical (every stored message votes for its episode).",
     )
-    hnsw_ef_search: int = Field(default=100, ge=1, le=1000, description="pgvector hnsw.ef_search for the vector legs.")
+    hnsw_ef_search: int = Field(
+        default=400,
+        ge=1,
+        le=1000,
+        description="pgvector hnsw.ef_search for the vector legs: how many candidates the HNSW index keeps while "
+        "searching. Used where the planner reads a scope through the index (a tenant, a user, a very long "
+        "conversation; a conversation of a few hundred messages is read exactly). `memq bench`: 400 against 100 "
+        "took the tenant-wide message leg's recall of the exact top 100 from 0.94 to 0.96 at 100k messages "
+        "(0.67 to 0.77 at 1M) for no measurable latency at 100k and about 1 ms at 1M.",
+    )
     retrieval_plan_cache_mode: Literal["auto", "force_custom_plan", "force_generic_plan"] = Field(
         default="auto",
         description="PostgreSQL plan_cache_mode for retrieval's prepared statement. auto: PostgreSQL plans the first "
