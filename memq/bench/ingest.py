@@ -305,14 +305,29 @@ def api_server(ctx: BenchContext, settings: Settings) -> Iterator[tuple[str, sub
 
 def _wait_ready(url: str, process: subprocess.Popen[bytes], log_path: Path, httpx: Any) -> None:
     deadline = time.monotonic() + 300
+    last = "no answer"
     while time.monotonic() < deadline:
         if process.poll() is not None:
-            raise RuntimeError(f"the bench API exited with code {process.returncode}; see {log_path}")
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(f"{url}/healthz", timeout=2).status_code == 200:
+            raise RuntimeError(
+                f"the bench API exited with code {process.returncode}; {log_path} ends: {_tail(log_path)}"
+            )
+        try:
+            answer = httpx.get(f"{url}/healthz", timeout=2)
+            if answer.status_code == 200:
                 return
+            last = f"HTTP {answer.status_code}"
+        except httpx.HTTPError as exc:
+            last = f"{type(exc).__name__}: {exc}"
         time.sleep(0.3)
-    raise RuntimeError(f"the bench API did not answer within 300 s; see {log_path}")
+    raise RuntimeError(f"the bench API did not answer within 300 s ({last}); {log_path} ends: {_tail(log_path)}")
+
+
+def _tail(path: Path, size: int = 2000) -> str:
+    """The end of a log, for an error message (the log itself is overwritten by the next run)."""
+    try:
+        return path.read_bytes()[-size:].decode(errors="replace")
+    except OSError as exc:
+        return f"(unreadable: {exc})"
 
 
 async def _load(url: str, key: str, path: str, work: list[list[tuple[str, bytes]]], messages: int, server: Any) -> Rate:

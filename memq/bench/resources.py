@@ -10,11 +10,27 @@
   they stand after this run's data went in).
 - Redis: bytes per message waiting in an inbox (no worker running), and what an idle
   conversation keeps (its state and dedup window) with the TTL after which it costs nothing.
+
+Targets (``TARGETS``; a floor measured in the same run where there is one):
+
+- The model once per process that needs it. ``_model_alone`` runs a bare Python process
+  that loads the configured embedding model and embeds the run's texts, nothing else
+  (the least any process that embeds holds), then loads and uses a second copy. A pool
+  process (the model, Celery, psycopg, the pipeline) and the API must hold less than that
+  process with two copies (target ratio 1); the worker's main process at most half of it
+  with one (it must not load the model); a busy pool process at most 1.5 x its idle self
+  (working memory, no growth with the work).
+- PostgreSQL at most 6 KiB per stored message (its text, its 384-float vector, its
+  tsvector and their indexes) and 16 KiB per episode.
+- Redis at most 3 x a waiting message's own encoded payload (the floor) per message
+  buffered; an idle conversation at most 4 KiB, and no key of it without a TTL
+  (``redis_keys_without_ttl``, target 0): once its TTL passes it costs nothing.
 """
 
 from __future__ import annotations
 
 import contextlib
+import json
 import subprocess
 import sys
 import time
@@ -25,6 +41,68 @@ import httpx
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
 from memq.bench.pipeline import Conversation, enqueue, memory_mib, one_row, plan
+
+# name -> target: a ratio to the floor where the measurement has one, else the value itself
+# (every one "at most")
+TARGETS = {
+    "rss_worker_idle": 1.0,
+    "rss_worker_busy": 1.5,
+    "rss_worker_main": 0.5,
+    "rss_api": 1.0,
+    "pg_bytes_per_message": 6 * 1024,
+    "pg_bytes_per_episode": 16 * 1024,
+    "redis_bytes_per_buffered_message": 3.0,
+    "redis_bytes_idle_conversation": 4 * 1024,
+    "redis_keys_without_ttl": 0,
+}
+
+# what ``_model_alone`` runs: the configured model in a bare process, its RSS after
+# embedding the texts it reads on stdin, then the same with a second copy loaded and used
+_MODEL_ALONE = """
+import json, sys
+import psutil
+from memq.shared import embeddings
+from memq.shared.settings import get_settings
+texts, settings, copies, rss = json.loads(sys.stdin.read()), get_settings(), [], []
+for _ in range(2):
+    embeddings._build.cache_clear()  # a new instance: the first stays referenced
+    copies.append(embeddings.get_embedder(settings))
+    copies[-1].embed(texts)
+    rss.append(psutil.Process().memory_info().rss)
+print(json.dumps(rss))
+"""
+
+
+def _model_alone(conversations: list[Conversation]) -> tuple[float, float]:
+    """RSS in MiB of a bare Python process holding the configured embedding model once it
+    has embedded the run's texts (the least any process that embeds holds), and of the same
+    process with a second copy loaded and used."""
+    texts = [m["content"] for c in conversations for m in c.messages]
+    out = subprocess.run(
+        [sys.executable, "-c", _MODEL_ALONE],
+        input=json.dumps(texts),
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=False,
+    )
+    if out.returncode != 0:
+        raise RuntimeError(f"the bare model process failed: {out.stderr[-2000:]}")
+    one, two = json.loads(out.stdout.strip().splitlines()[-1])
+    return one / (1024 * 1024), two / (1024 * 1024)
+
+
+def _payload_bytes(conversations: list[Conversation]) -> float:
+    """A waiting message's own size: its JSON payload as the producer encodes it (with a
+    sent time of today's number of digits), mean over the run's messages."""
+    from memq.shared.mailbox.codec import encode_payload
+
+    sizes = [
+        len(encode_payload(m["message_id"], m["role"], m["content"], 1_764_000_000_000_000, None).encode())
+        for c in conversations
+        for m in c.messages
+    ]
+    return sum(sizes) / max(1, len(sizes))
 
 
 def _redis_inbox_bytes(ctx: BenchContext, conversations: list[Conversation]) -> tuple[float, int]:
@@ -107,52 +185,66 @@ def run(ctx: BenchContext) -> list[Measurement]:
     # the pipeline family's one-process worker when it ran, else a short run of its own
     worker = ctx.shared.get("pipeline_run_1") or pipeline_run(ctx, 1, conversations, profile=False)
     m = worker.memory
+    model_once, model_twice = _model_alone(conversations)
     tables = _table_bytes(ctx)
     api_ready, api_served = _api(ctx)
     mib = "MiB"
+    alone = {"model_once_rss": round(model_once, 1), "model_twice_rss": round(model_twice, 1)}
 
-    def memory(name: str, key: str, process: str) -> Measurement:
+    def memory(name: str, key: str, process: str, floor: float) -> Measurement:
         return Measurement(
             name,
             m[f"{key}_rss"],
             mib,
+            floor=floor,
             higher_is_better=False,
-            params={"pss": round(m[f"{key}_pss"], 1), "process": process},
+            target=TARGETS[name],
+            params={"pss": round(m[f"{key}_pss"], 1), "process": process, **alone},
         )
 
+    def size(name: str, value: float, unit: str, floor: float | None = None, **params: object) -> Measurement:
+        return Measurement(name, value, unit, floor=floor, higher_is_better=False, target=TARGETS[name], params=params)
+
     return [
-        memory("rss_worker_idle", "pool_idle", "pool (warm, idle)"),
-        memory("rss_worker_busy", "pool_busy", "pool (highest while busy)"),
-        memory("rss_worker_main", "main_idle", "main (loads no model)"),
+        memory("rss_worker_idle", "pool_idle", "pool (warm, idle); floor: the model twice", model_twice),
+        memory("rss_worker_busy", "pool_busy", "pool (highest while busy); floor: the pool idle", m["pool_idle_rss"]),
+        memory("rss_worker_main", "main_idle", "main (loads no model); floor: the model once", model_once),
         Measurement(
-            "rss_api", api_ready, mib, higher_is_better=False, params={"after_30_retrievals": round(api_served, 1)}
+            "rss_api",
+            api_ready,
+            mib,
+            floor=model_twice,
+            higher_is_better=False,
+            target=TARGETS["rss_api"],
+            params={"after_30_retrievals": round(api_served, 1), "floor": "the model twice", **alone},
         ),
-        Measurement(
+        size(
             "pg_bytes_per_message",
             tables["episode_message"][0],
             "bytes",
-            higher_is_better=False,
-            params={"rows": tables["episode_message"][1], "table": "episode_message + indexes"},
+            rows=tables["episode_message"][1],
+            table="episode_message + indexes",
         ),
-        Measurement(
+        size(
             "pg_bytes_per_episode",
             tables["episodic_memory"][0],
             "bytes",
-            higher_is_better=False,
-            params={"rows": tables["episodic_memory"][1], "table": "episodic_memory + indexes"},
+            rows=tables["episodic_memory"][1],
+            table="episodic_memory + indexes",
         ),
-        Measurement(
+        size(
             "redis_bytes_per_buffered_message",
             inbox_bytes,
             "bytes",
-            higher_is_better=False,
-            params={"messages": queued},
+            floor=_payload_bytes(conversations),
+            messages=queued,
+            floor_is="the message's encoded payload",
         ),
-        Measurement(
+        size(
             "redis_bytes_idle_conversation",
             worker.idle_conversation_bytes,
             "bytes",
-            higher_is_better=False,
-            params={"ttl_days": round(worker.idle_ttl_days, 1), "keys_without_ttl": worker.keys_without_ttl},
+            ttl_days=round(worker.idle_ttl_days, 1),
         ),
+        size("redis_keys_without_ttl", worker.keys_without_ttl, "keys", conversations=len(conversations)),
     ]
