@@ -187,7 +187,17 @@ def measure_scope(
         ).timings_ms
 
     def run_legs(c: psycopg.Connection, request: Any, vector: np.ndarray, text: str, which: tuple[str, ...]) -> Any:
-        return legs.run_legs(c, request, vector, which, k, ef, query_text=text, plan_cache_mode=plan_mode)
+        return legs.run_legs(
+            c,
+            request,
+            vector,
+            which,
+            k,
+            ef,
+            query_text=text,
+            plan_cache_mode=plan_mode,
+            pairs_enough=settings.lexical_pairs_enough,
+        )
 
     out = ScopeResult(scope, len(queries), scope_messages=[q.scope_messages for q in queries])
     for q, request, text, vector in prepared:  # warm-up: caches, plans, prepared statements

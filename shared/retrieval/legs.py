@@ -13,7 +13,8 @@ The lexical legs match any of the query's words (an OR of its lexemes, stemmed b
 together. Beyond one conversation both lexical legs rank first the rows holding at least
 two of the words (``lexical.PAIRS_QUERY``), and look at rows holding one only when fewer
 than k hold two: in a large scope a common word matches tens of thousands of messages,
-each of which would be read and ranked. Every leg is filtered by tenant, by the conversations asked for
+each of which would be read and ranked; the one-word rows are read only when fewer than
+``MEMQ_LEXICAL_PAIRS_ENOUGH`` rows hold two. Every leg is filtered by tenant, by the conversations asked for
 and by an explicit time range; beyond one conversation the full-text index itself holds
 the tenant (``lexical.indexed_search``), so no other tenant's row is read.
 """
@@ -89,7 +90,8 @@ _TIERED = {
 def _tiers(request: RetrievalRequest, leg: str, views: bool) -> tuple[str, str]:
     """A lexical leg in a wide scope, in two tiers: (the CTE of the rows holding two of the
     query's words, ranked, at most k; the leg's rows: those, then, only when they are
-    fewer than k and the query has a second tier, the rows holding one of the words)."""
+    fewer than ``%(pairs_enough)s`` (``params``) and the query has a second tier, the rows
+    holding one of the words)."""
     cte, relation, alias, (start, end), columns, ties = _TIERED[leg]
     table = _searched(request, views)[relation]
     scope = _scope(request, alias, start, end)
@@ -100,7 +102,7 @@ def _tiers(request: RetrievalRequest, leg: str, views: bool) -> tuple[str, str]:
     both = f"""SELECT * FROM {cte} UNION ALL (
         SELECT 1, {columns}, {rank} AS r FROM {table} {alias}, q
         WHERE {scope} AND {_matches(alias, OR_QUERY)} AND NOT {alias}.search @@ q.pairs
-            AND (SELECT count(*) FROM {cte}) < %(k)s AND (SELECT pairs <> q FROM q)
+            AND (SELECT count(*) FROM {cte}) < %(pairs_enough)s AND (SELECT pairs <> q FROM q)
         ORDER BY r DESC, {ties} LIMIT %(k)s)"""
     return first, both
 
@@ -121,12 +123,16 @@ def params(
     candidates: int,
     query_text: str | None = None,
     reach: int | None = None,
+    pairs_enough: int | None = None,
 ) -> dict[str, Any]:
     """``query_text``: what the lexical legs search by (the query without the participants
     it names, ``participants.py``); the request's query when not given. ``reach``: the
     messages ``retrieval_sql`` returns are those ranked within it by a message leg (and
-    their neighbours)."""
+    their neighbours). ``pairs_enough``: beyond one conversation, the lexical legs read rows
+    holding one of the query's words only when fewer than this many hold two
+    (``MEMQ_LEXICAL_PAIRS_ENOUGH``; at most ``candidates``, which it is when not given)."""
     return {
+        "pairs_enough": candidates if pairs_enough is None else min(candidates, pairs_enough),
         "reach": candidates if reach is None else reach,
         "tenant": request.tenant,
         "conversations": list(request.conversation_ids or []),
@@ -298,15 +304,17 @@ def run_legs(
     facts: tuple[int, float] | None = None,
     fuse: tuple[float, int] | None = None,
     plan_cache_mode: str = "auto",
+    pairs_enough: int | None = None,
 ) -> LegResults:
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
     legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity), the rows
     of the episodes retrieval will score when ``fuse`` gives (RRF k, how many). A wide
     scope is always planned for its values (``_matches``; a tenant's size is what its plan
-    turns on): ``plan_cache_mode`` applies to one conversation."""
+    turns on): ``plan_cache_mode`` applies to one conversation. ``pairs_enough``: see
+    ``params``."""
     if _wide(request):
         plan_cache_mode = "force_custom_plan"
-    args = params(request, vector, candidates, query_text, reach)
+    args = params(request, vector, candidates, query_text, reach, pairs_enough)
     args["facts"] = facts is not None
     args["fact_k"], args["fact_min"] = facts if facts is not None else (0, 1.0)
     args["rrf_k"], args["fused"] = fuse if fuse is not None else (60.0, 1_000_000)

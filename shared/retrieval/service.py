@@ -255,6 +255,7 @@ def retrieve(
             facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None,
             fuse=(settings.rrf_k, max(settings.retrieval_candidates, request.limit)),
             plan_cache_mode=settings.retrieval_plan_cache_mode,
+            pairs_enough=settings.lexical_pairs_enough,
         )
         t3 = time.perf_counter()
         timings["sql"] = (t3 - t2) * 1000

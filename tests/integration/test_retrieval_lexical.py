@@ -36,10 +36,19 @@ def test_the_full_text_indexes_are_what_the_legs_match(db, table):
     assert f"Bitmap Index Scan on {table}_search_gin" in plan, plan
 
 
-def _lexical_ranks(db, settings, request, candidates: int) -> dict[tuple[str, int], int]:
+def _lexical_ranks(
+    db, settings, request, candidates: int, pairs_enough: int | None = None
+) -> dict[tuple[str, int], int]:
     """(episode id, seq) -> rank in the message lexical leg."""
     found = legs.run_legs(
-        db, request, axis(7), ("message_lexical",), candidates, settings.hnsw_ef_search, query_text=request.query
+        db,
+        request,
+        axis(7),
+        ("message_lexical",),
+        candidates,
+        settings.hnsw_ef_search,
+        query_text=request.query,
+        pairs_enough=pairs_enough,
     )
     return {(e, seq): r["lexical"] for e, per_seq in found.messages.items() for seq, r in per_seq.items()}
 
@@ -47,8 +56,9 @@ def _lexical_ranks(db, settings, request, candidates: int) -> dict[tuple[str, in
 def test_a_wide_search_ranks_two_of_the_words_before_one(db, settings, tenant):
     """Tenant-wide, the message holding both of the query's words comes first even where
     messages holding one of them, many times over and shorter, would rank higher by cover
-    density alone; those come next while k is not reached, and not at all once two-word
-    matches fill k. Another tenant's messages holding both words are never read into it."""
+    density alone; those come next while fewer than k (or MEMQ_LEXICAL_PAIRS_ENOUGH) rows
+    hold two words, and not at all once they do. Another tenant's messages holding both
+    words are never read into it."""
     start = NOW - timedelta(days=3)
     both = write_episode(
         db,
@@ -91,6 +101,9 @@ def test_a_wide_search_ranks_two_of_the_words_before_one(db, settings, tenant):
     ranks = _lexical_ranks(db, settings, request, candidates=10)
     assert ranks == {(both, 1): 1, (one, 1): 2, (one, 2): 3}, ranks
     assert _lexical_ranks(db, settings, request, candidates=1) == {(both, 1): 1}
+    # the one-word rows only while fewer than MEMQ_LEXICAL_PAIRS_ENOUGH rows hold two words
+    assert _lexical_ranks(db, settings, request, candidates=10, pairs_enough=2) == ranks
+    assert _lexical_ranks(db, settings, request, candidates=10, pairs_enough=1) == {(both, 1): 1}
 
     # one word: every message holding it, as before
     single = build_request(settings, tenant=tenant, query="tomatoes", now=NOW)

@@ -367,6 +367,7 @@ def _latency_at(
                         settings.hnsw_ef_search,
                         query_text=queries.terms[i].search_text,
                         plan_cache_mode=settings.retrieval_plan_cache_mode,
+                        pairs_enough=settings.lexical_pairs_enough,
                     )
                 else:
                     retrieve(request, settings=settings, embed=embed, conn=conn, record=True)
