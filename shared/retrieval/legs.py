@@ -219,7 +219,7 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], views: bool 
     return (
         f"{_ctes(request, legs, views)}, ranked AS ({_ranked_union(request, legs, 'uuid', views)}) "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
-        f"UNION ALL {_episode_rows(_wide(request))} UNION ALL {_SHOWN_MESSAGES} "
+        f"UNION ALL {_episode_rows(_wide(request))} UNION ALL {_shown_messages(_wide(request))} "
         f"UNION ALL SELECT f.leg, f.id, NULL::bigint, f.rank, NULL::text, {_NULLS} "
         f"FROM {fact_legs_call(request.conversation_ids is not None)} f WHERE %(facts)s"
     )
@@ -238,16 +238,8 @@ def fsrs_state(table: str = "e") -> str:
 # read every message of a 4,000-message tenant to return 150)
 def _episode_rows(wide: bool) -> str:
     """``episode`` rows: of every episode a leg found; in a wide scope (up to 4k of them),
-    of those retrieval will score only: the best ``%(fused)s`` by Reciprocal Rank Fusion
-    (``fusion.rrf`` on the same ranks, ``%(rrf_k)s``) and any tied with the last."""
-    found = "(SELECT DISTINCT id FROM ranked)"
-    if wide:
-        found = (
-            "(WITH s AS (SELECT id, sum(1.0 / (%(rrf_k)s + erank)) AS score FROM ("
-            "SELECT id, row_number() OVER (PARTITION BY leg ORDER BY min(rank)) AS erank FROM ranked GROUP BY leg, id"
-            ") per_leg GROUP BY id) SELECT id FROM s WHERE score >= "
-            "(SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(fused)s) t) - 1e-12)"
-        )
+    of those that can be returned only (``_kept``)."""
+    found = _kept() if wide else "(SELECT DISTINCT id FROM ranked)"
     return (
         "SELECT 'episode', e.id::text, e.first_seq, e.last_seq, e.conversation_id, e.title, e.summary, "
         f"e.summary_source, e.start_at, e.end_at, e.surprise, e.message_count, {fsrs_state()} "
@@ -256,14 +248,34 @@ def _episode_rows(wide: bool) -> str:
     )
 
 
-# each message a message leg ranked within reach and the ones just before and after it, once
-_SHOWN_MESSAGES = (
-    "SELECT 'message', m.episode_id::text, m.seq, NULL::bigint, NULL::text, m.role, m.speaker, m.content, m.ts, "
-    "NULL::timestamptz, NULL::double precision, NULL::integer, NULL::double precision, NULL::timestamptz "
-    "FROM (SELECT DISTINCT r.id AS episode_id, r.seq + n.d AS seq FROM ranked r, (VALUES (-1::bigint), (0), (1)) n(d) "
-    "WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s) near, LATERAL (SELECT * FROM episode_message m "
-    "WHERE m.episode_id = near.episode_id AND m.seq = near.seq AND m.tenant_id = %(tenant)s LIMIT 1) m"
-)
+def _kept() -> str:
+    """In a wide scope, the found episodes retrieval can return, by Reciprocal Rank Fusion
+    (``fusion.rrf`` on the same ranks, ``%(rrf_k)s``): the best ``%(fused)s`` (and any tied
+    with the last), and of those only the ones whose score, times the most re-ranking can
+    give, reaches the ``%(returned)s``-th best score times the least it can give
+    (``%(keep)s``: ``service.rerank_reach``). The others cannot be among the
+    ``%(returned)s`` returned, so neither their rows nor their messages are read."""
+    return (
+        "(WITH s AS (SELECT id, sum(1.0 / (%(rrf_k)s + erank)) AS score FROM ("
+        "SELECT id, row_number() OVER (PARTITION BY leg ORDER BY min(rank)) AS erank FROM ranked GROUP BY leg, id"
+        ") per_leg GROUP BY id) SELECT id FROM s WHERE score >= "
+        "(SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(fused)s) t) - 1e-12 AND score >= "
+        "(SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(returned)s) t) * %(keep)s - 1e-12)"
+    )
+
+
+def _shown_messages(wide: bool) -> str:
+    """Each message a message leg ranked within reach and the ones just before and after it,
+    once; in a wide scope, of the episodes that can be returned only (``_kept``)."""
+    kept = f" AND r.id IN {_kept()}" if wide else ""
+    return (
+        "SELECT 'message', m.episode_id::text, m.seq, NULL::bigint, NULL::text, m.role, m.speaker, m.content, m.ts, "
+        "NULL::timestamptz, NULL::double precision, NULL::integer, NULL::double precision, NULL::timestamptz "
+        "FROM (SELECT DISTINCT r.id AS episode_id, r.seq + n.d AS seq FROM ranked r, "
+        "(VALUES (-1::bigint), (0), (1)) n(d) "
+        f"WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s{kept}) near, LATERAL (SELECT * FROM episode_message m "
+        "WHERE m.episode_id = near.episode_id AND m.seq = near.seq AND m.tenant_id = %(tenant)s LIMIT 1) m"
+    )
 
 
 def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode: str = "auto") -> bool:
@@ -305,10 +317,13 @@ def run_legs(
     fuse: tuple[float, int] | None = None,
     plan_cache_mode: str = "auto",
     pairs_enough: int | None = None,
+    returned: tuple[int, float] | None = None,
 ) -> LegResults:
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
     legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity), the rows
-    of the episodes retrieval will score when ``fuse`` gives (RRF k, how many). A wide
+    of the episodes retrieval will score when ``fuse`` gives (RRF k, how many); in a wide
+    scope, of those it can return only when ``returned`` gives (how many it returns, the
+    least over the most that re-ranking multiplies a score by: ``_kept``). A wide
     scope is always planned for its values (``_matches``; a tenant's size is what its plan
     turns on): ``plan_cache_mode`` applies to one conversation. ``pairs_enough``: see
     ``params``."""
@@ -318,6 +333,7 @@ def run_legs(
     args["facts"] = facts is not None
     args["fact_k"], args["fact_min"] = facts if facts is not None else (0, 1.0)
     args["rrf_k"], args["fused"] = fuse if fuse is not None else (60.0, 1_000_000)
+    args["returned"], args["keep"] = returned if returned is not None else (1, 0.0)
     with conn.transaction():
         views = set_search_options(conn, ef_search, plan_cache_mode)
         sql = retrieval_sql(request, legs, views) if full else legs_sql(request, legs, views)

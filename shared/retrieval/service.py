@@ -138,6 +138,15 @@ def episode_decay(hit: EpisodeHit, settings: Settings) -> float:
     return decay(hit.retrievability, settings.retrievability_weight, settings.retrievability_influence)
 
 
+def rerank_reach(settings: Settings, named: NamedTime | None) -> float:
+    """The least ``multiplier`` can give a score over the most it can give: decay lies
+    between its value at retrievability 0 and 1 (1), the time boost between 1 and
+    MEMQ_TIME_BOOST when the query names a time. An episode whose fused score is below the
+    n-th best one's times this can never be among the n best after re-ranking."""
+    least = decay(0.0, settings.retrievability_weight, settings.retrievability_influence)
+    return least / (max(1.0, settings.time_boost) if named is not None else 1.0)
+
+
 def relevance_params(settings: Settings) -> RelevanceParams:
     return RelevanceParams(
         k=settings.rrf_k,
@@ -256,6 +265,7 @@ def retrieve(
             fuse=(settings.rrf_k, max(settings.retrieval_candidates, request.limit)),
             plan_cache_mode=settings.retrieval_plan_cache_mode,
             pairs_enough=settings.lexical_pairs_enough,
+            returned=(request.limit, rerank_reach(settings, named)),
         )
         t3 = time.perf_counter()
         timings["sql"] = (t3 - t2) * 1000

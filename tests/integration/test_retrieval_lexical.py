@@ -195,3 +195,42 @@ def test_a_wide_retrieval_reads_the_rows_of_the_episodes_it_will_score_only(db, 
         last = ranked[min(n, len(ranked)) - 1].score
         assert set(found.hits) == {f.id for f in ranked if f.score >= last - 1e-12}, n
     assert len(ranked) == 6
+    # of those, only the ones re-ranking could still lift into the ``returned`` best: a
+    # score below the returned-th best times ``keep`` (the least re-ranking multiplies by
+    # over the most) is not read, nor are its episode's messages
+    sizes: dict[tuple[int, float], int] = {}
+    for returned, keep in ((1, 0.9), (2, 0.9), (2, 0.5), (3, 0.0)):
+        found = legs.run_legs(
+            db,
+            request,
+            query,
+            settings.legs,
+            10,
+            settings.hnsw_ef_search,
+            full=True,
+            fuse=(60.0, 100),
+            returned=(returned, keep),
+        )
+        ranked = rrf(found.episodes, 60.0)
+        bar = ranked[returned - 1].score * keep
+        kept = {f.id for f in ranked if f.score >= bar - 1e-12}
+        assert set(found.hits) == kept, (returned, keep)
+        assert set(found.shown) <= kept, (returned, keep)
+        sizes[(returned, keep)] = len(kept)
+    assert sizes[(1, 0.9)] < sizes[(2, 0.5)] <= sizes[(3, 0.0)] == 6, sizes
+
+
+def test_the_rerank_reach_bounds_what_re_ranking_can_do(settings):
+    """``rerank_reach``: the least the FSRS decay and the time boost multiply a score by,
+    over the most: decay is in [1 - influence, 1], the time boost in [1, MEMQ_TIME_BOOST]
+    when the query names a time."""
+    from memq.shared.retrieval.service import rerank_reach
+    from memq.shared.retrieval.time_expressions import find_time
+
+    named = find_time("what did we do last week?", NOW)
+    assert named is not None
+    base = settings.model_copy(update={"retrievability_influence": 0.1, "retrievability_weight": 1.0})
+    assert rerank_reach(base, None) == pytest.approx(0.9)
+    assert rerank_reach(base.model_copy(update={"time_boost": 1.5}), named) == pytest.approx(0.6)
+    assert rerank_reach(base.model_copy(update={"retrievability_weight": 0.0}), None) == pytest.approx(1.0)
+    assert rerank_reach(base.model_copy(update={"retrievability_influence": 1.0}), None) == pytest.approx(0.0)
