@@ -191,32 +191,24 @@ def run(ctx: BenchContext) -> list[Measurement]:
     mib = "MiB"
     alone = {"model_once_rss": round(model_once, 1), "model_twice_rss": round(model_twice, 1)}
 
-    def memory(name: str, key: str, process: str, floor: float) -> Measurement:
-        return Measurement(
-            name,
-            m[f"{key}_rss"],
-            mib,
-            floor=floor,
-            higher_is_better=False,
-            target=TARGETS[name],
-            params={"pss": round(m[f"{key}_pss"], 1), "process": process, **alone},
-        )
-
     def size(name: str, value: float, unit: str, floor: float | None = None, **params: object) -> Measurement:
         return Measurement(name, value, unit, floor=floor, higher_is_better=False, target=TARGETS[name], params=params)
+
+    def memory(name: str, key: str, process: str, floor: float) -> Measurement:
+        return size(name, m[f"{key}_rss"], mib, floor, pss=round(m[f"{key}_pss"], 1), process=process, **alone)
 
     return [
         memory("rss_worker_idle", "pool_idle", "pool (warm, idle); floor: the model twice", model_twice),
         memory("rss_worker_busy", "pool_busy", "pool (highest while busy); floor: the pool idle", m["pool_idle_rss"]),
         memory("rss_worker_main", "main_idle", "main (loads no model); floor: the model once", model_once),
-        Measurement(
+        size(
             "rss_api",
             api_ready,
             mib,
-            floor=model_twice,
-            higher_is_better=False,
-            target=TARGETS["rss_api"],
-            params={"after_30_retrievals": round(api_served, 1), "floor": "the model twice", **alone},
+            model_twice,
+            after_30_retrievals=round(api_served, 1),
+            floor_is="the model twice",
+            **alone,
         ),
         size(
             "pg_bytes_per_message",

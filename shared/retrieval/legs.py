@@ -211,15 +211,18 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], views: bool 
     - with ``facts`` (a parameter), when the scope holds an active fact: the fact legs'
       rows (``fact_vector`` / ``fact_lexical``, fact id, -, rank).
 
-    ``episode`` rows: every episode a leg found (in a wide scope, those retrieval will
-    score: ``_episode_rows``). ``message`` rows: every message a message
-    leg ranked within ``reach`` and the one before and after it in its episode: the
-    messages that may be shown. Both are looked up key by key (``_BY_KEY``), so no plan,
-    custom or generic, can read a whole tenant's rows to find them."""
+    ``episode`` rows: every episode a leg found (in a wide scope, those retrieval can
+    return: the CTE ``kept``, ``_KEPT``). ``message`` rows: every message a message leg
+    ranked within ``reach`` (in a wide scope, of a kept episode) and the one before and
+    after it in its episode: the messages that may be shown. Both are looked up key by key
+    (``_episode_rows``, ``_shown_messages``), so no plan, custom or generic, can read a
+    whole tenant's rows to find them."""
+    wide = _wide(request)
+    kept = f", kept AS {_KEPT}" if wide else ""
     return (
-        f"{_ctes(request, legs, views)}, ranked AS ({_ranked_union(request, legs, 'uuid', views)}) "
+        f"{_ctes(request, legs, views)}, ranked AS ({_ranked_union(request, legs, 'uuid', views)}){kept} "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
-        f"UNION ALL {_episode_rows(_wide(request))} UNION ALL {_shown_messages(_wide(request))} "
+        f"UNION ALL {_episode_rows(wide)} UNION ALL {_shown_messages(wide)} "
         f"UNION ALL SELECT f.leg, f.id, NULL::bigint, f.rank, NULL::text, {_NULLS} "
         f"FROM {fact_legs_call(request.conversation_ids is not None)} f WHERE %(facts)s"
     )
@@ -237,9 +240,9 @@ def fsrs_state(table: str = "e") -> str:
 # rows (a generic plan, which assumes an average tenant, did: migration 0011's functions
 # read every message of a 4,000-message tenant to return 150)
 def _episode_rows(wide: bool) -> str:
-    """``episode`` rows: of every episode a leg found; in a wide scope (up to 4k of them),
-    of those that can be returned only (``_kept``)."""
-    found = _kept() if wide else "(SELECT DISTINCT id FROM ranked)"
+    """``episode`` rows: of every episode a leg found; in a wide scope (up to 400 of them),
+    of those that can be returned only (the CTE ``kept``, ``_KEPT``)."""
+    found = "kept" if wide else "(SELECT DISTINCT id FROM ranked)"
     return (
         "SELECT 'episode', e.id::text, e.first_seq, e.last_seq, e.conversation_id, e.title, e.summary, "
         f"e.summary_source, e.start_at, e.end_at, e.surprise, e.message_count, {fsrs_state()} "
@@ -248,26 +251,25 @@ def _episode_rows(wide: bool) -> str:
     )
 
 
-def _kept() -> str:
-    """In a wide scope, the found episodes retrieval can return, by Reciprocal Rank Fusion
-    (``fusion.rrf`` on the same ranks, ``%(rrf_k)s``): the best ``%(fused)s`` (and any tied
-    with the last), and of those only the ones whose score, times the most re-ranking can
-    give, reaches the ``%(returned)s``-th best score times the least it can give
-    (``%(keep)s``: ``service.rerank_reach``). The others cannot be among the
-    ``%(returned)s`` returned, so neither their rows nor their messages are read."""
-    return (
-        "(WITH s AS (SELECT id, sum(1.0 / (%(rrf_k)s + erank)) AS score FROM ("
-        "SELECT id, row_number() OVER (PARTITION BY leg ORDER BY min(rank)) AS erank FROM ranked GROUP BY leg, id"
-        ") per_leg GROUP BY id) SELECT id FROM s WHERE score >= "
-        "(SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(fused)s) t) - 1e-12 AND score >= "
-        "(SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(returned)s) t) * %(keep)s - 1e-12)"
-    )
+# In a wide scope, the found episodes retrieval can return (the CTE ``kept``), by
+# Reciprocal Rank Fusion (``fusion.rrf`` on the same ranks, ``%(rrf_k)s``): the best
+# ``%(fused)s`` (and any tied with the last), and of those only the ones whose score, times
+# the most re-ranking can give, reaches the ``%(returned)s``-th best score times the least
+# it can give (``%(keep)s``: ``service.rerank_reach``). The others cannot be among the
+# ``%(returned)s`` returned, so neither their rows nor their messages are read.
+_KEPT = (
+    "(WITH s AS (SELECT id, sum(1.0 / (%(rrf_k)s + erank)) AS score FROM ("
+    "SELECT id, row_number() OVER (PARTITION BY leg ORDER BY min(rank)) AS erank FROM ranked GROUP BY leg, id"
+    ") per_leg GROUP BY id) SELECT id FROM s WHERE score >= "
+    "(SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(fused)s) t) - 1e-12 AND score >= "
+    "(SELECT min(score) FROM (SELECT score FROM s ORDER BY score DESC LIMIT %(returned)s) t) * %(keep)s - 1e-12)"
+)
 
 
 def _shown_messages(wide: bool) -> str:
     """Each message a message leg ranked within reach and the ones just before and after it,
-    once; in a wide scope, of the episodes that can be returned only (``_kept``)."""
-    kept = f" AND r.id IN {_kept()}" if wide else ""
+    once; in a wide scope, of the episodes that can be returned only (the CTE ``kept``)."""
+    kept = " AND r.id IN (SELECT id FROM kept)" if wide else ""
     return (
         "SELECT 'message', m.episode_id::text, m.seq, NULL::bigint, NULL::text, m.role, m.speaker, m.content, m.ts, "
         "NULL::timestamptz, NULL::double precision, NULL::integer, NULL::double precision, NULL::timestamptz "
@@ -323,7 +325,7 @@ def run_legs(
     legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity), the rows
     of the episodes retrieval will score when ``fuse`` gives (RRF k, how many); in a wide
     scope, of those it can return only when ``returned`` gives (how many it returns, the
-    least over the most that re-ranking multiplies a score by: ``_kept``). A wide
+    least over the most that re-ranking multiplies a score by: ``_KEPT``). A wide
     scope is always planned for its values (``_matches``; a tenant's size is what its plan
     turns on): ``plan_cache_mode`` applies to one conversation. ``pairs_enough``: see
     ``params``."""

@@ -653,9 +653,10 @@ def test_the_vector_leg_uses_the_hnsw_index(db, settings):
 
     The table grows by steps of 5,000 messages until the plan uses the index, in a tenant
     kept between runs (later runs only check): about 35,000 with ``hnsw.ef_search`` 400
-    (pgvector's cost of an index scan grows with it; at 100, about 10,000). Short messages keep their vector inside the
-    row; a message row over ~2 kB has its vector TOASTed, which the planner leaves out of
-    the sequential scan's cost, so the index is only chosen at a few times the size."""
+    (pgvector's cost of an index scan grows with it; at 100, about 10,000). Short messages
+    keep their vector inside the row; a message row over ~2 kB has its vector TOASTed,
+    which the planner leaves out of the sequential scan's cost, so the index is only
+    chosen at a few times the size."""
     assert db.execute("SHOW enable_seqscan").fetchone()[0] == "on"
     assert db.execute("SHOW enable_indexscan").fetchone()[0] == "on"
     rng = np.random.default_rng()
