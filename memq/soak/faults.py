@@ -152,7 +152,7 @@ class RedisSigkill(Fault):
     label = "Redis SIGKILL (process only; the kernel keeps the AOF)"
 
     def apply(self, ctx):
-        killed, _ = ctx.services.redis_kill()
+        killed, _, _ = ctx.services.redis_kill()
         time.sleep(0.5)
         ctx.services.redis_start()
         return Outcome(time.time(), notes=f"down {time.time() - killed:.1f} s")
@@ -163,13 +163,13 @@ class RedisPowerLoss(Fault):
     label = "Redis SIGKILL losing its last second (AOF everysec on a machine crash)"
 
     def apply(self, ctx):
-        killed, cut = ctx.services.redis_kill(lose_last_seconds=1.0)
+        killed, cut, lost_from = ctx.services.redis_kill(lose_last_seconds=1.0)
         time.sleep(0.5)
         ctx.services.redis_start()
         return Outcome(
             time.time(),
-            loss_windows=[(killed - 1.0, killed)],
-            notes=f"the last second of writes lost ({cut} AOF bytes)",
+            loss_windows=[(lost_from, killed)],
+            notes=f"the last {killed - lost_from:.1f} s of writes lost ({cut} AOF bytes cut)",
         )
 
 
@@ -227,8 +227,8 @@ class Mixed(Fault):
         ctx.pool.kill(i, signal.SIGSTOP)
         ctx.services.postgres_stop()
         time.sleep(t.postgres_down / 2)
-        killed, _ = ctx.services.redis_kill(lose_last_seconds=1.0)
-        windows.append((killed - 1.0, killed))
+        killed, _, lost_from = ctx.services.redis_kill(lose_last_seconds=1.0)
+        windows.append((lost_from, killed))
         time.sleep(0.5)
         ctx.services.redis_start()
         ctx.services.postgres_start()

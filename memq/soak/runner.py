@@ -96,7 +96,7 @@ class PhaseResult:
     label: str
     acknowledged: int = 0
     lost: int = 0
-    lost_allowed: int = 0  # acknowledged within the last second before a Redis power loss
+    lost_allowed: int = 0  # acknowledged within what a Redis power loss took (its last second, or more: services.py)
     duplicated: int = 0
     recover_seconds: float | None = None
     target_seconds: float = 60.0

@@ -26,7 +26,9 @@ class LossMarker:
     was sent. A crash is made to lose "everything after moment T" by cutting the AOF just
     after the first marker sent at or after T: the AOF holds commands in the order Redis
     executed them, so every write acknowledged before T stays and every write executed
-    after that marker goes, whatever the disk was doing."""
+    after that marker goes, whatever the disk was doing. Numbers are never reused within
+    a run (the thread stops and starts again when Redis moves), so a marker found in the
+    AOF is the one sent at that moment, never an earlier namesake."""
 
     url: str
     aof: Path
@@ -37,6 +39,7 @@ class LossMarker:
     run: str = field(default_factory=lambda: secrets.token_hex(6))
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
+    _count: int = 0  # markers sent in this run, across restarts of the thread
 
     def start(self) -> None:
         self._stop.clear()
@@ -50,11 +53,10 @@ class LossMarker:
 
     def _run(self) -> None:
         client = redis.Redis.from_url(self.url, socket_timeout=1, socket_connect_timeout=0.5)
-        n = 0
         while not self._stop.is_set():
-            n += 1
+            self._count += 1
             started = time.time()
-            value = f"{self.run}-{n}"
+            value = f"{self.run}-{self._count}"
             try:
                 client.set(MARK_KEY, value)
                 self.sent.append((started, value))
@@ -64,21 +66,29 @@ class LossMarker:
                 time.sleep(0.1)
             time.sleep(self.interval)
 
-    def cut_after(self, moment: float) -> int:
+    def cut_after(self, moment: float) -> tuple[int, float]:
         """Truncate the (stopped) server's AOF just after the first marker sent at or after
-        ``moment``. Returns how many bytes were cut."""
+        ``moment``. Returns (bytes cut, the moment from which writes are lost): ``moment``,
+        or earlier when that marker never reached the file. Redis postpones its AOF write
+        while a slow fsync is in progress (up to two seconds under ``appendfsync
+        everysec``), so a killed server can have lost more than was asked: then nothing is
+        cut, and the loss starts at the last marker the file holds."""
         candidates = [value for t, value in self.sent if t >= moment]
         if not candidates:
             raise RuntimeError("no loss marker was sent after the requested moment")
-        needle = f"${len(MARK_KEY)}\r\n{MARK_KEY}\r\n${len(candidates[0])}\r\n{candidates[0]}\r\n".encode()
         data = self.aof.read_bytes()
-        at = data.rfind(needle)
+        at = data.rfind(self._needle(candidates[0]))
         if at < 0:  # the marker never reached the file: Redis lost even more (a postponed AOF write)
-            return 0
-        end = at + len(needle)  # a plain SET, never inside a script's MULTI ... EXEC block
+            held = next((t for t, value in reversed(self.sent) if t < moment and self._needle(value) in data), None)
+            return 0, moment if held is None else held
+        end = at + len(self._needle(candidates[0]))  # a plain SET, never inside a script's MULTI ... EXEC block
         with open(self.aof, "r+b") as fh:
             fh.truncate(end)
-        return len(data) - end
+        return len(data) - end, moment
+
+    @staticmethod
+    def _needle(value: str) -> bytes:
+        return f"${len(MARK_KEY)}\r\n{MARK_KEY}\r\n${len(value)}\r\n{value}\r\n".encode()
 
 
 BALLAST_DB = 1  # the database that holds the ballast making Redis load for seconds
@@ -141,17 +151,21 @@ class SoakServices:
         self._shutdown()
         self.redis.start()
 
-    def redis_kill(self, lose_last_seconds: float = 0.0) -> tuple[float, int]:
+    def redis_kill(self, lose_last_seconds: float = 0.0) -> tuple[float, int, float]:
         """SIGKILL the server. With ``lose_last_seconds``, also lose every write executed
         after that long before the kill: what a machine crash does to what the kernel had
-        not yet flushed under ``appendfsync everysec``. Returns (kill time, bytes cut)."""
+        not yet flushed under ``appendfsync everysec``. Returns (kill time, bytes cut, the
+        moment from which writes are lost: ``lose_last_seconds`` before the kill, or earlier
+        when Redis had postponed its AOF writes, ``LossMarker.cut_after``)."""
         pid = self.redis.pid()
         killed_at = time.time()
         if pid:
             os.kill(pid, signal.SIGKILL)
         self._wait_gone()
-        cut = self.marker.cut_after(killed_at - lose_last_seconds) if lose_last_seconds else 0
-        return killed_at, cut
+        if not lose_last_seconds:
+            return killed_at, 0, killed_at
+        cut, lost_from = self.marker.cut_after(killed_at - lose_last_seconds)
+        return killed_at, cut, lost_from
 
     def redis_start(self) -> None:
         self.redis.start()
