@@ -330,7 +330,9 @@ def retrieve(
             recorded = len(chosen)
         timings["record"] = (time.perf_counter() - t4) * 1000
     timings["total"] = (time.perf_counter() - t0) * 1000
-    log.info(  # counts and timings only: the query's words (times, names) are content
+    # a slow-retrieval log: info from MEMQ_LOG_SLOW_RETRIEVAL_MS, else debug (dropped before any
+    # processor runs below the level); counts and timings only: the query's words are content
+    (log.info if timings["total"] >= settings.log_slow_retrieval_ms else log.debug)(
         "retrieved",
         tenant=request.tenant,
         memories=len(chosen),

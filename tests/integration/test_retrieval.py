@@ -1106,6 +1106,38 @@ def test_what_is_returned_is_recorded_for_review_unless_asked_not_to(db, setting
     assert len(open_reviews(db, tenant)) == 4
 
 
+def test_a_retrieval_is_logged_at_info_only_when_slow(db, settings, tenant, monkeypatch):
+    """The ``retrieved`` line (counts and stage timings, never the query) is at debug, and at
+    info from MEMQ_LOG_SLOW_RETRIEVAL_MS: a slow-retrieval log."""
+    import structlog
+
+    from memq.shared.retrieval import service
+
+    v = axis(91)
+    write_episode(
+        db,
+        settings,
+        tenant,
+        "slowlog",
+        title="Kayak rental on the lake",
+        summary="Renting a kayak.",
+        vector=v,
+        start=NOW - timedelta(days=1),
+        messages=[("user", "Where do we rent the kayak?", v)],
+    )
+    for slow_ms, level in ((60_000.0, "debug"), (0.0, "info")):
+        local = settings.model_copy(update={"log_slow_retrieval_ms": slow_ms})
+        with structlog.testing.capture_logs() as logs:
+            # a logger bound under the capture (the module's may be cached with the process' configuration)
+            monkeypatch.setattr(service, "log", structlog.get_logger("memq.retrieval"))
+            retrieve_memory(
+                "kayak rental", tenant=tenant, embed=fixed(v), settings=local, conn=db, now=NOW, record=False
+            )
+        lines = [e for e in logs if e["event"] == "retrieved"]
+        assert [e["log_level"] for e in lines] == [level]
+        assert lines[0]["memories"] == 1 and "kayak" not in repr(lines[0]).lower()
+
+
 # --- recent memory ---------------------------------------------------------------------------------
 
 
