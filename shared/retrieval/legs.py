@@ -211,18 +211,16 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], views: bool 
     - with ``facts`` (a parameter), when the scope holds an active fact: the fact legs'
       rows (``fact_vector`` / ``fact_lexical``, fact id, -, rank).
 
-    ``episode`` rows: every episode a leg found (in a wide scope, those retrieval can
-    return: the CTE ``kept``, ``_KEPT``). ``message`` rows: every message a message leg
-    ranked within ``reach`` (in a wide scope, of a kept episode) and the one before and
-    after it in its episode: the messages that may be shown. Both are looked up key by key
-    (``_episode_rows``, ``_shown_messages``), so no plan, custom or generic, can read a
-    whole tenant's rows to find them."""
-    wide = _wide(request)
-    kept = f", kept AS {_KEPT}" if wide else ""
+    ``episode`` rows: of every episode a leg found that retrieval can return (the CTE
+    ``kept``, ``_KEPT``). ``message`` rows: every message a message leg ranked within
+    ``reach`` of a kept episode, and the one before and after it in its episode: the
+    messages that may be shown. Both are looked up key by key (``_EPISODE_ROWS``,
+    ``_SHOWN_MESSAGES``), so no plan, custom or generic, can read a whole tenant's rows
+    to find them."""
     return (
-        f"{_ctes(request, legs, views)}, ranked AS ({_ranked_union(request, legs, 'uuid', views)}){kept} "
+        f"{_ctes(request, legs, views)}, ranked AS ({_ranked_union(request, legs, 'uuid', views)}), kept AS {_KEPT} "
         f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
-        f"UNION ALL {_episode_rows(wide)} UNION ALL {_shown_messages(wide)} "
+        f"UNION ALL {_EPISODE_ROWS} UNION ALL {_SHOWN_MESSAGES} "
         f"UNION ALL SELECT f.leg, f.id, NULL::bigint, f.rank, NULL::text, {_NULLS} "
         f"FROM {fact_legs_call(request.conversation_ids is not None)} f WHERE %(facts)s"
     )
@@ -235,23 +233,7 @@ def fsrs_state(table: str = "e") -> str:
     return f"({card}->>'stability')::double precision, ({card}->>'last_review')::timestamptz"
 
 
-# A lookup by a table's unique key, one probe per key: a LATERAL subquery with a LIMIT is
-# never turned into a join, so a plan cannot trade the probes for a scan of the tenant's
-# rows (a generic plan, which assumes an average tenant, did: migration 0011's functions
-# read every message of a 4,000-message tenant to return 150)
-def _episode_rows(wide: bool) -> str:
-    """``episode`` rows: of every episode a leg found; in a wide scope (up to 400 of them),
-    of those that can be returned only (the CTE ``kept``, ``_KEPT``)."""
-    found = "kept" if wide else "(SELECT DISTINCT id FROM ranked)"
-    return (
-        "SELECT 'episode', e.id::text, e.first_seq, e.last_seq, e.conversation_id, e.title, e.summary, "
-        f"e.summary_source, e.start_at, e.end_at, e.surprise, e.message_count, {fsrs_state()} "
-        f"FROM {found} found, LATERAL (SELECT * FROM episodic_memory e "
-        "WHERE e.id = found.id AND e.tenant_id = %(tenant)s LIMIT 1) e"
-    )
-
-
-# In a wide scope, the found episodes retrieval can return (the CTE ``kept``), by
+# The found episodes retrieval can return (the CTE ``kept``), by
 # Reciprocal Rank Fusion (``fusion.rrf`` on the same ranks, ``%(rrf_k)s``): the best
 # ``%(fused)s`` (and any tied with the last), and of those only the ones whose score, times
 # the most re-ranking can give, reaches the ``%(returned)s``-th best score times the least
@@ -266,18 +248,30 @@ _KEPT = (
 )
 
 
-def _shown_messages(wide: bool) -> str:
-    """Each message a message leg ranked within reach and the ones just before and after it,
-    once; in a wide scope, of the episodes that can be returned only (the CTE ``kept``)."""
-    kept = " AND r.id IN (SELECT id FROM kept)" if wide else ""
-    return (
-        "SELECT 'message', m.episode_id::text, m.seq, NULL::bigint, NULL::text, m.role, m.speaker, m.content, m.ts, "
-        "NULL::timestamptz, NULL::double precision, NULL::integer, NULL::double precision, NULL::timestamptz "
-        "FROM (SELECT DISTINCT r.id AS episode_id, r.seq + n.d AS seq FROM ranked r, "
-        "(VALUES (-1::bigint), (0), (1)) n(d) "
-        f"WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s{kept}) near, LATERAL (SELECT * FROM episode_message m "
-        "WHERE m.episode_id = near.episode_id AND m.seq = near.seq AND m.tenant_id = %(tenant)s LIMIT 1) m"
-    )
+# A lookup by a table's unique key, one probe per key: a LATERAL subquery with a LIMIT is
+# never turned into a join, so a plan cannot trade the probes for a scan of the tenant's
+# rows (a generic plan, which assumes an average tenant, did: migration 0011's functions
+# read every message of a 4,000-message tenant to return 150).
+# ``episode`` rows: of the found episodes retrieval can return (the CTE ``kept``)
+_EPISODE_ROWS = (
+    "SELECT 'episode', e.id::text, e.first_seq, e.last_seq, e.conversation_id, e.title, e.summary, "
+    f"e.summary_source, e.start_at, e.end_at, e.surprise, e.message_count, {fsrs_state()} "
+    "FROM kept found, LATERAL (SELECT * FROM episodic_memory e "
+    "WHERE e.id = found.id AND e.tenant_id = %(tenant)s LIMIT 1) e"
+)
+
+
+# Each message a message leg ranked within reach and the ones just before and after it,
+# once, of the episodes that can be returned (the CTE ``kept``)
+_SHOWN_MESSAGES = (
+    "SELECT 'message', m.episode_id::text, m.seq, NULL::bigint, NULL::text, m.role, m.speaker, m.content, m.ts, "
+    "NULL::timestamptz, NULL::double precision, NULL::integer, NULL::double precision, NULL::timestamptz "
+    "FROM (SELECT DISTINCT r.id AS episode_id, r.seq + n.d AS seq FROM ranked r, "
+    "(VALUES (-1::bigint), (0), (1)) n(d) "
+    "WHERE r.seq IS NOT NULL AND r.rank <= %(reach)s AND r.id IN (SELECT id FROM kept)) near, "
+    "LATERAL (SELECT * FROM episode_message m "
+    "WHERE m.episode_id = near.episode_id AND m.seq = near.seq AND m.tenant_id = %(tenant)s LIMIT 1) m"
+)
 
 
 def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode: str = "auto") -> bool:
@@ -323,9 +317,9 @@ def run_legs(
 ) -> LegResults:
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
     legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity), the rows
-    of the episodes retrieval will score when ``fuse`` gives (RRF k, how many); in a wide
-    scope, of those it can return only when ``returned`` gives (how many it returns, the
-    least over the most that re-ranking multiplies a score by: ``_KEPT``). A wide
+    of the episodes retrieval will score when ``fuse`` gives (RRF k, how many), of those
+    it can return only when ``returned`` gives (how many it returns, the least over the
+    most that re-ranking multiplies a score by: ``_KEPT``). A wide
     scope is always planned for its values (``_matches``; a tenant's size is what its plan
     turns on): ``plan_cache_mode`` applies to one conversation. ``pairs_enough``: see
     ``params``."""
