@@ -81,6 +81,7 @@ class Run:
     seconds: float
     redis_commands: int
     redis_cpu_seconds: float
+    redis_input_bytes: int
     cpu_seconds: dict[str, float]  # CPU time of the worker's processes, PostgreSQL's and Redis' over the run
     pg_transactions: int
     pg_rows_written: int
@@ -105,9 +106,15 @@ def one_row(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...]:
     return tuple(row)
 
 
-def _redis_counters(client: Any) -> tuple[int, float]:
+def _redis_counters(client: Any) -> tuple[int, float, int]:
+    """Commands processed, CPU seconds and bytes received (every client's requests: what
+    Redis parses, applies and appends to its AOF) so far."""
     stats, cpu = client.info("stats"), client.info("cpu")
-    return int(stats["total_commands_processed"]), float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"])
+    return (
+        int(stats["total_commands_processed"]),
+        float(cpu["used_cpu_user"]) + float(cpu["used_cpu_sys"]),
+        int(stats["total_net_input_bytes"]),
+    )
 
 
 def _pg_counters(conn: Any) -> tuple[int, int, int]:
@@ -302,6 +309,7 @@ def pipeline_run(
         seconds=seconds,
         redis_commands=r1[0] - r0[0],
         redis_cpu_seconds=r1[1] - r0[1],
+        redis_input_bytes=r1[2] - r0[2],
         cpu_seconds={k: round(c1[k] - c0.get(k, 0.0), 2) for k in c1},
         pg_transactions=p1[0] - p0[0] - polls - 3,  # less the bench's own reads and flush requests
         pg_rows_written=p1[1] - p0[1],
@@ -390,6 +398,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
     found += [
         Measurement("redis_commands_per_message", used.redis_commands / per, "commands", higher_is_better=False),
         Measurement("redis_cpu_us_per_message", used.redis_cpu_seconds / per * 1e6, "µs", higher_is_better=False),
+        Measurement("redis_input_bytes_per_message", used.redis_input_bytes / per, "bytes", higher_is_better=False),
         Measurement("pg_transactions_per_message", used.pg_transactions / per, "transactions", higher_is_better=False),
         Measurement("pg_rows_written_per_message", used.pg_rows_written / per, "rows", higher_is_better=False),
         Measurement("pg_wal_bytes_per_message", used.pg_wal_bytes / per, "bytes", higher_is_better=False),

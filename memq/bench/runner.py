@@ -27,6 +27,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
             "pipeline_2",
             "scale_out_2",
             "redis_commands_per_message",
+            "redis_input_bytes_per_message",
             "pg_wal_bytes_per_message",
         ),
     ),

@@ -28,6 +28,7 @@ _ACK = re.compile(
 )
 _GREETING = re.compile(r"^\W*(?:hi|hello|hey|good (?:morning|evening|afternoon))\b", re.IGNORECASE)
 
+HISTORY = 3  # earlier messages ``feature_vector`` looks at: what a detector using it must keep
 TEXT_FEATURES = ("q_new", "q_prev", "you_question", "marker", "len_new", "len_prev", "ack_new", "greeting_prev")
 COSINES = ("cos_prev", "cos_left", "cos_left_right", "cos_left2_right2", "cos_prev2", "cos_next_prev", "cos_next_new")
 
@@ -68,7 +69,7 @@ def feature_vector(
 ) -> np.ndarray:
     """``recent`` oldest first (at least one message); ``right`` = look-ahead used."""
     prev = recent[-1]
-    left = _mean(recent[-3:])
+    left = _mean(recent[-HISTORY:])
     rwin = _mean([new, *list(lookahead)[:right]])
     left2 = _mean(recent[-2:])
     right2 = _mean([new, *list(lookahead)[:1]])

@@ -114,7 +114,12 @@ class HysteresisDetector:
     name: str = "hysteresis"
     needs_embeddings: bool = True
     lookahead: int = 0
-    keep: int = 8
+
+    @property
+    def keep(self) -> int:
+        """Earlier messages' embeddings kept in the event state: the drift window and the
+        previous message, what ``evaluate`` reads (the state is written at every step)."""
+        return max(1, self.params.window)
 
     def evaluate(self, data: DetectionInput) -> tuple[bool, float, dict[str, float], EventState]:
         """Score ``data.new`` and apply hysteresis; the state is updated for arming only."""

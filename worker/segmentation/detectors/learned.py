@@ -32,7 +32,9 @@ from memq.shared.mailbox.codec import QueuedMessage
 from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
 from memq.worker.segmentation.detectors.blend_model import BlendModel
 from memq.worker.segmentation.detectors.boundary_features import COSINES, TEXT_FEATURES, feature_vector
+from memq.worker.segmentation.detectors.boundary_features import HISTORY as EMBEDDING_HISTORY
 from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES, SimilarityStats, general_features
+from memq.worker.segmentation.detectors.general_features import HISTORY as GENERAL_HISTORY
 from memq.worker.segmentation.detectors.hysteresis import new_event, remember
 from memq.worker.segmentation.detectors.style_features import length_value, style_features
 from memq.worker.segmentation.detectors.tree_model import TreeModel
@@ -129,11 +131,17 @@ class LearnedDetector:
     model: BoundaryModel
     name: str = "learned"
     needs_embeddings: bool = True
-    keep: int = 8
 
     @property
     def lookahead(self) -> int:
         return self.model.lookahead
+
+    @property
+    def keep(self) -> int:
+        """Earlier messages' embeddings kept in the event state: what the model's features
+        read, no more. The state is written to Redis at every step, 2 kB per vector as
+        stored: a window of 8 made it ~18 kB of writes per message."""
+        return GENERAL_HISTORY if self.model.features in ("general", "style") else EMBEDDING_HISTORY
 
     def evaluate(self, data: DetectionInput) -> tuple[bool, float, dict[str, float], EventState]:
         state = data.state

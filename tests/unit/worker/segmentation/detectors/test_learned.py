@@ -112,3 +112,22 @@ def test_general_detector_folds_every_message_into_the_conversation_statistics()
     assert state.event_size == 1 and state.extras["prev_text"] == message(3).content
     v = det.check(DetectionInput([message(3)], message(4), axis(1), state))
     assert not v.boundary and v.state.extras["sims"][0] == 3.0
+
+
+@pytest.mark.parametrize("features", ["embedding", "general"])
+def test_the_state_keeps_only_the_embeddings_the_features_read(features):
+    """The event state is written to Redis at every step (~2 kB per kept vector): a detector
+    keeps the window its features read, and a longer window would not change a score."""
+    from memq.worker.segmentation.detectors.general_features import GENERAL_FEATURES
+
+    rng = np.random.default_rng(7)
+    weights = rng.normal(size=N if features == "embedding" else len(GENERAL_FEATURES))
+    det = LearnedDetector(model(weights) if features == "embedding" else general_model(weights))
+    vectors = [v / np.linalg.norm(v) for v in rng.normal(size=(14, 8)).astype(np.float32)]
+    state = EventState()
+    for i, v in enumerate(vectors[:-1], start=1):
+        state = det.observe(message(i), v, state)
+    assert len(state.recent) == det.keep == (3 if features == "embedding" else 6)
+    longer = state.evolve(recent=vectors[: len(vectors) - 1][-8:])  # what a window of 8 held
+    new = DetectionInput([message(13)], message(14), vectors[-1], state)
+    assert det.check(new).score == det.check(DetectionInput([message(13)], message(14), vectors[-1], longer)).score
