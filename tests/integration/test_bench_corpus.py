@@ -1,0 +1,47 @@
+"""The bench's compaction after removing a corpus (``memq.bench.corpus.compact``) on the
+real PostgreSQL: it rewrites the tables only when what was removed outnumbers what is
+left, keeps every row, and gives way to a session holding the tables."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from memq.bench.corpus import compact, one_value
+
+pytestmark = pytest.mark.integration
+
+COUNT = "SELECT count(*) FROM episode_message"
+
+
+def test_tables_are_rewritten_only_when_most_of_them_was_removed(db):
+    left = one_value(db, COUNT)
+    said: list[str] = []
+    assert not compact(db, left, said.append) and said == []
+    assert compact(db, left + 1, said.append)
+    assert one_value(db, COUNT) == left and said and "compacted" in said[0]
+
+
+def test_tables_in_use_are_left_as_they_are(db, settings):
+    from memq.shared.connections import pg_owner_connect
+
+    holding, release = threading.Event(), threading.Event()
+
+    def hold() -> None:
+        with pg_owner_connect(settings) as other, other.transaction():
+            other.execute("LOCK TABLE episode_message IN ACCESS SHARE MODE")
+            holding.set()
+            release.wait(30)
+
+    holder = threading.Thread(target=hold)
+    holder.start()
+    try:
+        assert holding.wait(10)
+        said: list[str] = []
+        assert not compact(db, one_value(db, COUNT) + 1, said.append)
+        assert said == ["the tables are in use: not compacted"]
+    finally:
+        release.set()
+        holder.join(10)
+    assert db.execute("SHOW lock_timeout").fetchone()[0] == "0"  # the session's setting is back
