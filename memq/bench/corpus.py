@@ -70,6 +70,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memq.bench.sql import one_row
 from memq.shared.embeddings import episode_vector
 from memq.worker.conversation_store import episode_id_for
 from memq.worker.episodes.extractive import extractive_summary, extractive_title
@@ -531,12 +532,12 @@ def make_pool(texts: Sequence[str], roles: Sequence[str], vectors: np.ndarray, e
 
 def held(conn: psycopg.Connection, corpus: CorpusPlan) -> tuple[int, int]:
     """(conversations, messages) of this corpus that PostgreSQL holds, by its ``conversation`` rows."""
-    row = conn.execute(
+    conversations, messages = one_row(
+        conn,
         "SELECT count(*), coalesce(sum(message_count), 0) FROM conversation WHERE tenant_id = ANY(%s)",
         (corpus.tenant_ids,),
-    ).fetchone()
-    assert row is not None
-    return int(row[0]), int(row[1])
+    )
+    return int(conversations), int(messages)
 
 
 def bench_tenants(conn: psycopg.Connection, keep: str | None = None) -> list[str]:
@@ -627,7 +628,7 @@ def compact(conn: psycopg.Connection, removed: int, progress: Progress = lambda 
     """After ``removed`` messages were deleted: when they outnumber the messages left,
     rewrite both tables and their indexes (``VACUUM FULL``, see the module's docstring).
     Returns whether it did."""
-    left = one_value(conn, "SELECT count(*) FROM episode_message")
+    (left,) = one_row(conn, "SELECT count(*) FROM episode_message")
     if removed <= left:
         return False
     t = time.monotonic()
@@ -641,12 +642,6 @@ def compact(conn: psycopg.Connection, removed: int, progress: Progress = lambda 
         conn.execute("RESET lock_timeout")
     progress(f"tables compacted around the {left:,} messages left in {time.monotonic() - t:.0f} s")
     return True
-
-
-def one_value(conn: psycopg.Connection, sql: str) -> int:
-    row = conn.execute(sql).fetchone()
-    assert row is not None
-    return int(row[0])
 
 
 LOCK_WAIT = "5s"

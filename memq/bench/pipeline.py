@@ -30,6 +30,7 @@ import psutil
 from memq.bench import embedding_ceiling
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
+from memq.bench.sql import one_row
 from memq.bench.texts import streams
 from memq.worker_process import wait_warm
 
@@ -96,14 +97,6 @@ class Run:
     @property
     def throughput(self) -> float:
         return self.messages / self.seconds
-
-
-def one_row(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...]:
-    """The single row an aggregate query answers."""
-    row = conn.execute(sql, args).fetchone()
-    if row is None:
-        raise RuntimeError(f"no row for {sql!r}")
-    return tuple(row)
 
 
 def _redis_counters(client: Any) -> tuple[int, float, int]:

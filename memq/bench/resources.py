@@ -40,7 +40,8 @@ import httpx
 
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
-from memq.bench.pipeline import Conversation, enqueue, memory_mib, one_row, plan
+from memq.bench.pipeline import Conversation, enqueue, memory_mib, plan
+from memq.bench.sql import one_row
 
 # name -> target: a ratio to the floor where the measurement has one, else the value itself
 # (every one "at most")

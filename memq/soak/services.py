@@ -77,11 +77,12 @@ class LossMarker:
         if not candidates:
             raise RuntimeError("no loss marker was sent after the requested moment")
         data = self.aof.read_bytes()
-        at = data.rfind(self._needle(candidates[0]))
+        needle = self._needle(candidates[0])
+        at = data.rfind(needle)
         if at < 0:  # the marker never reached the file: Redis lost even more (a postponed AOF write)
             held = next((t for t, value in reversed(self.sent) if t < moment and self._needle(value) in data), None)
             return 0, moment if held is None else held
-        end = at + len(self._needle(candidates[0]))  # a plain SET, never inside a script's MULTI ... EXEC block
+        end = at + len(needle)  # a plain SET, never inside a script's MULTI ... EXEC block
         with open(self.aof, "r+b") as fh:
             fh.truncate(end)
         return len(data) - end, moment

@@ -8,19 +8,24 @@ import threading
 
 import pytest
 
-from memq.bench.corpus import compact, one_value
+from memq.bench.corpus import compact
+from memq.bench.sql import one_row
 
 pytestmark = pytest.mark.integration
 
 COUNT = "SELECT count(*) FROM episode_message"
 
 
+def count(db) -> int:
+    return int(one_row(db, COUNT)[0])
+
+
 def test_tables_are_rewritten_only_when_most_of_them_was_removed(db):
-    left = one_value(db, COUNT)
+    left = count(db)
     said: list[str] = []
     assert not compact(db, left, said.append) and said == []
     assert compact(db, left + 1, said.append)
-    assert one_value(db, COUNT) == left and said and "compacted" in said[0]
+    assert count(db) == left and said and "compacted" in said[0]
 
 
 def test_tables_in_use_are_left_as_they_are(db, settings):
@@ -39,7 +44,7 @@ def test_tables_in_use_are_left_as_they_are(db, settings):
     try:
         assert holding.wait(10)
         said: list[str] = []
-        assert not compact(db, one_value(db, COUNT) + 1, said.append)
+        assert not compact(db, count(db) + 1, said.append)
         assert said == ["the tables are in use: not compacted"]
     finally:
         release.set()
