@@ -2,13 +2,13 @@
 
 A drainer takes the conversation's lock (a token with a lease), reads a ``Snapshot``
 (open event, counters, event state, Redis' run id), numbers inbox messages as it
-moves them into the open event, and commits each step with ``commit_step.lua``,
-fenced by the lock token, the state version and the expected inbox front (a batch's
-steps go in one round trip, each still its own script call: ``commit_steps``). A crash
-before a commit leaves the message at the inbox front and the state as it was; after
-a commit, the step is complete. Either way any worker can resume, and a commit built
-on a state that changed underneath (another drainer, a Redis that restarted with an
-older state) is refused instead of applied.
+moves them into the open event, and commits its steps with ``commit_steps.lua``, a
+batch of them at a time, atomically (all or none), fenced by the lock token, the state
+version and the expected inbox front. A crash before a commit leaves the batch's messages
+at the inbox front and the state as it was; after a commit, its steps are complete.
+Either way any worker can resume, and a commit built on a state that changed underneath
+(another drainer, a Redis that restarted with an older state) is refused instead of
+applied.
 
 State hash fields:
 
@@ -36,7 +36,7 @@ from redis.commands.core import Script
 
 from memq.shared.mailbox.codec import QueuedMessage, decode_buffer_item, parse_segment
 from memq.shared.mailbox.keys import conversation_keys
-from memq.shared.mailbox.scripts import Scripts, run_queued
+from memq.shared.mailbox.scripts import Scripts
 from memq.shared.settings import Settings
 from memq.shared.webhooks import events as webhook_events
 from memq.worker.segmentation.engine import ClosedSegment
@@ -54,10 +54,12 @@ def decode_vector(text: str) -> np.ndarray:
 
 @dataclass(frozen=True)
 class CommitStep:
-    """A segmentation step as ``commit_step.lua`` takes it (after the fence's arguments)."""
+    """A segmentation step as ``commit_steps.lua`` takes it: its ``STEP_FIELDS`` arguments,
+    and the event state it leaves (written only for the last step of a batch)."""
 
     episode_id: str | None  # of the segment this step closes
     args: list[Any]
+    state: EventState
 
 
 class LockLost(Exception):
@@ -227,33 +229,25 @@ class ConversationStore:
             "" if last_eff_us is None else last_eff_us,
             episode_id,
             payload,
-            self.keys.member,
             clear_flush or "",
-            state.to_json(),
         ]
-        return CommitStep(episode_id or None, args)
+        return CommitStep(episode_id or None, args, state)
 
     def commit(self, step: CommitStep) -> str | None:
         """Apply one step atomically; return the episode id of a closed segment."""
-        self._fenced(self.scripts.commit_step, self._step_keys(), [self.token, self.lease_ms, self.version, *step.args])
+        self.commit_steps([step])
         return step.episode_id
 
     def commit_steps(self, steps: Sequence[CommitStep]) -> None:
-        """Apply steps in order in one round trip, each still its own atomic ``commit_step``
-        call fenced as ``commit`` fences it (the versions they expect follow one another), so
-        Redis ends up exactly where committing them one by one would have left it: a prefix
-        of the steps applied, and the first refusal raised as ``commit`` raises it (the later
-        calls are refused too, by the version the refused one did not bump)."""
+        """Apply steps in order, in one atomic script call (``commit_steps.lua``): all of them
+        or, refused, none (``LockLost``, ``StateChanged``, ``InboxMoved``). The event state is
+        written once, as the last step leaves it."""
         if not steps:
             return
-        keys = self._step_keys()
-        calls = [(keys, [self.token, self.lease_ms, self.version + i, *s.args]) for i, s in enumerate(steps)]
-        for reply in run_queued(self.client, self.scripts.commit_step, calls):
-            if isinstance(reply, redis.ResponseError):
-                self._raise_fence_error(reply)
-            if isinstance(reply, Exception):
-                raise reply
-            self.version = int(reply)
+        args = [self.token, self.lease_ms, self.version, self.keys.member, steps[-1].state.to_json()]
+        for step in steps:
+            args.extend(step.args)
+        self._fenced(self.scripts.commit_steps, self._step_keys(), args)
 
     def _step_keys(self) -> list[str]:
         return [

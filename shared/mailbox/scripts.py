@@ -27,7 +27,7 @@ class Scripts:
     enqueue: Script
     request_flush: Script
     snapshot: Script
-    commit_step: Script
+    commit_steps: Script
     release: Script
     mark_queued: Script
     finish_segment: Script

@@ -57,23 +57,30 @@ def test_commit_is_fenced_by_lock_token_version_and_inbox_front(producer, settin
     store.release()
 
 
-def test_steps_committed_in_one_round_trip_apply_a_prefix_and_raise_the_first_refusal(producer, settings, tenant):
-    """``commit_steps`` sends a batch's steps together; each is still its own fenced call, so a
-    refused step leaves the steps before it applied and nothing after it, as one by one."""
+def test_a_batch_of_steps_is_committed_whole_or_not_at_all(producer, settings, tenant):
+    """``commit_steps`` applies a batch's steps in one atomic script call: a batch whose
+    inbox items are not the inbox's front, in order, is refused before anything is written;
+    an accepted one pops them all, bumps the version once and leaves the last step's state."""
     _queue(producer, "batched", 3)
     store = _store(producer, settings, tenant, "batched")
     assert store.acquire()
     snap = sync_with_database(store, store.snapshot(), _connect(settings, store.tenant))
     first, second, third = store.peek_inbox_raw(3)
-    args = {"push": None, "drop": 0, "segment": None, "state": snap.event, "fence": snap.fence}
+    args = {"push": None, "drop": 0, "segment": None, "fence": snap.fence}
     before = store.version
     with pytest.raises(InboxMoved):  # the front after `first` is `second`, not `third`
-        store.commit_steps([store.step(head_raw=h, **args) for h in (first, third, second)])
+        store.commit_steps([store.step(head_raw=h, state=snap.event, **args) for h in (first, third, second)])
+    assert store.version == before
+    assert store.peek_inbox_raw(5) == [first, second, third]
+    assert store.snapshot().event.to_json() == snap.event.to_json()
+    last = snap.event.evolve(armed=not snap.event.armed)
+    steps = [store.step(head_raw=first, state=snap.event, seq=1, **args)]
+    steps += [store.step(head_raw=h, state=last, seq=n, **args) for n, h in ((2, second), (3, third))]
+    store.commit_steps(steps)
     assert store.version == before + 1
-    assert store.peek_inbox_raw(5) == [second, third]
-    store.commit_steps([store.step(head_raw=h, **args) for h in (second, third)])
-    assert store.version == before + 3
     assert store.peek_inbox_raw(5) == []
+    after = store.snapshot()
+    assert (after.seq, after.event.armed) == (3, last.armed)
 
 
 def test_a_second_drainer_cannot_take_a_held_conversation(producer, settings, tenant):

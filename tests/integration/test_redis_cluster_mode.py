@@ -83,7 +83,7 @@ def test_conversations_spread_over_the_nodes_and_every_script_runs_without_cross
         placed[conv] = owner
     assert len(set(placed.values())) >= 2, f"all {CONVERSATIONS} conversations landed on one node: {placed}"
 
-    # Drain (snapshot, sync, commit_step, release), close (request_flush, finish_segment)
+    # Drain (snapshot, sync, commit_steps, release), close (request_flush, finish_segment)
     # and create episodes on every node: any CROSSSLOT would leave work behind or fail a task.
     for conv in convs:
         assert producer.flush(conv)

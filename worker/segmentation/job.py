@@ -244,8 +244,8 @@ def drain(
 
 
 class _Pending:
-    """A batch's steps, committed together in one round trip (``ConversationStore.commit_steps``:
-    still one atomic, fenced script call each) when the batch ends, before a failure is
+    """A batch's steps, committed together in one atomic, fenced script call
+    (``ConversationStore.commit_steps``: all of them or none) when the batch ends, before a failure is
     raised against the inbox front, and before the lock's lease could run short; a segment
     they close is announced (its episode task published) only once its step is committed."""
 

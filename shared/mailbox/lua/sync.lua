@@ -1,6 +1,6 @@
 -- Bring a conversation's Redis state in line with what PostgreSQL holds, after the
 -- Redis server restarted (its state may have lost its last writes) or when the state is
--- new or had expired. Fenced like commit_step.lua.
+-- new or had expired. Fenced like commit_steps.lua.
 --
 -- KEYS[1] state   KEYS[2] lock   KEYS[3] segments
 -- ARGV[1] lock token   ARGV[2] expected version   ARGV[3] Redis run id now
