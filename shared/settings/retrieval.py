@@ -31,8 +31,9 @@ class RetrievalSettings(BaseModel):
     )
     retrieval_legs: str = Field(
         default="episode_vector,episode_lexical,message_vector,message_lexical",
-        description="Ranked legs fused by RRF: episode_vector / episode_lexical (title and summary) and "
-        "message_vector / message_lexical (every stored message votes for its episode).",
+        description="Ranked legs fused by RRF: episode_vector / episode_lexical (title, summary and, weighted below "
+        "them, the messages' words) and message_vector / message_lexical (every stored message votes for its "
+        "episode).",
     )
     hnsw_ef_search: int = Field(
         default=400,

@@ -153,9 +153,11 @@ def scores(result) -> dict[str, dict]:
 
 
 def test_lexical_and_vector_legs_each_find_what_the_other_misses(db, settings, tenant):
-    """Three legs find three different episodes: a rare word said in one message only
-    (message_lexical), a rare word in one title only (episode_lexical), and an episode with
-    none of the query's words whose vectors sit on the query (both vector legs)."""
+    """The legs find three different episodes: a rare word said in one message only
+    (message_lexical, and episode_lexical below the title that says the other word: an
+    episode's search holds its messages' words, weighted below its title), a rare word in
+    one title only (episode_lexical), and an episode with none of the query's words whose
+    vectors sit on the query (both vector legs)."""
     cfg = settings.model_copy(update={"retrieval_candidates": 3})  # vector legs keep only the 3 nearest
     garden, away = axis(0), axis(1)
     conv = "legs"
@@ -236,11 +238,12 @@ def test_lexical_and_vector_legs_each_find_what_the_other_misses(db, settings, t
         return r["vector_rank"], r["message_vector_rank"], r["lexical_rank"], r["message_lexical_rank"]
 
     assert ranks(meant) == (1, 1, None, None)  # the vector legs only
-    assert ranks(said_it) == (None, None, None, 1)  # the rare word said in a message
+    assert ranks(said_it) == (None, None, 2, 1)  # the rare word said in a message
     assert ranks(titled) == (None, None, 1, None)  # the rare word in the title
     k = cfg.rrf_k
     assert s[meant]["rrf"] == pytest.approx(2 / (k + 1), abs=1e-6)
-    assert s[said_it]["rrf"] == pytest.approx(1 / (k + 1), abs=1e-6) == s[titled]["rrf"]
+    assert s[said_it]["rrf"] == pytest.approx(1 / (k + 1) + 1 / (k + 2), abs=1e-6)
+    assert s[titled]["rrf"] == pytest.approx(1 / (k + 1), abs=1e-6)
     assert result.records[0]["id"] == meant  # found by two legs, so first
 
     # Inside the lexical hit, the message holding the rare word is the most relevant one.

@@ -118,6 +118,49 @@ def test_a_wide_search_ranks_two_of_the_words_before_one(db, settings, tenant):
     assert _lexical_ranks(db, settings, one_conv, candidates=10) == {(one, 1): 1, (one, 2): 2}
 
 
+@pytest.mark.parametrize("conversation", [None, "c-messages"])
+def test_the_episode_leg_finds_an_episode_by_its_messages_words_below_its_title_and_summary(
+    db, settings, tenant, conversation
+):
+    """An episode's search holds its messages' content too (migration 0016), weighted below
+    its title and summary: the episode lexical leg finds it by a word only a message holds,
+    in one conversation and tenant-wide, and ranks an episode whose title says the word
+    first. Words of two messages are not adjacent in it."""
+    start = NOW - timedelta(days=2)
+    by_message = write_episode(
+        db,
+        settings,
+        tenant,
+        "c-messages",
+        title="Weekend",
+        summary="Plans for the weekend.",
+        vector=axis(1),
+        messages=[("user", "I finally repotted the monstera", axis(1)), ("assistant", "Survived the move?", axis(2))],
+        start=start,
+    )
+    by_title = write_episode(
+        db,
+        settings,
+        tenant,
+        "c-messages",
+        title="Monstera",
+        summary="A plant.",
+        vector=axis(3),
+        messages=[("user", "It has three new leaves", axis(3))],
+        start=start + timedelta(hours=1),
+    )
+    request = build_request(settings, tenant=tenant, query="monstera", conversation_id=conversation, now=NOW)
+    found = legs.run_legs(
+        db, request, axis(7), ("episode_lexical",), 10, settings.hnsw_ef_search, query_text="monstera"
+    )
+    assert found.episodes["episode_lexical"] == [by_title, by_message]
+    adjacent = db.execute(
+        "SELECT search @@ to_tsquery('english', 'monstera <-> survived') FROM episodic_memory WHERE id = %s",
+        (by_message,),
+    ).fetchone()[0]
+    assert adjacent is False
+
+
 def _one_message(db, settings, tenant: str, text: str) -> str:
     """An episode of one message in conversation c-1; its id."""
     return write_episode(
