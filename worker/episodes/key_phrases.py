@@ -34,9 +34,9 @@ from memq.worker.episodes.words import (
     is_number,
     key,
     language,
-    script,
     specificity,
     stop_words,
+    unspaced,
     unspaced_runs,
     written_as_name,
 )
@@ -84,7 +84,7 @@ def _runs(text: str, stop: frozenset[str]) -> list[list[_Token]]:
     current: list[_Token] = []
     previous: _Token | None = None
     for tok in _tokens(normal):
-        if any(script(ch) for ch in tok.word):
+        if unspaced(tok.word):
             runs += [[_Token(w, tok.start, tok.end, False)] for w in unspaced_runs(tok.word) if is_content(w, stop)]
             keep = False
         else:
@@ -177,7 +177,9 @@ def key_phrases(messages: Sequence[dict[str, Any]], vectors: np.ndarray | None =
             for t, kk in zip(run, keys, strict=True):
                 (initial_only if t.initial else spellings).setdefault(kk, Counter())[t.word] += 1
             held.update(_ngrams(keys))
-        for phrase in sorted(held, key=lambda p: folded.find(p[0])):  # in order of appearance
+        # in order of appearance (then shorter first, then by spelling): never a set's order, which
+        # depends on the process' string hashing and would break ties differently on each worker
+        for phrase in sorted(held, key=lambda p: (folded.find(p[0]), len(p), p)):
             weight[phrase] = weight.get(phrase, 0.0) + w
             held_by[phrase] += 1
     shown = {

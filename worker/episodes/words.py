@@ -79,6 +79,10 @@ _MARKERS = {
 }
 MARKERS = {lang: frozenset(words.split()) for lang, words in _MARKERS.items()}
 MIN_MARKERS = 3  # a text using fewer marker words of any language is read as English
+# each marker word's languages: a text's words are looked up once, not once per language
+_MARKER_LANGUAGES: dict[str, tuple[str, ...]] = {
+    w: tuple(lang for lang, markers in MARKERS.items() if w in markers) for w in set().union(*MARKERS.values())
+}
 
 
 def key(word: str) -> str:
@@ -104,6 +108,15 @@ def script(ch: str) -> str:
     return ""
 
 
+# every letter ``script`` names, in one class: most words hold none, and are told so at once
+_UNSPACED = regex.compile("[\u3040-\u30ff\u3400-\u9fff\uf900-\ufaff\uac00-\ud7af]")
+
+
+def unspaced(word: str) -> bool:
+    """Whether ``word`` holds a letter of a script written without spaces (``script``)."""
+    return not word.isascii() and _UNSPACED.search(word) is not None
+
+
 def unspaced_runs(word: str) -> list[str]:
     """A word of Japanese or Chinese text cut where the script changes: the Han and
     Katakana runs carry the content (東京, 会議); Hiragana runs are mostly particles and
@@ -121,7 +134,7 @@ def words(text: str) -> list[str]:
     """Every word of ``text`` as written, in order (stop words included)."""
     out: list[str] = []
     for w in WORD.findall(unicodedata.normalize("NFC", text)):
-        out += unspaced_runs(w) if any(script(ch) for ch in w) else [w]
+        out += unspaced_runs(w) if unspaced(w) else [w]
     return out
 
 
@@ -166,8 +179,10 @@ def language(texts: Iterable[str]) -> str:
     by_script = _script_language(text)
     if by_script:
         return by_script
-    folded = [key(w) for w in WORD.findall(text)]
-    hits = {lang: sum(w in markers for w in folded) for lang, markers in MARKERS.items()}
+    hits = dict.fromkeys(MARKERS, 0)
+    for w in WORD.findall(text):
+        for lang in _MARKER_LANGUAGES.get(key(w), ()):
+            hits[lang] += 1
     best = max(hits, key=lambda k: (hits[k], k == "en"))
     return best if hits[best] >= MIN_MARKERS else "en"
 

@@ -64,3 +64,32 @@ def test_every_phrase_is_made_of_whole_words_of_the_messages(texts):
         assert set(p.keys) <= known, (p, texts)
         assert p.score > 0 and p.text.strip()
     assert len({k for p in phrases for k in p.keys}) == sum(len(p.keys) for p in phrases)
+
+
+def test_the_phrases_do_not_depend_on_the_process_string_hashing():
+    """Ties between phrases starting at the same word ("sunrise", "sunrise last") are broken
+    by a fixed order, not a set's: every worker, whatever its PYTHONHASHSEED, titles and
+    summarises a segment alike (a retried episode on another worker reads the same)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    program = (
+        "import json; from memq.worker.episodes.key_phrases import key_phrases; "
+        "m = [{'role': 'user', 'content': 'Yeah, I painted that lake sunrise last year! Sunrise colours.'}, "
+        "{'role': 'assistant', 'content': 'Painting looks like a great outlet. Which lake was it, last summer?'}]; "
+        "print(json.dumps([p.text for p in key_phrases(m)]))"
+    )
+    answers = {
+        subprocess.run(
+            [sys.executable, "-c", program],
+            env={**os.environ, "PYTHONHASHSEED": str(seed)},
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout
+        for seed in range(6)
+    }
+    assert len(answers) == 1, answers
+    assert json.loads(answers.pop())
