@@ -38,6 +38,7 @@ class Metrics:
     embedding_batches: Counter
     embedding_texts: Counter
     embedding_seconds: Histogram
+    co_embedded: Counter
     llm_calls: Counter
     llm_seconds: Histogram
     task_seconds: Histogram
@@ -76,6 +77,15 @@ def build(registry: CollectorRegistry) -> Metrics:
         embedding_texts=Counter("memq_embedding_texts", "Texts embedded.", registry=registry),
         embedding_seconds=Histogram(
             "memq_embedding_seconds", "Time to embed one batch.", buckets=FAST_BUCKETS, registry=registry
+        ),
+        co_embedded=Counter(
+            "memq_co_embedded",
+            "Texts of other conversations' inbox fronts a drain embedded in its own model call "
+            "(worker/segmentation/co_embedding.py), by outcome: embedded, kept (still at their inbox front, "
+            "written for their drain), used (a drain took a message's vector from Redis instead of the model: "
+            "another conversation's drain, or an earlier drain of its own for a look-ahead message, embedded it).",
+            ["outcome"],
+            registry=registry,
         ),
         llm_calls=Counter(
             "memq_llm_calls",

@@ -23,6 +23,7 @@ State hash fields:
 from __future__ import annotations
 
 import base64
+import hashlib
 import json
 import secrets
 import uuid
@@ -41,6 +42,10 @@ from memq.shared.settings import Settings
 from memq.shared.webhooks import events as webhook_events
 from memq.worker.segmentation.engine import ClosedSegment
 from memq.worker.segmentation.event_state import EventState
+
+# A field of the vectors hash that no message id can be (ids hold no spaces): the sha1 of
+# the last inbox item another conversation's drain embedded for this one (front.lua).
+FRONT_MARK = " front "
 
 
 def encode_vector(vector: np.ndarray) -> str:
@@ -344,14 +349,19 @@ class ConversationStore:
         self.client.delete(self.keys.manifest)
 
     # -- embeddings carried from segmentation to episode creation ------------------------
-    def remember_vectors(self, vectors: Mapping[str, np.ndarray]) -> None:
+    def remember_vectors(self, vectors: Mapping[str, np.ndarray], through: str | None = None) -> None:
         """Keep the embeddings segmentation computed (message id -> vector) for episode
-        creation, whichever worker runs it, so a message is embedded once. A cache: what is
-        missing (expired, lost with Redis, never written) is embedded again."""
-        if not vectors or not self.settings.carry_vectors:
+        creation, whichever worker runs it, and for later drains (a look-ahead message is
+        decided by the next one), so a message is embedded once. ``through``: the last inbox
+        item embedded so far, which other conversations' drains start after (``front.lua``).
+        A cache: what is missing (expired, lost with Redis, never written) is embedded again."""
+        if not (vectors or through) or not self.settings.carry_vectors:
             return
+        fields = {k: encode_vector(v) for k, v in vectors.items()}
+        if through is not None:
+            fields[FRONT_MARK] = hashlib.sha1(through.encode("utf-8", "surrogatepass")).hexdigest()
         pipe = self.client.pipeline(transaction=False)
-        pipe.hset(self.keys.vectors, mapping={k: encode_vector(v) for k, v in vectors.items()})
+        pipe.hset(self.keys.vectors, mapping=fields)
         pipe.pexpire(self.keys.vectors, self.state_ttl_ms)
         pipe.execute()
 
@@ -363,8 +373,10 @@ class ConversationStore:
         return {k: decode_vector(v) for k, v in zip(message_ids, found, strict=True) if v}
 
     def forget_vectors(self, message_ids: Sequence[str]) -> None:
+        """Their episode is stored: drop their vectors (and the co-embedding mark, a hint
+        about messages already taken by then, so an emptied hash goes with them)."""
         if message_ids:
-            self.client.hdel(self.keys.vectors, *message_ids)
+            self.client.hdel(self.keys.vectors, *message_ids, FRONT_MARK)
 
     def finish_segment(self, episode_id: str) -> None:
         self.scripts.finish_segment(

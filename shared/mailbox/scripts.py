@@ -39,6 +39,8 @@ class Scripts:
     unlock: Script
     defer_event: Script
     settle_event: Script
+    front: Script
+    remember_front: Script
 
     @classmethod
     def register(cls, client: MailboxClient) -> Scripts:

@@ -15,6 +15,14 @@ class WorkerSettings(BaseModel):
         default=60.0, gt=0, description="Seconds a drain task runs before re-queueing itself."
     )
     embed_prefetch: int = Field(default=32, ge=1, description="Inbox messages embedded per batch.")
+    embed_across_conversations: int = Field(
+        default=64,
+        ge=0,
+        description="Texts of other conversations' inbox fronts (conversations waiting for a drain that no worker "
+        "holds) a drain embeds in the same model call as its own messages, writing their vectors for their own "
+        "drains: bigger, better-filled model batches under live traffic and backlogs alike. Needs "
+        "MEMQ_CARRY_VECTORS; 0: each drain embeds its own messages only.",
+    )
     carry_vectors: bool = Field(
         default=True,
         description="Keep each message's embedding from segmentation in Redis (about 2 kB per message of an open "

@@ -5,6 +5,7 @@ stored; the stored message vectors are the ones segmentation computed."""
 from __future__ import annotations
 
 import json
+import time
 from collections import Counter
 from pathlib import Path
 
@@ -15,19 +16,27 @@ pytestmark = pytest.mark.integration
 SAMPLE = Path(__file__).resolve().parents[2] / "producer" / "samples" / "demo_conversation.jsonl"
 
 
-def test_every_message_is_embedded_once_and_nothing_is_left_in_redis(worker, producer, db, settings, monkeypatch):
+@pytest.fixture
+def embedded(monkeypatch) -> Counter[str]:
+    """Every text the in-process worker's model embeds, counted."""
     from memq.worker import resources
 
     model = resources.embedder()
     real = model.embed
-    embedded: Counter[str] = Counter()
+    seen: Counter[str] = Counter()
 
     def counting(texts):
         texts = list(texts)
-        embedded.update(texts)
+        seen.update(texts)
         return real(texts)
 
     monkeypatch.setattr(model, "embed", counting)
+    return seen
+
+
+def test_every_message_is_embedded_once_and_nothing_is_left_in_redis(worker, producer, db, settings, embedded):
+    from memq.worker import resources
+
     conv = "carried"
     messages = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:60] if line.strip()]
     producer.add_messages([{**m, "conversation_id": conv} for m in messages])
@@ -44,7 +53,28 @@ def test_every_message_is_embedded_once_and_nothing_is_left_in_redis(worker, pro
         (producer.settings.tenant, conv),
     ).fetchall()
     assert [c for c, _ in stored] == contents
+    model = resources.embedder()  # (counted from here on: the counts were checked above)
     for content, vector in stored:  # the model's vector of the content (segmentation's, carried)
         assert np.allclose(
-            np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector), real([content])[0], atol=1e-5
+            np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector),
+            model.embed([content])[0],
+            atol=1e-5,
         )
+
+
+def test_a_look_ahead_message_is_not_embedded_again_by_the_drain_that_decides_it(worker, producer, embedded):
+    """Live traffic: a drain per message. A message the detector's look-ahead holds back
+    was embedded by the drain that first saw it; the next drains read its vector from
+    Redis (they used to embed it again, up to look-ahead + 1 times in all)."""
+    conv = "trickle"
+    messages = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:12] if line.strip()]
+    for m in messages:
+        producer.add_messages([{**m, "conversation_id": conv}])
+        deadline = time.monotonic() + 60
+        while producer.status(conv).drain_queued:  # its drain ran (look-ahead messages stay queued)
+            assert time.monotonic() < deadline, "no drain ran"
+            time.sleep(0.05)
+    producer.flush(conv)
+    producer.wait_idle(conv, timeout=120)
+    contents = [m["content"] for m in messages]
+    assert {c: embedded[c] for c in contents} == {c: contents.count(c) for c in contents}

@@ -19,6 +19,7 @@ quarantine it after repeated failures) instead of blocking the conversation.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import time
 from collections.abc import Callable
@@ -34,6 +35,7 @@ from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
 from memq.worker.conversation_store import CommitStep, ConversationStore, Snapshot
 from memq.worker.failures import STOP, describe, is_transient
+from memq.worker.segmentation import co_embedding
 from memq.worker.segmentation.detectors.base import Detector
 from memq.worker.segmentation.engine import ClosedSegment, Step
 from memq.worker.segmentation.segmenter import Segmenter
@@ -95,13 +97,18 @@ def _decode(raws: list[str]) -> list[QueuedMessage | _Unusable]:
     return out
 
 
-def _embed(embedder: Embedder, messages: list[QueuedMessage | _Unusable]) -> list[np.ndarray | _Unusable | None]:
-    """One batch call; when it fails for a non-transient reason, one call per message so
-    that only the message that cannot be embedded is marked."""
+def _embed(
+    embedder: Embedder,
+    messages: list[QueuedMessage | _Unusable],
+    batch_call: Callable[[list[str]], np.ndarray] | None = None,
+) -> list[np.ndarray | _Unusable | None]:
+    """One batch call (``batch_call``, by default the embedder's); when it fails for a
+    non-transient reason, one call per message so that only the message that cannot be
+    embedded is marked."""
     usable = [(i, m) for i, m in enumerate(messages) if isinstance(m, QueuedMessage)]
     vectors: list[np.ndarray | _Unusable | None] = [m if isinstance(m, _Unusable) else None for m in messages]
     try:
-        batch = embedder.embed([m.content for _, m in usable])
+        batch = (batch_call or embedder.embed)([m.content for _, m in usable])
         for (i, _), v in zip(usable, batch):
             vectors[i] = v
         return vectors
@@ -120,6 +127,15 @@ def _embed(embedder: Embedder, messages: list[QueuedMessage | _Unusable]) -> lis
                 raise
             vectors[i] = _Unusable(exc)
     return vectors
+
+
+def _vectors_kept(store: ConversationStore, items: list[QueuedMessage | _Unusable]) -> dict[str, np.ndarray]:
+    """The vectors kept in Redis for these messages: by another conversation's drain
+    (``co_embedding``), or by an earlier drain of this one (a look-ahead message)."""
+    kept = store.vectors([m.id for m in items if isinstance(m, QueuedMessage)])
+    if kept:
+        metrics().co_embedded.labels(outcome="used").inc(len(kept))
+    return kept
 
 
 def drain(
@@ -158,15 +174,28 @@ def drain(
         if detector.needs_embeddings and embedder:
             # the look-ahead messages of the last batch are this batch's first: embedded once
             fresh = [i for i, raw in enumerate(raws) if raw not in embedded]
-            for i, vector in zip(fresh, _embed(embedder(), [decoded[i] for i in fresh]), strict=True):
-                embedded[raws[i]] = vector
+            kept = _vectors_kept(store, [decoded[i] for i in fresh])
+            for i in fresh:
+                item = decoded[i]
+                if isinstance(item, QueuedMessage) and item.id in kept:
+                    embedded[raws[i]] = kept[item.id]
+            fresh = [i for i in fresh if raws[i] not in embedded]
+            if fresh:
+                model = embedder()
+                with_others = functools.partial(
+                    co_embedding.embed, model, store=store, settings=settings, window=want + lookahead
+                )
+                for i, vector in zip(fresh, _embed(model, [decoded[i] for i in fresh], with_others), strict=True):
+                    embedded[raws[i]] = vector
             vectors = [embedded[raw] for raw in raws]
-            store.remember_vectors(  # for episode creation, on whichever worker it runs
+            store.remember_vectors(  # for episode creation and later drains, on whichever worker they run
                 {
                     item.id: vector
-                    for item, vector in zip(decoded[:decidable], vectors[:decidable], strict=True)
-                    if isinstance(item, QueuedMessage) and isinstance(vector, np.ndarray)
-                }
+                    for i in fresh
+                    if isinstance(item := decoded[i], QueuedMessage)
+                    and isinstance(vector := embedded[raws[i]], np.ndarray)
+                },
+                through=raws[-1],
             )
             for raw in raws[:decidable]:
                 embedded.pop(raw, None)

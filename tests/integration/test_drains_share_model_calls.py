@@ -1,0 +1,149 @@
+"""A drain embeds other conversations' waiting inbox fronts in its own model call
+(``memq.worker.segmentation.co_embedding``): their vectors are the model's, written only
+while their exact items are still at the inbox front, never for a conversation a worker
+holds, never twice, and their own drains use them instead of calling the model again.
+
+Runs on a key prefix of its own, so that the shards' drains indexes hold only this test's
+conversations."""
+
+from __future__ import annotations
+
+import hashlib
+import uuid
+
+import numpy as np
+import pytest
+
+from memq.shared.mailbox.scripts import Scripts
+from memq.worker import inbox_fronts
+from memq.worker.conversation_store import FRONT_MARK, ConversationStore, decode_vector
+from memq.worker.segmentation import co_embedding
+from memq.worker.segmentation.job import drain
+from memq.worker.sync import sync_with_database
+
+pytestmark = pytest.mark.integration
+
+
+class Counting:
+    """The real model, recording every batch it is given."""
+
+    def __init__(self, model):
+        self.model, self.calls = model, []
+        self.dim, self.name = model.dim, model.name
+
+    def embed(self, texts):
+        self.calls.append(list(texts))
+        return self.model.embed(texts)
+
+    def texts(self) -> list[str]:
+        return [t for call in self.calls for t in call]
+
+
+@pytest.fixture
+def isolated(settings, tenant, monkeypatch):
+    from memq.producer.client import Producer
+
+    monkeypatch.setattr(co_embedding, "SHARDS_SCANNED", settings.redis_shards)  # find every waiting one
+    s = settings.model_copy(update={"tenant": tenant, "key_prefix": f"co{uuid.uuid4().hex[:8]}"})
+    producer = Producer(s)
+    monkeypatch.setattr(producer, "_publish_drain", lambda tenant, conv: True)  # the test runs the drains
+    yield producer
+    for key in producer.redis.scan_iter(f"{s.key_prefix}:*"):
+        producer.redis.delete(key)
+
+
+def _queue(producer, conv: str, texts: list[str]) -> None:
+    producer.add_messages([{"role": "user", "content": t} for t in texts], conversation_id=conv)
+
+
+def _store(producer, conv: str) -> ConversationStore:
+    return ConversationStore(
+        producer.redis, Scripts.register(producer.redis), producer.settings, producer.settings.tenant, conv
+    )
+
+
+def _drain(producer, conv: str, model: Counting) -> None:
+    from memq.shared.connections import pg_connect
+    from memq.worker import resources
+
+    store = _store(producer, conv)
+    assert store.acquire()
+    snap = sync_with_database(
+        store, store.snapshot(), lambda: pg_connect(store.settings, tenant=store.tenant, autocommit=True)
+    )
+    drain(store, store.settings, resources.detector(), lambda: model, lambda _: None, snap)
+    store.release()
+
+
+RIDER = [f"the rider's message number {i} is about the garden and its tomatoes" for i in range(6)]
+DRIVER = ["the driver talks about a trip to Lisbon", "and about the tram up the hill", "then the food"]
+
+
+def test_a_drain_embeds_waiting_fronts_and_their_drains_use_them(isolated):
+    from memq.worker import resources
+
+    model = Counting(resources.embedder())
+    _queue(isolated, "rider", RIDER)
+    _queue(isolated, "held", ["a conversation a worker holds right now"])
+    assert _store(isolated, "held").acquire()
+    _queue(isolated, "driver", DRIVER)
+
+    _drain(isolated, "driver", model)
+    assert len(model.calls) == 1  # its own messages and the rider's front, in one call
+    assert set(model.texts()) == set(DRIVER) | set(RIDER)  # the held conversation's front is left to its worker
+
+    rider = _store(isolated, "rider")
+    items = rider.peek_inbox_raw(10)
+    ids = [f"{i}" for i in range(len(items))]
+    kept = rider.client.hgetall(rider.keys.vectors)
+    assert kept[FRONT_MARK] == hashlib.sha1(items[-1].encode()).hexdigest()
+    stored = {k: decode_vector(v) for k, v in kept.items() if k != FRONT_MARK}
+    assert len(stored) == len(RIDER) == len(ids)
+    from memq.shared.mailbox.codec import decode_inbox_item
+
+    for raw in items:
+        message = decode_inbox_item(raw)
+        assert np.allclose(stored[message.id], model.model.embed([message.content])[0], atol=1e-5)
+
+    # Its front is embedded: another drain does not take it again, and its own drain
+    # calls the model for none of its messages.
+    model.calls.clear()
+    _queue(isolated, "other", ["a third conversation's only message"])
+    isolated.flush("other")  # decided now, without waiting for the look-ahead
+    _drain(isolated, "other", model)
+    assert model.texts() == ["a third conversation's only message"]
+    model.calls.clear()
+    isolated.flush("rider")
+    _drain(isolated, "rider", model)
+    assert not set(model.texts()) & set(RIDER)
+    assert not _store(isolated, "rider").peek_inbox_raw(1)  # all of it segmented
+
+
+def test_vectors_are_written_only_for_items_still_at_the_inbox_front(isolated):
+    from memq.worker import resources
+
+    model = resources.embedder()
+    _queue(isolated, "gone", ["a message about to be forgotten", "and another"])
+    store = _store(isolated, "gone")
+    scripts = Scripts.register(isolated.redis)
+    (front,) = inbox_fronts.waiting(
+        isolated.redis,
+        scripts,
+        isolated.settings,
+        "nobody/none",
+        shards=isolated.settings.redis_shards,
+        conversations=4,
+        window=8,
+        budget=8,
+    )
+    chosen = co_embedding.take([front], 8)
+    vectors = model.embed([m.content for _, items in chosen for _, m in items])
+    triples = [(raw, m.id, vectors[i]) for i, (raw, m) in enumerate(chosen[0][1])]
+
+    isolated.redis.delete(*store.keys.all())  # forgotten (or drained) between the read and the write
+    assert inbox_fronts.remember(isolated.redis, scripts, 60_000, 8, [(front.keys, triples)]) == 0
+    assert not isolated.redis.exists(store.keys.vectors)  # nothing of it comes back
+
+    _queue(isolated, "gone", ["a message about to be forgotten"])  # the same text, queued anew: another item
+    assert inbox_fronts.remember(isolated.redis, scripts, 60_000, 8, [(front.keys, triples)]) == 0
+    assert not isolated.redis.exists(store.keys.vectors)
