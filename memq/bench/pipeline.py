@@ -32,6 +32,7 @@ from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
 from memq.bench.sql import one_row
 from memq.bench.texts import streams
+from memq.shared.embeddings import available_cpus
 from memq.worker_process import wait_warm
 
 BATCH = 20  # messages per add_messages call, round-robin over the conversations
@@ -52,6 +53,26 @@ def enqueue(producer: Any, tenant: str, conversations: list[Conversation], batch
             if part := c.messages[start : start + batch]:
                 producer.add_messages(part, conversation_id=c.id, tenant=tenant)
     return sum(len(c.messages) for c in conversations)
+
+
+def paced(producer: Any, tenant: str, conversations: list[Conversation], rate: float) -> int:
+    """Live traffic: one message per ``add_messages`` call, round-robin over the
+    conversations, ``rate`` messages per second in all (each conversation gets its next
+    message every ``len(conversations) / rate`` seconds); the count."""
+    order = [
+        (c, m)
+        for i in range(max((len(c.messages) for c in conversations), default=0))
+        for c in conversations
+        if i < len(c.messages)
+        for m in [c.messages[i]]
+    ]
+    started = time.perf_counter()
+    for n, (c, m) in enumerate(order):
+        wait = started + n / rate - time.perf_counter()
+        if wait > 0:
+            time.sleep(wait)  # pacing the sender, not waiting on the system under test
+        producer.add_messages([m], conversation_id=c.id, tenant=tenant)
+    return len(order)
 
 
 def plan(ctx: BenchContext, total: int, count: int) -> list[Conversation]:
@@ -216,17 +237,25 @@ def breakdown(collapsed: str) -> dict[str, float]:
 
 
 def pipeline_run(
-    ctx: BenchContext, workers: int, conversations: list[Conversation], *, threads: int = 0, profile: bool = True
+    ctx: BenchContext,
+    workers: int,
+    conversations: list[Conversation],
+    *,
+    threads: int = 0,
+    profile: bool = True,
+    rate: float | None = None,
 ) -> Run:
     """``workers`` pool processes of one worker, each with ``threads`` model threads (0:
-    what the worker decides, its share of the cores)."""
+    what the worker decides, its share of the cores); the messages queued at once, or
+    ``rate`` per second one at a time (``paced``)."""
     from memq.producer.client import Producer
     from memq.shared.connections import pg_owner_connect, redis_client
     from memq.shared.forget import forget_conversation
     from memq.worker_process import start_worker, stop_worker
 
     settings = ctx.settings
-    tenant = ctx.tenant(f"pipeline{workers}x{threads}")
+    name = f"pipeline{workers}x{threads}" + ("live" if rate else "")
+    tenant = ctx.tenant(name)
     producer = Producer(settings)
     broker = redis_client(settings)
     log = ctx.out_dir / "bench-worker.log"
@@ -234,7 +263,7 @@ def pipeline_run(
     since = time.time()
     process = start_worker(
         concurrency=workers,
-        hostname=f"bench{workers}x{threads}@%h",
+        hostname=f"bench-{name}@%h",
         log_path=log,
         environment={"MEMQ_EMBEDDING_THREADS": str(threads)} if threads else None,
     )
@@ -251,7 +280,10 @@ def pipeline_run(
         with pg_owner_connect(settings, autocommit=True) as conn:
             r0, p0, c0 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
             t0 = time.perf_counter()
-            enqueue(producer, tenant, conversations)
+            if rate:
+                paced(producer, tenant, conversations, rate)
+            else:
+                enqueue(producer, tenant, conversations)
             for c in conversations:
                 producer.flush(c.id, tenant=tenant)
             profile_out = ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed"
@@ -325,6 +357,16 @@ def default_shape(settings: Any) -> tuple[int, int]:
     return processes, settings.embedding_threads or threads_per_process(available_cpus(), processes)
 
 
+def _ceiling(ctx: BenchContext, texts: list[str], when: str) -> tuple[float, dict[str, float]]:
+    ceiling, shapes = embedding_ceiling.ceiling(ctx.embedder, texts)
+    ctx.console.print(
+        f"  embedding ceiling {when} {ceiling:,.0f} messages/s (processes x threads: "
+        + ", ".join(f"{k} {v:,.0f}" for k, v in shapes.items())
+        + ")"
+    )
+    return ceiling, shapes
+
+
 def _shown(name: str, r: Run) -> str:
     return (
         f"  {name}: {r.throughput:,.0f} messages/s ({r.episodes} episodes) in {r.seconds:.0f} s; CPU seconds: "
@@ -335,12 +377,7 @@ def _shown(name: str, r: Run) -> str:
 def run(ctx: BenchContext) -> list[Measurement]:
     conversations = plan(ctx, ctx.scale.pipeline_messages, ctx.scale.pipeline_conversations)
     texts = [m["content"] for c in conversations for m in c.messages]
-    ceiling, shapes = embedding_ceiling.ceiling(ctx.embedder, texts)
-    ctx.console.print(
-        f"  embedding ceiling {ceiling:,.0f} messages/s (processes x threads: "
-        + ", ".join(f"{k} {v:,.0f}" for k, v in shapes.items())
-        + ")"
-    )
+    ceiling, shapes = _ceiling(ctx, texts, "before the runs")
     # Scale-out: one and two pool processes of one model thread each, so that the ratio is
     # what a second worker process adds (no shared bottleneck in Redis, PostgreSQL, locks),
     # not what a second core adds to one process' threads.
@@ -350,6 +387,16 @@ def run(ctx: BenchContext) -> list[Measurement]:
         if shape not in runs:
             runs[shape] = pipeline_run(ctx, shape[0], conversations, threads=shape[1], profile=shape == default)
             ctx.console.print(_shown(f"{shape[0]} worker process(es) x {shape[1]} thread(s)", runs[shape]))
+    # Live traffic: the default worker, messages one at a time at half the rate it drains
+    # a backlog (so drains hold one to a few messages): its CPU per message.
+    rate = runs[default].throughput / 2
+    live = pipeline_run(ctx, default[0], conversations, threads=default[1], profile=False, rate=rate)
+    ctx.console.print(_shown(f"live traffic at {rate:,.0f} messages/s", live))
+    # The floor is measured again after the runs and the better of the two kept: on a
+    # shared machine one short measurement can come out low and flatter every ratio.
+    again, shapes_after = _ceiling(ctx, texts, "after the runs")
+    if again > ceiling:
+        ceiling, shapes = again, shapes_after
     ctx.shared["pipeline_run_1"] = runs[(1, 1)]  # its memory figures, for the resources family
     one, two, used = runs[(1, 1)], runs[(2, 1)], runs[default]
     common = {"messages": one.messages, "conversations": len(conversations), "episodes": one.episodes}
@@ -387,6 +434,23 @@ def run(ctx: BenchContext) -> list[Measurement]:
             params={"workers": "2 vs 1", "threads": 1},
         ),
     ]
+    cores = available_cpus()
+    found.append(
+        Measurement(
+            "pipeline_live_cpu",
+            live.cpu_seconds["worker"] / live.messages * 1000,
+            "ms CPU/message",
+            floor=cores / ceiling * 1000,  # the model's own CPU per message, in the floor's shape
+            higher_is_better=False,
+            params={
+                "rate": round(rate, 1),
+                "workers": default[0],
+                "threads": default[1],
+                "seconds": round(live.seconds, 1),
+                "cpu_ms_per_message": {k: round(v / live.messages * 1000, 2) for k, v in live.cpu_seconds.items()},
+            },
+        )
+    )
     per = used.messages
     found += [
         Measurement("redis_commands_per_message", used.redis_commands / per, "commands", higher_is_better=False),

@@ -26,6 +26,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
             "pipeline_1",
             "pipeline_2",
             "scale_out_2",
+            "pipeline_live_cpu",
             "redis_commands_per_message",
             "redis_input_bytes_per_message",
             "pg_wal_bytes_per_message",
