@@ -165,10 +165,14 @@ class RedisPowerLoss(Fault):
     def apply(self, ctx):
         killed, cut, lost_from = ctx.services.redis_kill(lose_last_seconds=1.0)
         time.sleep(0.5)
+        down_until = time.time()
         ctx.services.redis_start()
         return Outcome(
             time.time(),
-            loss_windows=[(lost_from, killed)],
+            # up to the restart, not the kill: a reply Redis sent just before it died can reach
+            # the producer (and be acknowledged) after the kill, while the write it confirms is
+            # in the lost second; no write can be acknowledged between the kill and the restart
+            loss_windows=[(lost_from, down_until)],
             notes=f"the last {killed - lost_from:.1f} s of writes lost ({cut} AOF bytes cut)",
         )
 
@@ -227,9 +231,9 @@ class Mixed(Fault):
         ctx.pool.kill(i, signal.SIGSTOP)
         ctx.services.postgres_stop()
         time.sleep(t.postgres_down / 2)
-        killed, _, lost_from = ctx.services.redis_kill(lose_last_seconds=1.0)
-        windows.append((lost_from, killed))
+        _, _, lost_from = ctx.services.redis_kill(lose_last_seconds=1.0)
         time.sleep(0.5)
+        windows.append((lost_from, time.time()))  # up to the restart: see RedisPowerLoss
         ctx.services.redis_start()
         ctx.services.postgres_start()
         ctx.pool.kill(i, signal.SIGCONT)
