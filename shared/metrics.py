@@ -47,9 +47,12 @@ class Metrics:
     retrieval_tokens: Histogram
 
 
+CO_EMBEDDED_OUTCOMES = ("embedded", "kept", "used")
+
+
 def build(registry: CollectorRegistry) -> Metrics:
     """Every metric, registered on ``registry``."""
-    return Metrics(
+    built = Metrics(
         messages=Counter(
             "memq_messages",
             "Messages offered to the producer (library, HTTP or CLI), by outcome: accepted, clamped "
@@ -130,6 +133,11 @@ def build(registry: CollectorRegistry) -> Metrics:
             registry=registry,
         ),
     )
+    # exported from the start at 0, so that rate() and the dashboard have a series before the
+    # first co-embedding (most fleets with one busy conversation never co-embed)
+    for outcome in CO_EMBEDDED_OUTCOMES:
+        built.co_embedded.labels(outcome=outcome)
+    return built
 
 
 @functools.cache
