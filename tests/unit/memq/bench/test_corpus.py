@@ -83,6 +83,22 @@ def test_noisy_vectors_stay_near_their_utterance() -> None:
     assert np.array_equal(out, again)
 
 
+def test_partnered_copies_of_an_utterance_differ_yet_stay_nearest_it() -> None:
+    pool = _pool(dim=384)
+    rng = np.random.default_rng(5)
+    same = np.repeat(pool.vectors[:1], 40, axis=0)  # 40 copies of one utterance
+    out = corpus.partnered(same, pool.vectors, rng)
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    to_own = out @ pool.vectors[0]
+    to_others = out @ pool.vectors[1:].T
+    assert (to_own > to_others.max(axis=1)).all()  # each copy still nearest its own utterance
+    between = out @ out.T
+    off_diagonal = between[~np.eye(len(out), dtype=bool)]
+    # near-duplicates only where two copies drew the same partner (40 draws from 200 here)
+    assert (off_diagonal > 0.9).mean() < 0.05
+    assert np.array_equal(out, corpus.partnered(same, pool.vectors, np.random.default_rng(5)))
+
+
 def test_rows() -> None:
     pool = _pool()
     plan = corpus.plan(600, 7, len(pool), "pool")
