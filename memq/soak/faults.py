@@ -158,22 +158,29 @@ class RedisSigkill(Fault):
         return Outcome(time.time(), notes=f"down {time.time() - killed:.1f} s")
 
 
+def _power_loss(ctx) -> tuple[float, int, tuple[float, float]]:
+    """Redis killed losing its last second of writes, then started again. Returns (kill
+    time, AOF bytes cut, the window whose acknowledged messages may be lost). The window
+    runs to the restart, not the kill: a reply Redis sent just before it died can reach the
+    producer (and be acknowledged) after the kill, while the write it confirms is in the
+    lost second; no write can be acknowledged between the kill and the restart."""
+    killed, cut, lost_from = ctx.services.redis_kill(lose_last_seconds=1.0)
+    time.sleep(0.5)
+    down_until = time.time()
+    ctx.services.redis_start()
+    return killed, cut, (lost_from, down_until)
+
+
 class RedisPowerLoss(Fault):
     name = "redis_power_loss"
     label = "Redis SIGKILL losing its last second (AOF everysec on a machine crash)"
 
     def apply(self, ctx):
-        killed, cut, lost_from = ctx.services.redis_kill(lose_last_seconds=1.0)
-        time.sleep(0.5)
-        down_until = time.time()
-        ctx.services.redis_start()
+        killed, cut, window = _power_loss(ctx)
         return Outcome(
             time.time(),
-            # up to the restart, not the kill: a reply Redis sent just before it died can reach
-            # the producer (and be acknowledged) after the kill, while the write it confirms is
-            # in the lost second; no write can be acknowledged between the kill and the restart
-            loss_windows=[(lost_from, down_until)],
-            notes=f"the last {killed - lost_from:.1f} s of writes lost ({cut} AOF bytes cut)",
+            loss_windows=[window],
+            notes=f"the last {killed - window[0]:.1f} s of writes lost ({cut} AOF bytes cut)",
         )
 
 
@@ -231,10 +238,7 @@ class Mixed(Fault):
         ctx.pool.kill(i, signal.SIGSTOP)
         ctx.services.postgres_stop()
         time.sleep(t.postgres_down / 2)
-        _, _, lost_from = ctx.services.redis_kill(lose_last_seconds=1.0)
-        time.sleep(0.5)
-        windows.append((lost_from, time.time()))  # up to the restart: see RedisPowerLoss
-        ctx.services.redis_start()
+        windows.append(_power_loss(ctx)[2])
         ctx.services.postgres_start()
         ctx.pool.kill(i, signal.SIGCONT)
         ctx.pool.kill(ctx.busy_worker(), signal.SIGTERM)
