@@ -274,6 +274,16 @@ def _table_messages(conn: psycopg.Connection) -> int:
     return int(row[0]) if row else 0
 
 
+def _buffers(conn: psycopg.Connection) -> dict[str, int]:
+    """The server's ``shared_buffers`` and the message vector index's size, in MiB: a search
+    whose graph does not fit copies its pages in from the OS cache (docs/operations.md)."""
+    row = conn.execute(
+        "SELECT pg_size_bytes(current_setting('shared_buffers')) / 1048576, "
+        "pg_relation_size('episode_message_embedding_hnsw') / 1048576"
+    ).fetchone()
+    return {"shared_buffers_mb": int(row[0]), "message_hnsw_mb": int(row[1])} if row else {}
+
+
 def run(ctx: BenchContext) -> list[Measurement]:
     settings = ctx.settings
     pool = _pool(ctx)
@@ -332,6 +342,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 "ef_search": settings.hnsw_ef_search,
                 "k": settings.retrieval_candidates,
                 "load_s": round(loaded.seconds, 1) if loaded.loaded else 0.0,
+                **_buffers(conn),
             }
             for scope, r in results.items():
                 found.append(

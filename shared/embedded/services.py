@@ -33,7 +33,9 @@ def embedded_redis(settings: Settings) -> EmbeddedRedis:
 
 
 def embedded_postgres(settings: Settings) -> EmbeddedPostgres:
-    return EmbeddedPostgres(settings.data_path, settings.embedded_database_name)
+    return EmbeddedPostgres(
+        settings.data_path, settings.embedded_database_name, settings.embedded_postgres_shared_buffers_mb
+    )
 
 
 def _refuse_in_production(settings: Settings, service: str) -> None:

@@ -49,6 +49,14 @@ class ServiceSettings(BaseModel):
         default=6399, ge=1024, le=65535, description="Loopback port of the embedded redis-server (development)."
     )
     embedded_database_name: str = Field(default="memq", description="Database created in the embedded PostgreSQL.")
+    embedded_postgres_shared_buffers_mb: int | None = Field(
+        default=None,
+        ge=16,
+        description="shared_buffers of the embedded PostgreSQL, in MiB. Unset: a quarter of the machine's memory, "
+        "between 128 and 4,096 (PostgreSQL's own default, 128, holds no vector index of a real corpus: each "
+        "search then copies its graph's pages in from the OS cache; `memq bench --scale large`, docs/benchmarks.md). "
+        "Applied when the server starts; a running one keeps its value until `memq services down` and `up`.",
+    )
     tenant: str = Field(default="default", description="Tenant scope used when a caller names none.")
     key_prefix: str = Field(default="memq", description="Prefix of every Redis key memq writes.")
     database_app_role: str = Field(
