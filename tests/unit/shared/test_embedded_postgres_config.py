@@ -1,5 +1,7 @@
 """The embedded PostgreSQL's own settings (``memq.conf``): memory sized to the machine."""
 
+from pathlib import Path
+
 import pytest
 
 from memq.shared.embedded.postgres_server import (
@@ -32,7 +34,8 @@ def test_shared_buffers_are_a_quarter_of_memory_between_the_default_and_4_gib(me
 
 def test_a_configured_size_wins():
     assert shared_buffers_mb(24 * GIB, 300) == 300
-    assert server_settings(24 * GIB, 300) == {"shared_buffers": "300MB"}
+    assert EmbeddedPostgres(Path("unused"), "memq", shared_buffers_mb=300).buffers_mb == 300
+    assert server_settings(300) == {"shared_buffers": "300MB"}
 
 
 def test_the_setting_is_read_from_the_environment(monkeypatch):
