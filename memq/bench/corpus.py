@@ -30,8 +30,15 @@ Method (deterministic given the seed, the size and the utterance pool):
   its nearest real neighbour typically are (median 0.73 in the pool). With noise alone
   (version 1) the copies were ~0.94 apart: at 1M every message had ~65 near-copies, tight
   clusters no real corpus has, which filled HNSW's neighbour lists. An episode's vector
-  is the normalised mean of its messages' vectors, as the pipeline makes it for an
-  extractive summary (``episode_vector``).
+  is the normalised mean of its utterances' real vectors, as the pipeline makes it for an
+  extractive summary (``episode_vector``), plus ``EPISODE_PARTNER_WEIGHT`` (0.3) times
+  the centred mean of a random window of 20 pool utterances, plus the same noise
+  (``episode_partnered``). In version 2 it was the mean of its messages' partnered
+  vectors, which carried the partners' mean, the same for every episode: two random
+  episodes were ~0.50 apart (real windows of 20 consecutive utterances: ~0.27) and each
+  had near-copies at ~0.89 (real: ~0.81), and at 1M the HNSW search of some queries
+  stayed in a wrong cluster (a query's recall of the exact top 100 could be 0). Now ~0.27
+  and ~0.80 (sampled as many as the pool has windows).
 
 Tenants are named ``bench-corpus-<size>-<key>-tNN`` (``key``: a digest of the format
 version, size, seed and pool), so a loaded corpus is recognised and reused (its
@@ -58,6 +65,7 @@ not had within ``LOCK_WAIT``, the plain ``VACUUM`` runs instead.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import math
 import os
@@ -81,7 +89,7 @@ from memq.worker.episodes.extractive import extractive_summary, extractive_title
 from memq.worker.episodes.fsrs_card import initial_memory
 from memq.worker.episodes.tools_used import tools_used
 
-VERSION = 2  # 2: messages' vectors partnered (``partnered``)
+VERSION = 3  # 2: messages' vectors partnered (``partnered``); 3: episodes' too (``episode_partnered``)
 PREFIX = "bench-corpus-"
 NOW = datetime(2026, 12, 1, tzinfo=UTC)  # the corpus is as of this moment; queries are asked at it
 TENANTS = 60
@@ -91,6 +99,8 @@ CONVERSATION_SIGMA = 1.2
 EPISODE_MIN, EPISODE_MAX = 10, 30
 NOISE = 0.25
 PARTNER_WEIGHT = 0.6
+EPISODE_PARTNER_WEIGHT = 0.3
+PARTNER_WINDOW = 20  # utterances whose mean partners an episode
 REBUILD_AT = 50_000  # messages loaded at once from which the HNSW and GIN indexes are rebuilt
 PARALLEL_TEXTS_AT = 4_000  # episodes from which titles and summaries are made in worker processes
 
@@ -230,6 +240,12 @@ class Pool:
     def __len__(self) -> int:
         return len(self.texts)
 
+    @functools.cached_property
+    def centre(self) -> np.ndarray:
+        """The mean of the pool's vectors."""
+        centre: np.ndarray = self.vectors.mean(axis=0)
+        return centre
+
 
 def noisy(vectors: np.ndarray, rng: np.random.Generator, noise: float = NOISE) -> np.ndarray:
     """Each row plus Gaussian noise of expected norm ``noise``, renormalised."""
@@ -251,6 +267,26 @@ def partnered(
     return out.astype(np.float32, copy=False)
 
 
+def episode_partnered(
+    vectors: np.ndarray, pool: Pool, rng: np.random.Generator, weight: float = EPISODE_PARTNER_WEIGHT
+) -> np.ndarray:
+    """Each episode vector plus ``weight`` times the centred mean of a window of
+    ``PARTNER_WINDOW`` pool utterances drawn at random (the window's mean less the pool's,
+    renormalised), renormalised. The mean of an episode's partnered message vectors
+    (``partnered``, version 2) carried the partners' mean, the same for every episode:
+    two random episodes were ~0.50 apart where two real ones (windows of 20 consecutive
+    pool utterances) are ~0.27. A centred partner varies each copy of a window without
+    that shared part: sampled as many as the pool has windows, episodes and their nearest
+    neighbours are as far apart as real ones (cosine ~0.27 / ~0.80, real 0.27 / 0.81)."""
+    n = len(pool)
+    starts = rng.integers(n, size=len(vectors))
+    windows = pool.vectors[(starts[:, None] + np.arange(PARTNER_WINDOW)[None, :]) % n].mean(axis=1) - pool.centre
+    windows /= np.linalg.norm(windows, axis=1, keepdims=True)
+    out = vectors + np.float32(weight) * windows
+    out /= np.linalg.norm(out, axis=1, keepdims=True)
+    return out.astype(np.float32, copy=False)
+
+
 @dataclass(frozen=True)
 class ConversationData:
     """A planned conversation's messages: what every row of it is made from."""
@@ -264,6 +300,14 @@ class ConversationData:
         """The messages' vectors (drawn from their own stream: the same every time)."""
         rng = np.random.default_rng([seed, plan_.tenant, plan_.index, 1])
         return noisy(partnered(pool.vectors[self.utterances], pool.vectors, rng), rng)
+
+    def episode_vectors(self, plan_: ConversationPlan, pool: Pool, seed: int) -> np.ndarray:
+        """The episodes' vectors, one per ``bounds`` (their own stream): each episode's
+        vector as the pipeline makes it (``episode_vector``, the mean of its messages'), of
+        its utterances' real vectors, then partnered (``episode_partnered``) and noisy."""
+        rng = np.random.default_rng([seed, plan_.tenant, plan_.index, 3])
+        own = np.stack([episode_vector(None, pool.vectors[self.utterances[a : b + 1]], 0.0) for a, b in self.bounds])
+        return noisy(episode_partnered(own, pool, rng), rng)
 
 
 def conversation_data(c: ConversationPlan, pool: Pool, seed: int, now: datetime = NOW) -> ConversationData:
@@ -392,7 +436,7 @@ def episode_rows(
     c: ConversationPlan,
     tenant: str,
     data: ConversationData,
-    vectors: np.ndarray,
+    episode_vectors: np.ndarray,
     pool: Pool,
     texts: Sequence[tuple[str, str]],
     seed: int,
@@ -402,7 +446,8 @@ def episode_rows(
     now: datetime = NOW,
 ) -> list[tuple[Any, ...]]:
     """The conversation's ``episodic_memory`` rows (``EPISODE_COLUMNS``); ``texts``: each
-    episode's (title, summary)."""
+    episode's (title, summary); ``episode_vectors``: each episode's vector
+    (``ConversationData.episode_vectors``)."""
 
     rng = np.random.default_rng([seed, c.tenant, c.index, 2])
     rows = []
@@ -428,7 +473,7 @@ def episode_rows(
                 last + 1,
                 title,
                 summary,
-                episode_vector(None, vectors[first : last + 1], 0.0),
+                episode_vectors[i],
                 memory.stability,
                 memory.difficulty,
                 Jsonb(memory.card),
@@ -704,7 +749,15 @@ def _copy(
                 at += len(c.episodes)
                 tenant = corpus.tenant_id(c.tenant)
                 rows = episode_rows(
-                    c, tenant, data, vectors, pool, episode_texts, seed, boost=boost, retention=retention
+                    c,
+                    tenant,
+                    data,
+                    data.episode_vectors(c, pool, seed),
+                    pool,
+                    episode_texts,
+                    seed,
+                    boost=boost,
+                    retention=retention,
                 )
                 for row in rows:
                     cp.write_row(row)

@@ -99,6 +99,35 @@ def test_partnered_copies_of_an_utterance_differ_yet_stay_nearest_it() -> None:
     assert np.array_equal(out, corpus.partnered(same, pool.vectors, np.random.default_rng(5)))
 
 
+def _clustered_pool(n: int = 600, dim: int = 64) -> corpus.Pool:
+    """Utterance vectors sharing a common direction, as real embeddings do."""
+    rng = np.random.default_rng(1)
+    vectors = rng.standard_normal((n, dim)).astype(np.float32) + 3.0 * rng.standard_normal(dim).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    return corpus.make_pool([f"utterance {i}" for i in range(n)], ["user"] * n, vectors, "m")
+
+
+def test_episode_partners_vary_copies_of_a_window_without_a_shared_part() -> None:
+    pool = _clustered_pool()
+    window = pool.vectors[:20].mean(axis=0)
+    own = np.repeat((window / np.linalg.norm(window))[None, :], 40, axis=0)  # 40 copies of one episode
+    out = corpus.episode_partnered(own, pool, np.random.default_rng(2))
+    assert np.allclose(np.linalg.norm(out, axis=1), 1.0, atol=1e-5)
+    between = (out @ out.T)[~np.eye(len(out), dtype=bool)]
+    # copies differ (but where two drew the same window) yet stay near their own window
+    assert (between > 0.99).mean() < 0.05 and (out @ own[0]).min() > 0.9
+    # unrelated episodes: partnering does not pull them together (the partners are centred)
+    rng = np.random.default_rng(3)
+    starts = rng.integers(0, len(pool) - 20, size=60)
+    windows = np.stack([pool.vectors[s : s + 20].mean(axis=0) for s in starts])
+    windows /= np.linalg.norm(windows, axis=1, keepdims=True)
+    off = ~np.eye(60, dtype=bool)
+    before = (windows @ windows.T)[off].mean()
+    after_ = corpus.episode_partnered(windows, pool, np.random.default_rng(4))
+    assert (after_ @ after_.T)[off].mean() <= before + 0.01
+    assert np.array_equal(out, corpus.episode_partnered(own, pool, np.random.default_rng(2)))
+
+
 def test_rows() -> None:
     pool = _pool()
     plan = corpus.plan(600, 7, len(pool), "pool")
@@ -110,7 +139,9 @@ def test_rows() -> None:
     assert data.timestamps == sorted(data.timestamps)
     assert data.timestamps[-1] < corpus.NOW
     texts = [corpus.episode_text(corpus.message_dicts(data, pool, f, last)) for f, last in data.bounds]
-    episodes = corpus.episode_rows(c, tenant, data, vectors, pool, texts, 7)
+    episode_vectors = data.episode_vectors(c, pool, 7)
+    assert np.array_equal(episode_vectors, data.episode_vectors(c, pool, 7))
+    episodes = corpus.episode_rows(c, tenant, data, episode_vectors, pool, texts, 7)
     assert len(episodes) == len(c.episodes)
     columns = [x.strip() for x in corpus.EPISODE_COLUMNS.split(",")]
     assert len(columns) == len(corpus.EPISODE_TYPES) == len(episodes[0])
