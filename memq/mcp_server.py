@@ -47,6 +47,7 @@ class Call:
     conn: Any  # a psycopg connection from the pool, open for the call
     settings: Any  # memq.shared.settings.Settings
     redis: Any
+    spare: Any = None  # legs.Spare: a second pooled connection for retrieval, when one is free
 
 
 @dataclass(frozen=True)
@@ -117,6 +118,7 @@ def retrieve_memory(
         conn=call.conn,
         asked_in=asked_in,
         user_id=user_id,
+        spare=call.spare,
     ).text
 
 
@@ -246,7 +248,8 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
 
             def in_thread() -> str:
                 with services.conn(who) as conn:
-                    return spec.body(Call(who, conn, services.settings, services.redis), **arguments)
+                    call = Call(who, conn, services.settings, services.redis, lambda: services.spare_conn(who))
+                    return spec.body(call, **arguments)
 
             try:
                 return await anyio.to_thread.run_sync(in_thread)

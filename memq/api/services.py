@@ -18,6 +18,8 @@ from memq.api.keystore import KeyStore
 from memq.producer.client import Producer
 from memq.shared.settings import Settings
 
+SPARE_WAIT_S = 0.002  # a spare connection is one the pool hands over at once, not one it makes
+
 
 @dataclass
 class Services:
@@ -82,6 +84,24 @@ class Services:
 
         with self.pool.connection() as conn:
             yield scope(conn, self.settings.database_app_role, tenant)
+
+    @contextmanager
+    def spare_conn(self, tenant: str) -> Iterator[psycopg.Connection | None]:
+        """A second pooled connection scoped to ``tenant`` when the pool has one free at
+        once, else None (retrieval then runs its legs on one connection: ``legs.Spare``)."""
+        from psycopg_pool import PoolTimeout
+
+        from memq.shared.db.tenant_scope import scope
+
+        try:
+            conn = self.pool.getconn(timeout=SPARE_WAIT_S)
+        except PoolTimeout:
+            yield None
+            return
+        try:
+            yield scope(conn, self.settings.database_app_role, tenant)
+        finally:
+            self.pool.putconn(conn)
 
     @contextmanager
     def owner_conn(self) -> Iterator[psycopg.Connection]:

@@ -3,8 +3,9 @@
 MiniLM vectors), against two floors measured in the same run on the same queries:
 
 - the legs' SQL alone (``legs.run_legs`` without ``full``: ``legs_sql``, the four ranked
-  legs with the same parameters, search options and transaction retrieval uses): the
-  floor of the ``retrieval_*`` figures, target ratio <= 2;
+  legs with the same parameters, search options and transaction retrieval uses, and,
+  tenant-wide, split over two connections as retrieval splits them,
+  ``MEMQ_RETRIEVAL_SPLIT_LEGS``): the floor of the ``retrieval_*`` figures, target ratio <= 2;
 - an exact scan: the two vector legs run by ``legs.run_legs`` on a connection with
   ``SET enable_indexscan = off`` (no HNSW; the scope is read through a bitmap or
   sequential scan and sorted by distance). Its top-k is the truth ``ann_recall`` is
@@ -137,6 +138,12 @@ def _use(conn: psycopg.Connection, settings: Any, tenant: str | None) -> psycopg
     return scope(conn, settings.database_app_role, tenant)
 
 
+def _use_both(conns: dict[str, psycopg.Connection], settings: Any, tenant: str) -> None:
+    """Retrieval's connection and its spare (``legs.Spare``) scoped to ``tenant``."""
+    _use(conns["main"], settings, tenant)
+    _use(conns["spare"], settings, tenant)
+
+
 def _hnsw_in_plan(conn: psycopg.Connection, request: Any, vector: np.ndarray, k: int, text: str) -> dict[str, bool]:
     from memq.shared.retrieval import legs
 
@@ -164,13 +171,17 @@ def measure_scope(
 
     settings = ctx.settings
     conn = conns["main"]
+
+    def spare() -> contextlib.nullcontext[psycopg.Connection]:
+        return contextlib.nullcontext(conns["spare"])
+
     k, ef, plan_mode = settings.retrieval_candidates, settings.hnsw_ef_search, settings.retrieval_plan_cache_mode
     prepared = []
     for q in queries:
         request = build_request(
             settings, tenant=q.tenant, query=q.text, conversation_id=q.conversation_id, now=corpus.NOW
         )
-        _use(conn, settings, q.tenant)
+        _use_both(conns, settings, q.tenant)
         text = query_terms(q.text, legs.participants(conn, request)).search_text
         prepared.append((q, request, text, embed(text)))
 
@@ -184,6 +195,7 @@ def measure_scope(
             conn=conn,
             embed=embed,
             record=False,
+            spare=spare,
         ).timings_ms
 
     def run_legs(c: psycopg.Connection, request: Any, vector: np.ndarray, text: str, which: tuple[str, ...]) -> Any:
@@ -197,16 +209,17 @@ def measure_scope(
             query_text=text,
             plan_cache_mode=plan_mode,
             pairs_enough=settings.lexical_pairs_enough,
+            spare=spare if c is conn and settings.retrieval_split_legs else None,
         )
 
     out = ScopeResult(scope, len(queries), scope_messages=[q.scope_messages for q in queries])
     for q, request, text, vector in prepared:  # warm-up: caches, plans, prepared statements
-        _use(conn, settings, q.tenant)
+        _use_both(conns, settings, q.tenant)
         retrieve(q)
         run_legs(conn, request, vector, text, settings.legs)
     exact: list[dict[str, set[Any]]] = []
     for i, (q, request, text, vector) in enumerate(prepared[:EXACT_QUERIES]):
-        _use(conn, settings, q.tenant)
+        _use_both(conns, settings, q.tenant)
         if i == 0:
             run_legs(conns["exact"], request, vector, text, VECTOR_LEGS)  # warm-up
         t = time.perf_counter()
@@ -221,7 +234,7 @@ def measure_scope(
     passes = max(1, -(-MIN_SAMPLES // len(queries)))
     for p in range(passes):
         for i, (q, request, text, vector) in enumerate(prepared):
-            _use(conn, settings, q.tenant)
+            _use_both(conns, settings, q.tenant)
             # whichever runs second finds the pages the first read in the buffers: the two
             # take turns at going first
             for what in ("retrieve", "legs") if (p + i) % 2 == 0 else ("legs", "retrieve"):
@@ -293,6 +306,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
     conns = {
         "owner": _connect(settings),  # loads corpora, counts rows: across tenants
         "main": _use(_connect(settings), settings, None),  # measures, as production retrieves: under row-level security
+        "spare": _use(_connect(settings), settings, None),  # the vector legs beside the lexical ones, as the API runs them
         "exact": _connect(settings, "SET enable_indexscan = off", "SET enable_indexonlyscan = off"),
         # the HNSW index on every scope: no other way to read it sorted by distance
         "forced": _connect(
@@ -340,6 +354,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 "largest_tenant_messages": plan.tenants[0],
                 "table_messages": _table_messages(conn),
                 "ef_search": settings.hnsw_ef_search,
+                "split_legs": settings.retrieval_split_legs,
                 "k": settings.retrieval_candidates,
                 "load_s": round(loaded.seconds, 1) if loaded.loaded else 0.0,
                 **_buffers(conn),

@@ -21,6 +21,8 @@ the tenant (``lexical.indexed_search``), so no other tenant's row is read.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -30,8 +32,14 @@ import psycopg
 
 from memq.shared.db.facts import fact_legs_call
 from memq.shared.db.lexical import OR_QUERY, PAIRS_QUERY, TENANT_QUERY, indexed_search
+from memq.shared.retrieval.beside import beside
 from memq.shared.retrieval.model import EpisodeHit
 from memq.shared.retrieval.request import RetrievalRequest
+
+# A second connection, scoped to the same tenant as the first, for the vector legs beside
+# the lexical ones (``run_legs``): a context manager giving it, or None when none is free
+# at once (then the legs run one after the other, on the first).
+Spare = Callable[[], AbstractContextManager[psycopg.Connection | None]]
 
 
 def _scope(request: RetrievalRequest, alias: str, time_column_start: str, time_column_end: str) -> str:
@@ -219,11 +227,37 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], views: bool 
     to find them."""
     return (
         f"{_ctes(request, legs, views)}, ranked AS ({_ranked_union(request, legs, 'uuid', views)}), kept AS {_KEPT} "
-        f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked "
-        f"UNION ALL {_EPISODE_ROWS} UNION ALL {_SHOWN_MESSAGES} "
+        f"SELECT leg, id::text, seq, rank, NULL, {_NULLS} FROM ranked UNION ALL {_after_legs(request)}"
+    )
+
+
+def rows_sql(request: RetrievalRequest) -> str:
+    """What ``retrieval_sql`` returns after the legs' rows, for legs already run (the
+    split of ``run_legs``): the ``episode``, ``message`` and fact rows, the ``ranked``
+    rows given as five arrays (``_given``)."""
+    return f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_GIVEN_RANKED}), kept AS {_KEPT} {_after_legs(request)}"
+
+
+def _after_legs(request: RetrievalRequest) -> str:
+    return (
+        f"{_EPISODE_ROWS} UNION ALL {_SHOWN_MESSAGES} "
         f"UNION ALL SELECT f.leg, f.id, NULL::bigint, f.rank, NULL::text, {_NULLS} "
         f"FROM {fact_legs_call(request.conversation_ids is not None)} f WHERE %(facts)s"
     )
+
+
+# the legs' rows (leg, episode id, seq, rank, conversation), run apart and handed back
+_GIVEN_RANKED = (
+    "SELECT * FROM unnest(%(ranked_leg)s::text[], %(ranked_id)s::uuid[], %(ranked_seq)s::bigint[], "
+    "%(ranked_rank)s::bigint[], %(ranked_conv)s::text[]) AS r(leg, id, seq, rank, conv)"
+)
+
+
+def _given(rows: list[tuple[Any, ...]]) -> dict[str, list[Any]]:
+    """``legs_sql``'s rows as the parameters of ``_GIVEN_RANKED``."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * 5
+    names = ("ranked_leg", "ranked_id", "ranked_seq", "ranked_rank", "ranked_conv")
+    return {name: list(values) for name, values in zip(names, columns, strict=True)}
 
 
 def fsrs_state(table: str = "e") -> str:
@@ -296,6 +330,7 @@ class LegResults:
         default_factory=dict
     )  # episode id -> (seq, role, speaker, content, ts) (``full``)
     facts: list[tuple[str, str, int]] = field(default_factory=list)  # (fact leg, fact id, rank) (``full`` with facts)
+    split: bool = False  # the vector and lexical legs ran at once, on two connections (``run_legs``)
 
 
 def run_legs(
@@ -314,6 +349,7 @@ def run_legs(
     plan_cache_mode: str = "auto",
     pairs_enough: int | None = None,
     returned: tuple[int, float] | None = None,
+    spare: Spare | None = None,
 ) -> LegResults:
     """The legs (``legs_sql``); with ``full`` the whole of ``retrieval_sql``, with the fact
     legs when ``facts`` gives (candidates per fact leg, minimum cosine similarity), the rows
@@ -322,7 +358,11 @@ def run_legs(
     most that re-ranking multiplies a score by: ``_KEPT``). A wide
     scope is always planned for its values (``_matches``; a tenant's size is what its plan
     turns on): ``plan_cache_mode`` applies to one conversation. ``pairs_enough``: see
-    ``params``."""
+    ``params``. ``spare``: beyond one conversation, the vector legs run on the connection it
+    gives while the lexical legs run on ``conn`` (``beside``), then, with ``full``, what
+    follows them (``rows_sql``) on ``conn``: the same rows as one statement, in about the
+    time of the dearer half when a core is free (``LegResults.split``)."""
+    rows_plan = plan_cache_mode  # what follows legs already run (``rows_sql``) does not turn on the words
     if _wide(request):
         plan_cache_mode = "force_custom_plan"
     args = params(request, vector, candidates, query_text, reach, pairs_enough)
@@ -330,11 +370,44 @@ def run_legs(
     args["fact_k"], args["fact_min"] = facts if facts is not None else (0, 1.0)
     args["rrf_k"], args["fused"] = fuse if fuse is not None else (60.0, 1_000_000)
     args["returned"], args["keep"] = returned if returned is not None else (1, 0.0)
+    vector_legs = tuple(leg for leg in legs if leg.endswith("_vector"))
+    lexical_legs = tuple(leg for leg in legs if not leg.endswith("_vector"))
+    if spare is not None and _wide(request) and vector_legs and lexical_legs:
+        with spare() as other:
+            if other is not None:
+                legs_rows, lexical_rows = beside(
+                    lambda: _execute(other, request, vector_legs, args, ef_search, plan_cache_mode, "legs"),
+                    lambda: _execute(conn, request, lexical_legs, args, ef_search, plan_cache_mode, "legs"),
+                )
+                legs_rows += lexical_rows
+                if full:
+                    args.update(_given(legs_rows))
+                    legs_rows += _execute(conn, request, legs, args, ef_search, rows_plan, "rows")
+                found = read_rows(legs_rows, legs)
+                found.split = True
+                return found
+    return read_rows(_execute(conn, request, legs, args, ef_search, plan_cache_mode, "full" if full else "legs"), legs)
+
+
+def _execute(
+    conn: psycopg.Connection,
+    request: RetrievalRequest,
+    legs: tuple[str, ...],
+    args: dict[str, Any],
+    ef_search: int,
+    plan_cache_mode: str,
+    what: str,
+) -> list[tuple[Any, ...]]:
+    """One statement of ``run_legs`` in its transaction, with the search options: the
+    legs (``legs_sql``), the legs and what follows (``retrieval_sql``: ``full``), or what
+    follows legs already run (``rows_sql``: ``rows``, which needs ``_given``'s parameters)."""
     with conn.transaction():
         views = set_search_options(conn, ef_search, plan_cache_mode)
-        sql = retrieval_sql(request, legs, views) if full else legs_sql(request, legs, views)
-        rows = conn.execute(sql, args, binary=True).fetchall()  # binary: no timestamps formatted as text
-    return read_rows(rows, legs)
+        if what == "legs":
+            sql = legs_sql(request, legs, views)
+        else:
+            sql = retrieval_sql(request, legs, views) if what == "full" else rows_sql(request)
+        return conn.execute(sql, args, binary=True).fetchall()  # binary: no timestamps formatted as text
 
 
 def read_rows(rows: list[tuple[Any, ...]], legs: tuple[str, ...]) -> LegResults:

@@ -234,10 +234,12 @@ def retrieve(
     embed: Callable[[str], np.ndarray] | None = None,
     conn: psycopg.Connection | None = None,
     record: bool = True,
+    spare: legs.Spare | None = None,
 ) -> RetrievalResult:
     """Run a validated request (see ``build_request``). ``embed`` turns the searched text
     (the query without the participants it names) into a vector; default: the
-    configured embedding model."""
+    configured embedding model. ``spare``: a second connection for the vector legs
+    beyond one conversation (``legs.run_legs``; ``MEMQ_RETRIEVAL_SPLIT_LEGS``)."""
     settings = settings or get_settings()
     timings: dict[str, float] = {}
     t0 = time.perf_counter()
@@ -266,6 +268,7 @@ def retrieve(
             plan_cache_mode=settings.retrieval_plan_cache_mode,
             pairs_enough=settings.lexical_pairs_enough,
             returned=(request.limit, rerank_reach(settings, named)),
+            spare=spare if settings.retrieval_split_legs else None,
         )
         t3 = time.perf_counter()
         timings["sql"] = (t3 - t2) * 1000
@@ -340,6 +343,7 @@ def retrieve(
         detail=request.detail,
         named_time=named is not None,
         participants=len(terms.named),
+        split_legs=found.split,
         ms=round(timings["total"], 1),
         stages_ms={stage: round(ms, 1) for stage, ms in timings.items() if stage != "total"},
     )
@@ -383,12 +387,14 @@ def retrieve_memory(
     record: bool = True,
     asked_in: str | None = None,
     user_id: str | None = None,
+    spare: legs.Spare | None = None,
 ) -> RetrievalResult:
     """Memories of one conversation, of several, or (neither given) of every conversation
     of the tenant, most relevant first, within ``max_tokens`` of returned text. With
     ``user_id``: only that user's conversations (of those given, if any).
     ``asked_in``: the conversation the agent asked from (default: the one searched, when
-    one is); what is returned is reviewed when that conversation's next segment ends."""
+    one is); what is returned is reviewed when that conversation's next segment ends.
+    ``spare``: see ``retrieve``."""
     settings = settings or get_settings()
     request = build_request(
         settings,
@@ -404,7 +410,7 @@ def retrieve_memory(
         asked_in=asked_in,
         user_id=user_id,
     )
-    return retrieve(request, settings=settings, embed=embed, conn=conn, record=record)
+    return retrieve(request, settings=settings, embed=embed, conn=conn, record=record, spare=spare)
 
 
 @dataclass

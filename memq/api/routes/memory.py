@@ -35,6 +35,7 @@ def _retrieve(body: RetrieveIn, tenant: str, svc: Services) -> RetrievalResult:
             record=body.record,
             asked_in=body.asked_in,
             user_id=body.user_id,
+            spare=lambda: svc.spare_conn(tenant),
         )
 
 
