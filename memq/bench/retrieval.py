@@ -306,7 +306,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
     conns = {
         "owner": _connect(settings),  # loads corpora, counts rows: across tenants
         "main": _use(_connect(settings), settings, None),  # measures, as production retrieves: under row-level security
-        "spare": _use(_connect(settings), settings, None),  # the vector legs beside the lexical ones, as the API runs them
+        "spare": _use(_connect(settings), settings, None),  # the vector legs beside the lexical ones, as the API
         "exact": _connect(settings, "SET enable_indexscan = off", "SET enable_indexonlyscan = off"),
         # the HNSW index on every scope: no other way to read it sorted by distance
         "forced": _connect(

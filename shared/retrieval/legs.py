@@ -1,6 +1,8 @@
 """The SQL of retrieval: four ranked legs in one statement (``legs_sql``, the floor a
 retrieval is measured against), and the same statement returning, in the one round trip,
-the found episodes' rows and the messages that may be shown (``retrieval_sql``).
+the found episodes' rows and the messages that may be shown (``retrieval_sql``). Beyond
+one conversation, given a second connection, the vector legs run on it while the
+lexical legs run on the first, and what follows them after (``rows_sql``; ``run_legs``).
 
 - ``episode_vector``: HNSW over the summary embeddings (``ORDER BY embedding <=> q LIMIT k``,
   with ``hnsw.iterative_scan`` so a tenant / conversation / time filter cannot starve it);

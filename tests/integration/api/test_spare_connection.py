@@ -3,6 +3,7 @@ one conversation (``legs.Spare``), taken from the API's pool only when one is fr
 
 from __future__ import annotations
 
+import psycopg
 import pytest
 
 pytestmark = pytest.mark.integration
@@ -19,7 +20,7 @@ def test_a_spare_is_scoped_to_the_tenant_and_comes_back_unscoped(api_services, t
 
 def test_with_every_connection_taken_there_is_no_spare_and_nothing_waits(api_services, tenant):
     pool = api_services.pool
-    taken = []
+    taken: list[psycopg.Connection] = []
     try:
         while len(taken) < pool.max_size:
             taken.append(pool.getconn(timeout=30))
