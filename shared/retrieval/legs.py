@@ -378,38 +378,38 @@ def run_legs(
         with spare() as other:
             if other is not None:
                 legs_rows, lexical_rows = beside(
-                    lambda: _execute(other, request, vector_legs, args, ef_search, plan_cache_mode, "legs"),
-                    lambda: _execute(conn, request, lexical_legs, args, ef_search, plan_cache_mode, "legs"),
+                    lambda: _execute(
+                        other, args, ef_search, plan_cache_mode, lambda views: legs_sql(request, vector_legs, views)
+                    ),
+                    lambda: _execute(
+                        conn, args, ef_search, plan_cache_mode, lambda views: legs_sql(request, lexical_legs, views)
+                    ),
                 )
                 legs_rows += lexical_rows
                 if full:
                     args.update(_given(legs_rows))
-                    legs_rows += _execute(conn, request, legs, args, ef_search, rows_plan, "rows")
+                    legs_rows += _execute(conn, args, ef_search, rows_plan, lambda _: rows_sql(request))
                 found = read_rows(legs_rows, legs)
                 found.split = True
                 return found
-    return read_rows(_execute(conn, request, legs, args, ef_search, plan_cache_mode, "full" if full else "legs"), legs)
+    statement = retrieval_sql if full else legs_sql
+    return read_rows(
+        _execute(conn, args, ef_search, plan_cache_mode, lambda views: statement(request, legs, views)), legs
+    )
 
 
 def _execute(
     conn: psycopg.Connection,
-    request: RetrievalRequest,
-    legs: tuple[str, ...],
     args: dict[str, Any],
     ef_search: int,
     plan_cache_mode: str,
-    what: str,
+    sql: Callable[[bool], str],
 ) -> list[tuple[Any, ...]]:
-    """One statement of ``run_legs`` in its transaction, with the search options: the
-    legs (``legs_sql``), the legs and what follows (``retrieval_sql``: ``full``), or what
-    follows legs already run (``rows_sql``: ``rows``, which needs ``_given``'s parameters)."""
+    """One statement of ``run_legs`` in its transaction, with the search options; ``sql``
+    makes it from whether the connection reads through the search views."""
     with conn.transaction():
         views = set_search_options(conn, ef_search, plan_cache_mode)
-        if what == "legs":
-            sql = legs_sql(request, legs, views)
-        else:
-            sql = retrieval_sql(request, legs, views) if what == "full" else rows_sql(request)
-        return conn.execute(sql, args, binary=True).fetchall()  # binary: no timestamps formatted as text
+        return conn.execute(sql(views), args, binary=True).fetchall()  # binary: no timestamps formatted as text
 
 
 def read_rows(rows: list[tuple[Any, ...]], legs: tuple[str, ...]) -> LegResults:
