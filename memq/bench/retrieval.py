@@ -4,15 +4,17 @@ MiniLM vectors), against two floors measured in the same run on the same queries
 
 - the legs' SQL alone (``legs.run_legs`` without ``full``: ``legs_sql``, the four ranked
   legs with the same parameters, search options and transaction retrieval uses, and,
-  tenant-wide, split over two connections as retrieval splits them,
-  ``MEMQ_RETRIEVAL_SPLIT_LEGS``): the floor of the ``retrieval_*`` figures, target ratio <= 2;
+  tenant-wide, shared between two connections as retrieval shares them,
+  ``MEMQ_RETRIEVAL_SPLIT_LEGS``, each vector leg at its own ``hnsw.ef_search``): the floor
+  of the ``retrieval_*`` figures, target ratio <= 2;
 - an exact scan: the two vector legs run by ``legs.run_legs`` on a connection with
   ``SET enable_indexscan = off`` (no HNSW; the scope is read through a bitmap or
   sequential scan and sorted by distance). Its top-k is the truth ``ann_recall`` is
   measured against: |ANN top-k ∩ exact top-k| / k per query and vector leg, k =
   ``MEMQ_RETRIEVAL_CANDIDATES``, the ANN top-k being what the legs returned as retrieval
   runs them (the planner may read a small scope exactly; then recall is 1 by
-  construction, so the recall of the HNSW index forced on every scope is given too).
+  construction, so the recall of the HNSW index forced on every scope, each leg at its
+  own breadth, is given too).
 
 Queries: ``scale.queries`` real questions (LoCoMo's and the demo's), asked once
 conversation-scoped (conversations drawn with probability proportional to their size, so
@@ -210,6 +212,7 @@ def measure_scope(
             plan_cache_mode=plan_mode,
             pairs_enough=settings.lexical_pairs_enough,
             spare=spare if c is conn and settings.retrieval_split_legs else None,
+            episode_ef_search=settings.hnsw_ef_search_episodes,
         )
 
     out = ScopeResult(scope, len(queries), scope_messages=[q.scope_messages for q in queries])
@@ -226,8 +229,8 @@ def measure_scope(
         truth = run_legs(conns["exact"], request, vector, text, VECTOR_LEGS)
         out.exact_ms.append((time.perf_counter() - t) * 1000)
         exact.append({leg: leg_items(truth, leg) for leg in VECTOR_LEGS})
-        forced = run_legs(conns["forced"], request, vector, text, VECTOR_LEGS)
-        for leg in VECTOR_LEGS:
+        for leg in VECTOR_LEGS:  # each alone, at its own breadth, as the legs run when shared
+            forced = run_legs(conns["forced"], request, vector, text, (leg,))
             out.forced_recall.setdefault(leg, []).append(recall(leg_items(forced, leg), exact[-1][leg]))
         for leg, used in _hnsw_in_plan(conn, request, vector, k, text).items():
             out.hnsw_planned[leg] = out.hnsw_planned.get(leg, 0) + used
@@ -354,6 +357,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 "largest_tenant_messages": plan.tenants[0],
                 "table_messages": _table_messages(conn),
                 "ef_search": settings.hnsw_ef_search,
+                "ef_search_episodes": settings.hnsw_ef_search_episodes,
                 "split_legs": settings.retrieval_split_legs,
                 "k": settings.retrieval_candidates,
                 "load_s": round(loaded.seconds, 1) if loaded.loaded else 0.0,

@@ -269,6 +269,7 @@ def retrieve(
             pairs_enough=settings.lexical_pairs_enough,
             returned=(request.limit, rerank_reach(settings, named)),
             spare=spare if settings.retrieval_split_legs else None,
+            episode_ef_search=settings.hnsw_ef_search_episodes,
         )
         t3 = time.perf_counter()
         timings["sql"] = (t3 - t2) * 1000

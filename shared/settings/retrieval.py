@@ -39,19 +39,33 @@ class RetrievalSettings(BaseModel):
         default=400,
         ge=1,
         le=1000,
-        description="pgvector hnsw.ef_search for the vector legs: how many candidates the HNSW index keeps while "
-        "searching. Used where the planner reads a scope through the index (a tenant, a user, a very long "
+        description="pgvector hnsw.ef_search for the message vector leg (and for both vector legs when all legs run "
+        "in one statement): how many candidates the HNSW index keeps while searching. Used where the planner reads "
+        "a scope through the index (a tenant, a user, a very long "
         "conversation; a conversation of a few hundred messages is read exactly). `memq bench`: 400 against 100 "
         "took the tenant-wide message leg's recall of the exact top 100 from 0.94 to 0.96 at 100k messages "
         "(0.67 to 0.77 at 1M) for no measurable latency at 100k and about 1 ms at 1M.",
     )
+    hnsw_ef_search_episodes: int = Field(
+        default=800,
+        ge=1,
+        le=1000,
+        description="hnsw.ef_search for the episode vector leg where it runs as a statement of its own (legs "
+        "shared between two connections; in one statement all legs search at MEMQ_HNSW_EF_SEARCH). An episode's "
+        "vector is a mean of its messages', so episodes lie closer together than messages and the graph needs a "
+        "wider search to find the same share of the exact top k; the index is ~20 times smaller, so the wider search "
+        "costs little. `memq bench --scale large`, the largest tenant of 1M messages (12,600 episodes): recall of "
+        "the exact top 100 0.924 at 400, 0.952 at 600, 0.976 at 800, 0.983 at 1,000; the leg's p50 3.2 -> 5.2 ms at "
+        "800.",
+    )
     retrieval_split_legs: bool = Field(
         default=True,
-        description="Beyond one conversation, run the vector legs on a second pooled connection while the lexical "
-        "legs run on the first, when the pool has one free at once (the HTTP API and MCP server; else one after the "
-        "other). The same rows; about the time of the dearer half when a core is free, no gain when every core is "
-        "busy. `memq bench --scale large`, the largest tenant of 1M messages: the legs' p50 28.8 -> 20.2 ms, "
-        "retrieval 29.4 -> 26.0 ms; at 100k, where the vector legs are cheap, no gain.",
+        description="Beyond one conversation, share the four legs between the connection and a second pooled one, "
+        "when the pool has one free at once (the HTTP API and MCP server; else one statement): each leg a statement "
+        "of its own, each connection taking the next leg, dearest first, when free. The same rows; about half the "
+        "time when a core is free, no gain when every core is busy. `memq bench --scale large`, the largest tenant "
+        "of 1M messages, the legs' p50: one statement 28.6 ms, vector legs beside lexical ones 19.2, shared leg by "
+        "leg 17.2; at 100k, where the legs are cheap, no gain.",
     )
     retrieval_plan_cache_mode: Literal["auto", "force_custom_plan", "force_generic_plan"] = Field(
         default="auto",

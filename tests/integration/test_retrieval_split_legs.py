@@ -1,7 +1,8 @@
-"""Beyond one conversation the vector legs run on a second connection while the lexical
-legs run on the first (``legs.run_legs`` with a ``spare``; ``MEMQ_RETRIEVAL_SPLIT_LEGS``),
-on real PostgreSQL under row-level security: the same rows as one statement, and one
-statement still whenever the spare is not there or not needed."""
+"""Beyond one conversation the legs are shared between the connection and a second one,
+each leg a statement of its own at its own HNSW breadth (``legs.run_legs`` with a
+``spare``; ``MEMQ_RETRIEVAL_SPLIT_LEGS``), on real PostgreSQL under row-level security:
+the same rows as one statement, and one statement still whenever the spare is not there
+or not needed."""
 
 from __future__ import annotations
 
@@ -85,6 +86,7 @@ def test_split_legs_find_what_one_statement_finds(db, tenant_db, spare_db, setti
                 fuse=(settings.rrf_k, 5) if full else None,
                 facts=(10, 0.3) if full else None,
                 spare=given,
+                episode_ef_search=settings.hnsw_ef_search_episodes,
             )
             for given in (None, spare)
         ]

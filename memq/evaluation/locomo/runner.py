@@ -382,6 +382,7 @@ def _latency_at(
                         query_text=queries.terms[i].search_text,
                         plan_cache_mode=settings.retrieval_plan_cache_mode,
                         pairs_enough=settings.lexical_pairs_enough,
+                        episode_ef_search=settings.hnsw_ef_search_episodes,
                     )
                 else:
                     retrieve(request, settings=settings, embed=embed, conn=conn, record=True)
