@@ -655,7 +655,7 @@ def test_the_vector_leg_uses_the_hnsw_index(db, settings):
     vector leg from ``episode_message_embedding_hnsw``; and the index finds the nearest.
 
     The table grows by steps of 5,000 messages until the plan uses the index, in a tenant
-    kept between runs (later runs only check): about 35,000 with ``hnsw.ef_search`` 400
+    kept between runs (later runs only check): about 35,000 with ``hnsw.ef_search`` at 400
     (pgvector's cost of an index scan grows with it; at 100, about 10,000). Short messages
     keep their vector inside the row; a message row over ~2 kB has its vector TOASTed,
     which the planner leaves out of the sequential scan's cost, so the index is only
