@@ -131,3 +131,27 @@ def test_retrieval_splits_its_legs_only_where_it_helps_and_a_spare_is_there(db, 
     texts = {answer(None, given).text for given in (spare(spare_db), spare(None), None)}
     assert asked == ["asked", "asked"]
     assert len(texts) == 1 and texts != {""}
+
+
+def test_split_legs_that_find_nothing_answer_as_one_statement(tenant_db, spare_db, settings):
+    """A tenant with nothing stored: the legs hand over no row at all, and what follows
+    them still runs and finds nothing."""
+    request = build_request(settings, tenant="no-such-tenant", query="garden tomatoes", now=NOW)
+    runs = [
+        legs.run_legs(
+            tenant_db,
+            request,
+            axis(0),
+            settings.legs,
+            settings.retrieval_candidates,
+            settings.hnsw_ef_search,
+            full=True,
+            fuse=(settings.rrf_k, 5),
+            facts=(10, 0.3),
+            spare=given,
+        )
+        for given in (None, lambda: contextlib.nullcontext(spare_db))
+    ]
+    assert runs[1].split and not runs[0].split
+    for found in runs:
+        assert not any(found.episodes.values()) and not found.hits and not found.shown and not found.facts
