@@ -66,7 +66,7 @@ class RetrievalSettings(BaseModel):
         "of its own, each connection taking the next leg, dearest first, when free. The same rows; about half the "
         "time when a core is free, no gain when every core is busy. `memq bench --scale large`, the largest tenant "
         "of 1M messages, the legs' p50: one statement 28.6 ms, vector legs beside lexical ones 19.2, shared leg by "
-        "leg 17.2; at 100k, where the legs are cheap, no gain.",
+        "leg 17.2; retrieval at 100k (largest tenant 25,176 messages) 26.9 -> 20.6 ms.",
     )
     retrieval_plan_cache_mode: Literal["auto", "force_custom_plan", "force_generic_plan"] = Field(
         default="auto",
