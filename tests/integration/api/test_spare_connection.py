@@ -1,4 +1,4 @@
-"""``Services.spare_conn``: the second connection retrieval runs its vector legs on beyond
+"""``Services.spare_conn``: the second connection retrieval shares its legs with beyond
 one conversation (``legs.Spare``), taken from the API's pool only when one is free at once."""
 
 from __future__ import annotations
@@ -29,5 +29,9 @@ def test_with_every_connection_taken_there_is_no_spare_and_nothing_waits(api_ser
     finally:
         for conn in taken:
             pool.putconn(conn)
+    # a connection comes back once a pool worker has reset it: wait for one (the pool's
+    # event), not for a time
+    assert pool.min_size >= 1
+    pool.wait(timeout=30)
     with api_services.spare_conn(tenant) as conn:
         assert conn is not None
