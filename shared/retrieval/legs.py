@@ -259,7 +259,7 @@ def _after_legs(request: RetrievalRequest) -> str:
 # line per row (``_given``); what follows the legs does not read their conversation
 _GIVEN_RANKED = (
     "SELECT split_part(r, ' ', 1) AS leg, split_part(r, ' ', 2)::uuid AS id, "
-    "NULLIF(split_part(r, ' ', 3), '')::bigint AS seq, split_part(r, ' ', 4)::bigint AS rank, NULL::text AS conv "
+    "NULLIF(split_part(r, ' ', 3), '')::bigint AS seq, split_part(r, ' ', 4)::bigint AS rank "
     "FROM string_to_table(%(ranked)s::text, E'\\n') AS r"
 )
 
