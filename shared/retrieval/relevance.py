@@ -1,11 +1,14 @@
 """How relevant each message of the retrieved episodes is, and the priority it competes
 for the token budget with (pure).
 
-A message's own relevance is the RRF of its ranks in the message legs (0 when no leg
-ranked it), plus ``speaker_weight / (k + 1)`` when a participant the query names said it.
-Within an episode a message next to a relevant one shares ``neighbour_bonus`` of that
-one's relevance (the answer after a question, the question before an answer). An
-episode's *density* is the sum of its ``density_top`` highest own relevances: an episode
+A message's relevance is the RRF of its ranks in the message legs (0 when no leg ranked
+it), or, when larger, ``neighbour_bonus`` of the RRF of the message just before or after it
+in its episode (the answer after a question, the question before an answer), plus
+``speaker_weight / (k + 1)`` when a participant the query names said it. The name is the
+speaker's own: a neighbour does not share it (in a dialogue the message next to one by
+the named participant is usually by someone else, and "what does Melanie do to
+destress?" is answered by what Melanie said). An episode's *density* is the sum of its
+``density_top`` highest own relevances (RRF and name, no neighbour's share): an episode
 where several messages match is about the query, and each of its messages gains
 ``density_weight`` x that. Then
 
@@ -15,7 +18,8 @@ where several messages match is about the query, and each of its messages gains
 ``retrievability`` being the episode's FSRS retrievability raised to
 ``MEMQ_RETRIEVABILITY_WEIGHT``. Measured on LoCoMo (``memq eval-locomo --ablations``):
 scaling a message's own relevance by its episode's retrievability too buried old
-memories (recall at 1,000 tokens 0.80 -> 0.71 on sessions months old); see the README.
+memories (recall at 1,000 tokens 0.80 -> 0.71 on sessions months old); see the README. Sharing
+the name with neighbours (before 2026-12) cost recall at every budget (docs/evaluation.md).
 """
 
 from __future__ import annotations
@@ -27,7 +31,7 @@ from dataclasses import dataclass
 @dataclass(frozen=True)
 class RelevanceParams:
     k: float = 60.0
-    neighbour_bonus: float = 0.8
+    neighbour_bonus: float = 0.9
     speaker_weight: float = 0.3
     density_weight: float = 0.15
     density_top: int = 3
@@ -58,7 +62,8 @@ def episode_relevance(
     k = p.k
     bonus = p.speaker_weight / (k + 1)
     check_speaker = bool(named) and speakers is not None
-    own: dict[int, float] = {}
+    found_by_legs: dict[int, float] = {}  # seq -> the RRF of its ranks
+    own: list[float] = []  # aligned with seqs: that and the name
     found: list[Mapping[str, int]] = []
     matched: list[bool] = []
     for i, seq in enumerate(seqs):
@@ -66,15 +71,18 @@ def episode_relevance(
         s = 0.0
         for rank in mine.values():
             s += 1.0 / (k + rank)
+        found_by_legs[seq] = s
         match = check_speaker and speakers is not None and speakers[i] in named  # check_speaker: speakers given
-        if match:
-            s += bonus
-        own[seq] = s
+        own.append(s + bonus if match else s)
         found.append(mine)
         matched.append(match)
     nb = p.neighbour_bonus
-    scores = [max(own[seq], nb * own.get(seq - 1, 0.0), nb * own.get(seq + 1, 0.0)) for seq in seqs]
-    density = sum(sorted(own.values(), reverse=True)[: p.density_top])
+    scores = [
+        max(found_by_legs[seq], nb * found_by_legs.get(seq - 1, 0.0), nb * found_by_legs.get(seq + 1, 0.0))
+        + (bonus if match else 0.0)
+        for seq, match in zip(seqs, matched)
+    ]
+    density = sum(sorted(own, reverse=True)[: p.density_top])
     return EpisodeRelevance(scores, found, matched, density)
 
 

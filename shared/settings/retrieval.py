@@ -125,11 +125,12 @@ class RetrievalSettings(BaseModel):
         default=1.5, ge=1, description="A query naming a time ('last week') multiplies the score of episodes in it."
     )
     neighbour_bonus: float = Field(
-        default=0.8,
+        default=0.9,
         ge=0,
         le=1,
         description="Within an episode, a message right after (or before) a relevant one shares this part of "
-        "its relevance (an answer follows its question).",
+        "its relevance in the message legs (an answer follows its question); not its speaker's name match. "
+        "Measured on LoCoMo: 0.85-0.95 alike, 0.8 up to 0.036 lower at 250 tokens.",
     )
     speaker_match_weight: float = Field(
         default=0.3,

@@ -79,3 +79,22 @@ def test_retrievability_scales_the_episodes_terms_and_a_named_time_everything():
     faded = priorities([0.02], 0.05, 0.03, 0.25, 1.0, p)
     assert faded == [pytest.approx(0.02 + (0.2 * 0.05 + 0.1 * 0.03) * 0.25)]  # its own relevance stays
     assert priorities([0.02], 0.05, 0.03, 1.0, 1.5, p) == [pytest.approx(1.5 * base[0])]
+
+
+def test_a_neighbour_shares_the_legs_relevance_but_not_the_speakers_name():
+    # "What does Caroline do to destress?": Caroline's answer (seq 2) is found; Melanie's
+    # replies around it (seqs 1, 3) share its rank, not Caroline's name
+    seqs = [1, 2, 3, 4]
+    speakers = ["Melanie", "Caroline", "Melanie", "Caroline"]
+    ranks = {2: {"vector": 1}}
+    p = params(speaker_weight=0.3, neighbour_bonus=0.9)
+    out = episode_relevance(seqs, ranks, p, speakers, {"Caroline"})
+    name = 0.3 / 61
+    assert out.scores[0] == pytest.approx(0.9 / 61) == out.scores[2]  # no share of the name
+    assert out.scores[1] == pytest.approx(1 / 61 + name)
+    # Caroline's next message, found by no leg, has her name on its own and leads Melanie's replies
+    assert out.scores[3] == pytest.approx(name) and out.scores[3] < out.scores[2]
+    # a message of the named speaker next to a found one has both: the share and the name
+    both = episode_relevance([1, 2], {1: {"lexical": 1}}, p, ["Melanie", "Caroline"], {"Caroline"})
+    assert both.scores[1] == pytest.approx(0.9 / 61 + name)
+    assert both.density == pytest.approx(1 / 61 + name)  # own relevances: the rank and the name, no share
