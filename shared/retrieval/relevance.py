@@ -2,24 +2,29 @@
 for the token budget with (pure).
 
 A message's relevance is the RRF of its ranks in the message legs (0 when no leg ranked
-it), or, when larger, ``neighbour_bonus`` of the RRF of the message just before or after it
-in its episode (the answer after a question, the question before an answer), plus
-``speaker_weight / (k + 1)`` when a participant the query names said it. The name is the
-speaker's own: a neighbour does not share it (in a dialogue the message next to one by
-the named participant is usually by someone else, and "what does Melanie do to
-destress?" is answered by what Melanie said). An episode's *density* is the sum of its
-``density_top`` highest own relevances (RRF and name, no neighbour's share): an episode
-where several messages match is about the query, and each of its messages gains
-``density_weight`` x that. Then
+it; ``k`` is ``MEMQ_MESSAGE_RRF_K``, smaller than the episodes' 60, so that a message ranked
+first stays clearly ahead of one ranked fiftieth plus its episode's terms), or, when
+larger, ``neighbour_bonus`` of that of the message just before or after it in its episode
+(the answer after a question, the question before an answer), plus ``speaker_weight / (k
++ 1)`` when a participant the query names said it. The name is the speaker's own: a
+neighbour does not share it (in a dialogue the message next to one by the named
+participant is usually by someone else, and "what does Melanie do to destress?" is
+answered by what Melanie said). An episode's *density* is the sum of its ``density_top``
+highest own relevances (RRF and name, no neighbour's share): an episode where several
+messages match is about the query, and each of its messages gains ``density_weight`` x
+that. Then
 
-    priority = (relevance + (density_weight x density + episode_weight x episode rrf)
-                            x retrievability) x time boost
+    priority = (relevance + density_weight x density + episode_weight x episode rrf)
+               x time boost
 
-``retrievability`` being the episode's FSRS retrievability raised to
-``MEMQ_RETRIEVABILITY_WEIGHT``. Measured on LoCoMo (``memq eval-locomo --ablations``):
-scaling a message's own relevance by its episode's retrievability too buried old
-memories (recall at 1,000 tokens 0.80 -> 0.71 on sessions months old); see the README. Sharing
-the name with neighbours (before 2026-12) cost recall at every budget (docs/evaluation.md).
+FSRS decay is not in it: decay orders the episodes (which of them a retrieval's limit
+keeps, the order they are shown in, an episode shown as its summary alone), never a
+message's place in the budget. Measured on LoCoMo (``memq eval-locomo --ablations``,
+docs/evaluation.md): scaling a message's own relevance by its episode's retrievability
+buried old memories (recall at 1,000 tokens 0.80 -> 0.71 on sessions months old), and
+even scaling only the episode's terms (before 2026-12) lost a question or two at some
+budget to no decay at all; sharing the name with neighbours (before 2026-12) cost recall
+at every budget.
 """
 
 from __future__ import annotations
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True)
 class RelevanceParams:
-    k: float = 60.0
+    k: float = 25.0  # MEMQ_MESSAGE_RRF_K
     neighbour_bonus: float = 0.9
     speaker_weight: float = 0.3
     density_weight: float = 0.15
@@ -90,14 +95,10 @@ def priorities(
     relevance: Sequence[float],
     density: float,
     episode_rrf: float,
-    retrievability: float,
     time_boost: float,
     p: RelevanceParams,
 ) -> list[float]:
-    """What an episode's messages compete for the budget with, from their ``relevance``.
-    ``retrievability`` (FSRS, raised to its weight) scales the episode's terms only, so an
-    old memory's best message still comes back when it is what the query asks for, while
-    among episodes that match alike the fresher one leads; a time the query names scales
-    everything."""
-    episode = (p.density_weight * density + p.episode_weight * episode_rrf) * retrievability
+    """What an episode's messages compete for the budget with, from their ``relevance``:
+    the episode's terms added, a time the query names scaling everything."""
+    episode = p.density_weight * density + p.episode_weight * episode_rrf
     return [(r + episode) * time_boost for r in relevance]

@@ -149,7 +149,7 @@ def rerank_reach(settings: Settings, named: NamedTime | None) -> float:
 
 def relevance_params(settings: Settings) -> RelevanceParams:
     return RelevanceParams(
-        k=settings.rrf_k,
+        k=settings.message_rrf_k,
         neighbour_bonus=settings.neighbour_bonus,
         speaker_weight=settings.speaker_match_weight,
         density_weight=settings.episode_density_weight,
@@ -176,7 +176,7 @@ def attach_messages(
             h.messages = []
             continue
         r = episode_relevance([row[0] for row in rows], message_ranks.get(h.id, {}), p, [row[2] for row in rows], named)
-        scores = priorities(r.scores, r.density, h.rrf, episode_decay(h, settings), h.time_boost, p)
+        scores = priorities(r.scores, r.density, h.rrf, h.time_boost, p)
         h.messages = [
             MessageView(seq, role, speaker, content, ts, score, ranks, match)
             for (seq, role, speaker, content, ts), score, ranks, match in zip(rows, scores, r.ranks, r.speaker_match)

@@ -17,7 +17,16 @@ class RetrievalSettings(BaseModel):
     retrieval_max_conversations: int = Field(default=100, ge=1, description="Conversations one retrieval may name.")
     query_max_chars: int = Field(default=2000, ge=10, description="Longest query accepted.")
     retrieval_candidates: int = Field(default=100, ge=1, le=1000, description="Plast Mem: candidates per leg")
-    rrf_k: float = Field(default=60.0, gt=0, description="Reciprocal Rank Fusion constant (Plast Mem uses k=60).")
+    rrf_k: float = Field(
+        default=60.0, gt=0, description="Reciprocal Rank Fusion constant of the episodes (Plast Mem uses k=60)."
+    )
+    message_rrf_k: float = Field(
+        default=25.0,
+        gt=0,
+        description="The same constant for a message's relevance (the RRF of its ranks in the message legs), which "
+        "orders what fills the budget: smaller keeps the best-ranked messages further ahead of the rest. Measured "
+        "on LoCoMo: 20-30 alike, 60 up to 0.04 lower at 250 tokens and 0.01 at 1,000.",
+    )
     lexical_pairs_enough: int = Field(
         default=10,
         ge=1,
@@ -80,7 +89,8 @@ class RetrievalSettings(BaseModel):
         default=1.0,
         ge=0,
         le=4,
-        description="final = rrf x decay, decay from retrievability^weight (Plast Mem: 1; 0: off).",
+        description="An episode's final = rrf x decay, decay from retrievability^weight (Plast Mem: 1; 0: off): it "
+        "orders the episodes (which the limit keeps, the order they are shown in), not what fills the budget.",
     )
     retrievability_influence: float = Field(
         default=0.1,

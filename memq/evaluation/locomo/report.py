@@ -45,7 +45,8 @@ def to_json(run: EvalRun) -> dict[str, Any]:
 TARGET_BASELINES = {"turn": 0.10, "turn · memq query": 0.05}
 # issue 23's recall at a budget, on its own
 TARGET_RECALL = {250: 0.65, 1000: 0.85}
-NO_FSRS = "memq no-FSRS"
+# memq with FSRS re-ranking against without it, at the evaluation's limit and at the default one
+NO_FSRS = {"memq": "memq no-FSRS", "memq limit 10": "memq no-FSRS limit 10"}
 
 
 def targets(run: EvalRun) -> dict[str, Any]:
@@ -81,11 +82,13 @@ def targets(run: EvalRun) -> dict[str, Any]:
         for b, goal in TARGET_RECALL.items()
         if b in memq
     }
-    if NO_FSRS in overall:
-        plain = overall[NO_FSRS]
-        behind = {
-            str(b): round(plain[b].recall - memq[b].recall, 4) for b in budgets if plain[b].recall > memq[b].recall
-        }
+    behind: dict[str, float] = {}
+    compared = [(with_, without) for with_, without in NO_FSRS.items() if with_ in overall and without in overall]
+    for with_, without in compared:
+        for b in budgets:
+            if overall[without][b].recall > overall[with_][b].recall:
+                behind[f"{with_} @{b}"] = round(overall[without][b].recall - overall[with_][b].recall, 4)
+    if compared:
         out["fsrs_never_behind_no_fsrs"] = {"met": not behind, "behind_by": behind}
     return out
 
@@ -154,10 +157,10 @@ def print_report(run: EvalRun, console: Console) -> None:
             )
         if "fsrs_never_behind_no_fsrs" in t:
             f = t["fsrs_never_behind_no_fsrs"]
-            behind = ", ".join(f"{d:.3f} at {b}" for b, d in f["behind_by"].items())
+            behind = ", ".join(f"{d:.3f} for {at}" for at, d in f["behind_by"].items())
             console.print(
-                f"[bold]target[/] at or above {NO_FSRS} at every budget: {mark[f['met']]}"
-                + (f" (behind by {behind})" if behind else "")
+                "[bold]target[/] FSRS re-ranking at or above no FSRS at every budget and limit: "
+                f"{mark[f['met']]}" + (f" (behind by {behind})" if behind else "")
             )
         line = f"[bold]target[/] latency ratio < 2: {mark[t['latency_ratio_under_2']]} at limit {lat.get('limit')}"
         if "latency_ratio_under_2_default_limit" in t:

@@ -49,12 +49,17 @@ ABLATIONS = (
     Method("memq auto msg<=2", "memq", "auto", (("auto_detail_message_rank", 2),)),  # auto before 2026-11
     Method("memq no-FSRS", "memq", "high", (("retrievability_weight", 0.0),)),
     Method("memq FSRS x1", "memq", "high", (("retrievability_influence", 1.0),)),  # seed 001: rrf x retrievability
-    Method("memq FSRS x0.25", "memq", "high", (("retrievability_influence", 0.25),)),
+    # at the limit a caller naming none gets (10 episodes), where decay decides which are kept
+    Method("memq limit 10", "memq", "high", (("retrieval_limit_max", 10),)),
+    Method("memq no-FSRS limit 10", "memq", "high", (("retrieval_limit_max", 10), ("retrievability_weight", 0.0))),
+    Method("memq FSRS x1 limit 10", "memq", "high", (("retrieval_limit_max", 10), ("retrievability_influence", 1.0))),
     Method("memq episode legs", "memq", "high", (("retrieval_legs", "episode_vector,episode_lexical"),)),
     Method("memq no-neighbour", "memq", "high", (("neighbour_bonus", 0.0),)),
     Method("memq no-density", "memq", "high", (("episode_density_weight", 0.0),)),
     Method("memq no-speaker", "memq", "high", (("speaker_match_weight", 0.0),)),
     Method("memq no-time-boost", "memq", "high", (("time_boost", 1.0),)),
+    # a message's relevance fused with the episodes' RRF constant (before 2026-12)
+    Method("memq message k=60", "memq", "high", (("message_rrf_k", 60.0),)),
     # messages read for showing twice as deep in each message leg (the reach before it was measured)
     Method("memq reach x2", "memq", "high", (("message_reach_tokens", 20), ("message_reach_min", 40))),
     Method("turn · memq query · BM25", "turn", search="memq", lexical="bm25"),
@@ -300,7 +305,7 @@ def _ask(
                             terms.search_text,
                             queries.searched[i],
                             settings.retrieval_candidates,
-                            settings.rrf_k,
+                            settings.message_rrf_k,  # memq fuses a message's ranks with its own constant
                             search="memq",
                             named=terms.named,
                             speaker_weight=settings.speaker_match_weight,

@@ -1,7 +1,7 @@
 """How relevant each message that may be shown is, and the priority it competes for the
 budget with (``relevance.py``): RRF of its ranks in the message legs, a share of a
-neighbour's relevance, a participant the query names, the episode's density, and FSRS
-retrievability and a named time applied as the module says."""
+neighbour's relevance, a participant the query names, the episode's density, and a named
+time applied as the module says (FSRS decay is not: it orders episodes: ``test_service_rerank.py``)."""
 
 from __future__ import annotations
 
@@ -72,13 +72,11 @@ def test_an_episodes_density_is_the_sum_of_its_best_own_relevances():
     assert e2.scores == [pytest.approx(1 / 65), pytest.approx(1 / 65)]
 
 
-def test_retrievability_scales_the_episodes_terms_and_a_named_time_everything():
+def test_the_episodes_terms_are_added_and_a_named_time_scales_everything():
     p = params(density_weight=0.2, episode_weight=0.1)
-    base = priorities([0.02, 0.0], 0.05, 0.03, 1.0, 1.0, p)
+    base = priorities([0.02, 0.0], 0.05, 0.03, 1.0, p)
     assert base == [pytest.approx(0.02 + 0.2 * 0.05 + 0.1 * 0.03), pytest.approx(0.2 * 0.05 + 0.1 * 0.03)]
-    faded = priorities([0.02], 0.05, 0.03, 0.25, 1.0, p)
-    assert faded == [pytest.approx(0.02 + (0.2 * 0.05 + 0.1 * 0.03) * 0.25)]  # its own relevance stays
-    assert priorities([0.02], 0.05, 0.03, 1.0, 1.5, p) == [pytest.approx(1.5 * base[0])]
+    assert priorities([0.02], 0.05, 0.03, 1.5, p) == [pytest.approx(1.5 * base[0])]
 
 
 def test_a_neighbour_shares_the_legs_relevance_but_not_the_speakers_name():

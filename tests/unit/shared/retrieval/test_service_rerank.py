@@ -135,3 +135,15 @@ def test_ranks_are_numbered_from_one_in_final_order(cfg):
     hits = rerank(cands, {f"e{i}": 0.01 * (5 - i) for i in range(5)}, cfg, NOW, None)
     assert [h.rank for h in hits] == [1, 2, 3, 4, 5]
     assert all(a.final >= b.final for a, b in itertools.pairwise(hits))
+
+
+def test_decay_orders_the_episodes_but_not_their_messages_place_in_the_budget(cfg):
+    from memq.shared.retrieval.service import attach_messages
+
+    old, fresh = candidate("old", 120, cfg=cfg), candidate("fresh", 1, cfg=cfg)
+    hits = rerank([old, fresh], {"old": 0.03, "fresh": 0.03}, cfg, NOW, None)
+    assert [h.id for h in hits] == ["fresh", "old"] and old.final < fresh.final  # seed 001's order of equals
+    row = (1, "user", "Ann", "the same words", NOW)
+    attach_messages({"old": [row], "fresh": [row]}, hits, {h.id: {1: {"vector": 1}} for h in hits}, frozenset(), cfg)
+    assert fresh.messages[0].relevance > 0
+    assert old.messages[0].relevance == pytest.approx(fresh.messages[0].relevance)

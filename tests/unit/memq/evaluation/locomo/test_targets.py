@@ -61,4 +61,20 @@ def test_a_baseline_ahead_at_any_budget_or_too_close_at_1000_misses():
     )
     assert not t["turn · memq query"]["met"] and not t["turn · memq query"]["at_or_above_every_budget"]
     assert not t["recall"]["250"]["met"] and not t["recall"]["1000"]["met"]
-    assert t["fsrs_never_behind_no_fsrs"] == {"met": False, "behind_by": {"250": 0.05, "2000": 0.05}}
+    assert t["fsrs_never_behind_no_fsrs"] == {"met": False, "behind_by": {"memq @250": 0.05, "memq @2000": 0.05}}
+
+
+def test_fsrs_is_compared_with_no_fsrs_at_each_limit_measured():
+    level = budgets(0.6, 0.7, 0.8, 0.9)
+    t = targets(
+        run_with(
+            {
+                "memq": level,
+                "memq no-FSRS": level,
+                "memq limit 10": budgets(0.6, 0.7, 0.75, 0.8),
+                "memq no-FSRS limit 10": budgets(0.6, 0.7, 0.8, 0.8),
+            }
+        )
+    )
+    assert t["fsrs_never_behind_no_fsrs"] == {"met": False, "behind_by": {"memq limit 10 @1000": 0.05}}
+    assert targets(run_with({"memq": level, "memq no-FSRS": level}))["fsrs_never_behind_no_fsrs"]["met"]
