@@ -143,10 +143,10 @@ class LearnedDetector:
         stored: a window of 8 made it ~18 kB of writes per message."""
         return GENERAL_HISTORY if self.model.features in ("general", "style") else EMBEDDING_HISTORY
 
-    def evaluate(self, data: DetectionInput) -> tuple[bool, float, dict[str, float], EventState]:
+    def score(self, data: DetectionInput) -> tuple[float, dict[str, float]]:
+        """The model's boundary probability for ``data.new`` (the event has a message) and
+        the factors logged with it."""
         state = data.state
-        if not state.recent:
-            return False, 0.0, {}, state
         prev_text = state.extras.get("prev_text", "")
         embedding = cast(np.ndarray, data.embedding)  # needs_embeddings: the drain embeds every message
         if self.model.features in ("general", "style"):
@@ -168,18 +168,31 @@ class LearnedDetector:
             f = {name: float(x[GENERAL_FEATURES.index(name)]) for name in ("sim1", "depth2", "z_sim1", "event_size")}
         else:
             x = feature_vector(
-                state.recent, embedding, list(data.lookahead), data.new.content, prev_text, right=self.model.lookahead
+                state.recent[-EMBEDDING_HISTORY:],
+                embedding,
+                list(data.lookahead),
+                data.new.content,
+                prev_text,
+                right=self.model.lookahead,
             )
             cos = x[-(len(COSINES) + len(TEXT_FEATURES)) :]
             f = {"cos_prev": float(cos[0]), "cos_left_right": float(cos[2]), "you_question": float(x[-6])}
         p = float(self.model.probability(x))
+        return p, {"p": p, **f}
+
+    def evaluate(self, data: DetectionInput) -> tuple[bool, float, dict[str, float], EventState]:
+        """The hysteresis over ``score``: trigger when armed at ``high``, re-arm below ``low``."""
+        state = data.state
+        if not state.recent:
+            return False, 0.0, {}, state
+        p, f = self.score(data)
         armed = state.armed
         trigger = bool(armed and p >= self.model.high)
         if trigger:
             armed = False
         elif p < self.model.low:
             armed = True
-        return trigger, p, {"p": p, **f}, state.evolve(armed=armed)
+        return trigger, p, f, state.evolve(armed=armed)
 
     def check(self, data: DetectionInput) -> Verdict:
         trigger, p, f, state = self.evaluate(data)

@@ -18,6 +18,7 @@ from memq.shared.mailbox.codec import QueuedMessage
 from memq.shared.settings import Settings
 from memq.worker.segmentation.detectors.base import Detector
 from memq.worker.segmentation.detectors.dual_channel import ConfirmFn, DualChannelDetector, DualChannelParams
+from memq.worker.segmentation.detectors.either import EitherDetector
 from memq.worker.segmentation.detectors.hysteresis import HysteresisDetector, HysteresisParams
 from memq.worker.segmentation.detectors.learned import MODELS, LearnedDetector, load_model
 from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
@@ -74,6 +75,14 @@ def learned(settings: Settings, name: str, default_lookahead: int, family: str =
             f"{TRAIN_COMMANDS[family]} --lookahead {w}"
         )
     return LearnedDetector(load_model(f"{family}_w{w}"), name=name)
+
+
+def either(settings: Settings, name: str) -> EitherDetector:
+    """The TIAGE scorer and the cross-domain ``blend`` scorer, a cut when either is
+    confident (``either.py``), in the variants trained for the look-ahead in force."""
+    first = learned(settings, name, 2)
+    second = learned(settings, name, 2, "blend")
+    return EitherDetector(second.model, name=name, first=first, second_scale=settings.either_second_scale)
 
 
 def _lookahead(settings: Settings) -> int:
@@ -146,6 +155,11 @@ PROFILES: dict[str, Profile] = {
         "hysteresis over the average of the 'general' logistic regression and the 'style' trees (their logits), "
         "fit together on the same sets, 2 messages of look-ahead",
         lambda s, e: learned(s, "blend", 2, "blend"),
+    ),
+    "either": Profile(
+        "a cut when either the TIAGE scorer ('learned') or the cross-domain 'blend' scorer at a stricter "
+        "threshold (MEMQ_EITHER_SECOND_SCALE) is confident, 2 messages of look-ahead",
+        lambda s, e: either(s, "either"),
     ),
     "dual_channel_learned": Profile(
         "Plast Mem's dual channel with the learned scorer confirming topic candidates when no LLM answers",
