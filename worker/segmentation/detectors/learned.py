@@ -168,12 +168,7 @@ class LearnedDetector:
             f = {name: float(x[GENERAL_FEATURES.index(name)]) for name in ("sim1", "depth2", "z_sim1", "event_size")}
         else:
             x = feature_vector(
-                state.recent[-EMBEDDING_HISTORY:],
-                embedding,
-                list(data.lookahead),
-                data.new.content,
-                prev_text,
-                right=self.model.lookahead,
+                state.recent, embedding, list(data.lookahead), data.new.content, prev_text, right=self.model.lookahead
             )
             cos = x[-(len(COSINES) + len(TEXT_FEATURES)) :]
             f = {"cos_prev": float(cos[0]), "cos_left_right": float(cos[2]), "you_question": float(x[-6])}
