@@ -9,7 +9,8 @@ MiniLM vectors), against two floors measured in the same run on the same queries
   of the ``retrieval_*`` figures, target ratio <= 2;
 - an exact scan: the two vector legs run by ``legs.run_legs`` on a connection with
   ``SET enable_indexscan = off`` (no HNSW; the scope is read through a bitmap or
-  sequential scan and sorted by distance). Its top-k is the truth ``ann_recall`` is
+  sequential scan and sorted by distance between the stored single-precision vectors,
+  not the half-precision copies the index compares). Its top-k is the truth ``ann_recall`` is
   measured against: |ANN top-k ∩ exact top-k| / k per query and vector leg, k =
   ``MEMQ_RETRIEVAL_CANDIDATES``, the ANN top-k being what the legs returned as retrieval
   runs them (the planner may read a small scope exactly; then recall is 1 by
@@ -38,7 +39,7 @@ import logging
 import math
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
@@ -224,9 +225,11 @@ def measure_scope(
     for i, (q, request, text, vector) in enumerate(prepared[:EXACT_QUERIES]):
         _use_both(conns, settings, q.tenant)
         if i == 0:
-            run_legs(conns["exact"], request, vector, text, VECTOR_LEGS)  # warm-up
+            run_legs(conns["exact"], replace(request, half_dim=None), vector, text, VECTOR_LEGS)  # warm-up
         t = time.perf_counter()
-        truth = run_legs(conns["exact"], request, vector, text, VECTOR_LEGS)
+        # the truth at the stored precision: what the half-precision index and its
+        # comparisons lose is counted against it
+        truth = run_legs(conns["exact"], replace(request, half_dim=None), vector, text, VECTOR_LEGS)
         out.exact_ms.append((time.perf_counter() - t) * 1000)
         exact.append({leg: leg_items(truth, leg) for leg in VECTOR_LEGS})
         for leg in VECTOR_LEGS:  # each alone, at its own breadth, as the legs run when shared

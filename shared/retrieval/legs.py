@@ -5,7 +5,8 @@ one conversation, given a second connection, the legs are shared between the two
 one statement, and what follows them runs after (``rows_sql``; ``run_legs``).
 
 - ``episode_vector``: HNSW over the summary embeddings (``ORDER BY embedding <=> q LIMIT k``,
-  with ``hnsw.iterative_scan`` so a tenant / conversation / time filter cannot starve it);
+  compared at half precision, the index's expression: ``distance_sql``; with
+  ``hnsw.iterative_scan`` so a tenant / conversation / time filter cannot starve it);
 - ``episode_lexical``: PostgreSQL full text over title and summary, ``ts_rank_cd``;
 - ``message_vector`` / ``message_lexical``: the same over every stored message, each
   message voting for its episode at its best rank.
@@ -161,6 +162,16 @@ def params(
     }
 
 
+def distance_sql(request: RetrievalRequest, alias: str) -> str:
+    """The cosine distance a vector leg orders by: between half-precision copies of the
+    row's and the query's vectors, the expression the HNSW index is built on (migration
+    0018), or with ``request.half_dim`` None between the stored vectors (no index)."""
+    dim = request.half_dim
+    if dim is None:
+        return f"{alias}.embedding <=> %(vector)s"
+    return f"{alias}.embedding::halfvec({int(dim)}) <=> %(vector)s::halfvec({int(dim)})"
+
+
 def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str = "text", views: bool = False) -> str:
     """One statement: (leg, episode id, message seq or NULL, rank, the message's
     conversation or NULL) for every requested leg. Message legs return each message they
@@ -175,7 +186,7 @@ def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str
         "episode_vector": f"""
             SELECT 'episode_vector' AS leg, id{cast} AS id, NULL::bigint AS seq,
                    row_number() OVER (ORDER BY d, id) AS rank, NULL::text AS conv FROM (
-                SELECT e.id, e.embedding <=> %(vector)s AS d FROM episodic_memory e
+                SELECT e.id, {distance_sql(request, "e")} AS d FROM episodic_memory e
                 WHERE {e_scope} ORDER BY d, e.id LIMIT %(k)s) v""",
         "episode_lexical": f"""
             SELECT 'episode_lexical', id{cast}, NULL::bigint, row_number() OVER (ORDER BY r DESC, id), NULL::text FROM (
@@ -184,7 +195,7 @@ def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str
         "message_vector": f"""
             SELECT 'message_vector', episode_id{cast}, seq, row_number() OVER (ORDER BY d, conversation_id, seq),
                    conversation_id FROM (
-                SELECT m.episode_id, m.seq, m.conversation_id, m.embedding <=> %(vector)s AS d FROM episode_message m
+                SELECT m.episode_id, m.seq, m.conversation_id, {distance_sql(request, "m")} AS d FROM episode_message m
                 WHERE {m_scope} AND m.embedding IS NOT NULL ORDER BY d, m.conversation_id, m.seq LIMIT %(k)s) mv""",
         "message_lexical": f"""
             SELECT 'message_lexical', episode_id{cast}, seq, row_number() OVER (ORDER BY r DESC, conversation_id, seq),

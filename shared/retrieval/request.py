@@ -34,6 +34,10 @@ class RetrievalRequest:
     now: datetime  # the moment of the question: retrievability and relative times
     asked_in: str | None = None  # the conversation the retrieval serves: its next segment reviews what was returned
     user_id: str | None = None  # only this user's conversations (``shared/users.py``: ``scoped``)
+    # the vector legs compare half-precision copies of this many dimensions, the expression
+    # the HNSW indexes are built on (migration 0018; MEMQ_EMBEDDING_DIM); None compares the
+    # stored single-precision vectors (no index serves that: the bench's exact scan)
+    half_dim: int | None = 384
 
 
 def _aware(value: Any, field: str) -> datetime | None:
@@ -135,7 +139,9 @@ def build_request(
         asked_in = scope[0]
     if user_id is not None:
         user_id = check_user_id(user_id, settings.conversation_id_max_length)
-    return RetrievalRequest(tenant, scope, query, limit, detail, max_tokens, window, now, asked_in, user_id)
+    return RetrievalRequest(
+        tenant, scope, query, limit, detail, max_tokens, window, now, asked_in, user_id, settings.embedding_dim
+    )
 
 
 def scoped(conn: Any, request: RetrievalRequest) -> RetrievalRequest:

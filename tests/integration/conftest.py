@@ -14,6 +14,7 @@ import uuid
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
+import psycopg
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -177,3 +178,19 @@ def own_redis(tmp_path):
     yield server
     if server.pid() is not None:
         redis.Redis.from_url(server.url).shutdown(nosave=True)
+
+
+@pytest.fixture
+def empty_database(service_env):
+    """A database of its own on the test server, with pgvector and nothing else."""
+    admin = service_env["DATABASE_URL"]
+    name = f"memq_migrate_{uuid.uuid4().hex[:8]}"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'CREATE DATABASE "{name}"')
+    parts = urlsplit(admin)
+    url = urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
+    with psycopg.connect(url, autocommit=True) as conn:
+        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
+    yield url
+    with psycopg.connect(admin, autocommit=True) as conn:
+        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')

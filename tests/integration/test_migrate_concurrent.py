@@ -8,8 +8,6 @@ import os
 import subprocess
 import sys
 import time
-import uuid
-from urllib.parse import urlsplit, urlunsplit
 
 import psycopg
 import pytest
@@ -19,22 +17,6 @@ from memq.shared.db.migrate import MIGRATION_LOCK
 pytestmark = pytest.mark.integration
 
 PROCESSES = 3
-
-
-@pytest.fixture
-def empty_database(service_env):
-    """A database of its own on the test server, with pgvector and nothing else."""
-    admin = service_env["DATABASE_URL"]
-    name = f"memq_migrate_{uuid.uuid4().hex[:8]}"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    parts = urlsplit(admin)
-    url = urlunsplit((parts.scheme, parts.netloc, f"/{name}", parts.query, parts.fragment))
-    with psycopg.connect(url, autocommit=True) as conn:
-        conn.execute("CREATE EXTENSION IF NOT EXISTS vector")
-    yield url
-    with psycopg.connect(admin, autocommit=True) as conn:
-        conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
 
 
 def _waiting_for_the_lock(conn: psycopg.Connection) -> int:
