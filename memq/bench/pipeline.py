@@ -16,6 +16,7 @@ says where a message's time goes.
 from __future__ import annotations
 
 import contextlib
+import json
 import shutil
 import subprocess
 import sys
@@ -112,6 +113,7 @@ class Run:
     profile: dict[str, float]
     memory: dict[str, float]  # MiB: main and pool processes, idle and busy (the highest seen)
     idle_conversation_bytes: float  # what a conversation keeps in Redis once idle
+    idle_overlap_bytes: float  # of which its overlap tail (the next episode's context) as stored
     idle_ttl_days: float  # after which it keeps nothing
     keys_without_ttl: int
 
@@ -236,6 +238,14 @@ def breakdown(collapsed: str) -> dict[str, float]:
     return {k: round(v / total, 3) for k, v in counts.most_common()}
 
 
+def _overlap_bytes(event: str | bytes | None) -> int:
+    """The bytes of the overlap tail in an event state as stored (its JSON)."""
+    if not event:
+        return 0
+    overlap = json.loads(event).get("overlap") or []
+    return len(json.dumps(overlap, separators=(",", ":")).encode()) if overlap else 0
+
+
 def pipeline_run(
     ctx: BenchContext,
     workers: int,
@@ -318,12 +328,14 @@ def pipeline_run(
                 spy.wait(timeout=60)
                 if profile_out.exists():
                     where = breakdown(profile_out.read_text())
-            idle_bytes, ttls = 0, []
+            idle_bytes, overlap_bytes, ttls = 0, 0, []
             for c in conversations:
-                for key in producer.keys(c.id, tenant).all():
+                keys = producer.keys(c.id, tenant)
+                for key in keys.all():
                     if producer.redis.exists(key):
                         idle_bytes += producer.redis.memory_usage(key) or 0
                         ttls.append(producer.redis.ttl(key))
+                overlap_bytes += _overlap_bytes(producer.redis.hget(keys.state, "event"))
             for c in conversations:
                 forget_conversation(producer.redis, conn, producer.keys(c.id, tenant))
     finally:
@@ -343,6 +355,7 @@ def pipeline_run(
         profile=where,
         memory=memory,
         idle_conversation_bytes=idle_bytes / len(conversations),
+        idle_overlap_bytes=overlap_bytes / len(conversations),
         idle_ttl_days=max(ttls, default=0) / 86_400,
         keys_without_ttl=sum(1 for t in ttls if t < 0),
     )

@@ -44,6 +44,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
             "pg_bytes_per_episode",
             "redis_bytes_per_buffered_message",
             "redis_bytes_idle_conversation",
+            "redis_bytes_idle_state",
             "redis_keys_without_ttl",
         ),
     ),

@@ -4,6 +4,11 @@ state hash (field ``event``) after every step so any worker can resume.
 Embeddings are stored as base64 float32 (~2 kB each): the state is rewritten at every
 step, so a detector keeps in ``recent`` only the embeddings its features read (its
 ``keep``); a window of 8 made ~18 kB of Redis writes per message, the largest share of them.
+
+A conversation closed by a flush or an inactivity collapse keeps its state ``at_rest``:
+without the left window and the previous message's text, which only the next event's
+first messages would read, and which a closed conversation would otherwise hold in Redis
+for the state's whole TTL (six vectors: ~12 kB per idle conversation).
 """
 
 from __future__ import annotations
@@ -14,6 +19,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
+
+PREV_TEXT = "prev_text"  # extras key: the previous message's text, for detectors that read it
 
 
 def _vec_out(v: np.ndarray | None) -> str | None:
@@ -37,6 +44,15 @@ class EventState:
 
     def evolve(self, **changes: Any) -> EventState:
         return replace(self, **changes)
+
+    def at_rest(self) -> EventState:
+        """The state once its event is closed by a flush or an inactivity collapse: the next
+        message opens an event as a conversation's first does, without looking back across
+        the closed one (the local context before it ended with it). Kept: the
+        conversation's running statistics (``extras`` other than ``prev_text``), the
+        overlap tail the next episode begins with, and arming."""
+        extras = {k: v for k, v in self.extras.items() if k != PREV_TEXT}
+        return self.evolve(recent=[], last_embedding=None, event_model=None, event_model_embedding=None, extras=extras)
 
     def to_json(self) -> str:
         data = asdict(self)

@@ -71,9 +71,12 @@ class Segmenter:
         return result
 
     def close(self, reason: str) -> Step | None:
-        """Close whatever is open (a flush, an inactivity collapse); None when nothing is."""
+        """Close whatever is open (a flush, an inactivity collapse); None when nothing is.
+        Either way the state is left ``at_rest``: a closed conversation keeps no left window."""
         result = close_open_event(self.buffer, self.state, self.detector, self.overlap, reason=reason)
-        if result is not None:
-            self.buffer = self.buffer[result.drop :]
-            self.state = result.state
+        if result is None:
+            self.state = self.state.at_rest()
+            return None
+        self.buffer = self.buffer[result.drop :]
+        self.state = result.state
         return result

@@ -29,7 +29,7 @@ from memq.worker.segmentation.detectors.base import DetectionInput, Verdict
 from memq.worker.segmentation.detectors.hysteresis import HysteresisDetector, new_event, remember
 from memq.worker.segmentation.detectors.learned import LearnedDetector
 from memq.worker.segmentation.detectors.topic_shift_llm import TopicShift
-from memq.worker.segmentation.event_state import EventState
+from memq.worker.segmentation.event_state import PREV_TEXT, EventState
 from memq.worker.segmentation.signals import cosine, rolling
 
 log = structlog.get_logger("memq.segmentation")
@@ -131,12 +131,12 @@ class DualChannelDetector:
         self, state: EventState, embedding: np.ndarray, last: np.ndarray | None, text: str | None = None
     ) -> EventState:
         if text is not None:
-            state = state.evolve(extras={**state.extras, "prev_text": text[:500]})
+            state = state.evolve(extras={**state.extras, PREV_TEXT: text[:500]})
         state = remember(state, embedding, self.hysteresis.keep)
         return state.evolve(last_embedding=embedding if last is None else last)
 
     def observe(self, message: QueuedMessage, embedding: np.ndarray | None, state: EventState) -> EventState:
-        state = state.evolve(extras={**state.extras, "prev_text": message.content[:500]})
+        state = state.evolve(extras={**state.extras, PREV_TEXT: message.content[:500]})
         if embedding is None:
             return remember(state, None, self.hysteresis.keep)
         last = (
@@ -148,7 +148,7 @@ class DualChannelDetector:
         next_model = state.extras.get("next_event_model")
         fresh = new_event(state.evolve(extras={}), edge, embedding, self.hysteresis.keep)
         if edge is not None:
-            fresh = fresh.evolve(extras={"prev_text": edge.content[:500]})
+            fresh = fresh.evolve(extras={PREV_TEXT: edge.content[:500]})
         if next_model and edge is not None and self.embed_text is not None:
             fresh = fresh.evolve(event_model=next_model, event_model_embedding=self.embed_text(next_model))
         return fresh

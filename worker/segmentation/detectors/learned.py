@@ -38,7 +38,7 @@ from memq.worker.segmentation.detectors.general_features import HISTORY as GENER
 from memq.worker.segmentation.detectors.hysteresis import new_event, remember
 from memq.worker.segmentation.detectors.style_features import length_value, style_features
 from memq.worker.segmentation.detectors.tree_model import TreeModel
-from memq.worker.segmentation.event_state import EventState
+from memq.worker.segmentation.event_state import PREV_TEXT, EventState
 from memq.worker.segmentation.signals import cosine
 
 MODELS = Path(__file__).parent / "models"
@@ -147,7 +147,7 @@ class LearnedDetector:
         """The model's boundary probability for ``data.new`` (the event has a message) and
         the factors logged with it."""
         state = data.state
-        prev_text = state.extras.get("prev_text", "")
+        prev_text = state.extras.get(PREV_TEXT, "")
         embedding = cast(np.ndarray, data.embedding)  # needs_embeddings: the drain embeds every message
         if self.model.features in ("general", "style"):
             stats = SimilarityStats.from_list(state.extras.get("sims"))
@@ -221,13 +221,13 @@ class LearnedDetector:
     def observe(self, message: QueuedMessage, embedding: np.ndarray | None, state: EventState) -> EventState:
         extras = self._fold(state, message, embedding)
         state = remember(state, embedding, self.keep)
-        return state.evolve(extras={**extras, "prev_text": message.content[:500]})
+        return state.evolve(extras={**extras, PREV_TEXT: message.content[:500]})
 
     def start_event(self, edge: QueuedMessage | None, embedding: np.ndarray | None, state: EventState) -> EventState:
         extras = self._fold(state, edge, embedding) if edge is not None else state.extras
         fresh = new_event(state.evolve(extras=extras), edge, embedding, self.keep)
         if edge is not None:
-            fresh = fresh.evolve(extras={**fresh.extras, "prev_text": edge.content[:500]})
+            fresh = fresh.evolve(extras={**fresh.extras, PREV_TEXT: edge.content[:500]})
         return fresh
 
 
