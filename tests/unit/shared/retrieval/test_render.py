@@ -96,11 +96,12 @@ def test_times_in_another_zone_are_shown_in_utc():
     local = hit(start_at=START.astimezone(berlin), end_at=(START + timedelta(minutes=40)).astimezone(berlin))
     assert when(local, NOW.astimezone(berlin)) == when(hit(), NOW)
     late = hit(start_at=datetime(2023, 5, 7, 23, 30, tzinfo=UTC), end_at=datetime(2023, 5, 7, 23, 50, tzinfo=UTC))
-    header = shown_header(late, NOW, key_moment_surprise=0.7, title_words=8)
+    next_day = datetime(2023, 5, 8, 12, 0, tzinfo=UTC)  # yesterday's episode: its time of day is shown
+    header = shown_header(late, next_day, key_moment_surprise=0.7, title_words=8)
     assert (
         shown_header(
             hit(start_at=late.start_at.astimezone(berlin), end_at=late.end_at.astimezone(berlin)),
-            NOW.astimezone(berlin),
+            next_day.astimezone(berlin),
             key_moment_surprise=0.7,
             title_words=8,
         )
@@ -141,11 +142,19 @@ def test_shown_messages_are_in_their_order_with_markers_for_what_is_left_out():
 def test_with_messages_one_header_line_says_when_and_a_short_title():
     h = hit(title="Planting tomatoes in raised beds after the long and rainy spring", surprise=0.8)
     head = episode_block(h, h.messages[:1], now=NOW, summary=None, key_moment_surprise=0.7).splitlines()[0]
-    assert (
-        head
-        == "### 7 May 2023 14:05 UTC (2 weeks ago) · key moment · Planting tomatoes in raised beds after the long …"
-    )
+    assert head == "### 7 May 2023 (2 weeks ago) · key moment · Planting tomatoes in raised beds after the long …"
     assert short_title("a b c", 8) == "a b c" and short_title("a b c d", 2) == "a b …"
+
+
+def test_the_time_of_day_is_shown_for_an_episode_of_today_or_yesterday_only():
+    def head(days_before: float) -> str:
+        start = NOW - timedelta(days=days_before, hours=1)
+        h = hit(start_at=start, end_at=start + timedelta(minutes=40))
+        return episode_block(h, h.messages[:1], now=NOW, summary=None, key_moment_surprise=0.7).splitlines()[0]
+
+    assert re.match(r"### \d+ \w+ \d{4} \d\d:\d\d UTC \(today\) · ", head(0))
+    assert re.match(r"### \d+ \w+ \d{4} \d\d:\d\d UTC \(yesterday\) · ", head(1))
+    assert re.match(r"### \d+ \w+ \d{4} \(2 days ago\) · ", head(2))
 
 
 def test_adjacent_messages_need_no_marker_between_them():

@@ -305,8 +305,9 @@ def test_the_most_relevant_messages_win_under_a_tight_budget():
 def test_a_lower_ranked_episodes_best_message_beats_a_higher_ranked_ones_weak_message():
     top = episode(1, messages=20, own=lambda i: 0.0, summary_words=5)
     second = episode(2, messages=20, own=lambda i: 0.2 if i == 7 else 0.0, summary_words=5)
-    headers = count_tokens(run([top, second], "none")[1])
-    chosen, _ = run([top, second], "high", headers + 40)
+    best = second.messages[7]
+    room = count_tokens(episode_block(second, [best], now=NOW, summary=second.summary, key_moment_surprise=0.7))
+    chosen, _ = run([top, second], "high", room + 5)  # room for that block and no other
     assert 7 in shown(chosen)["e2"]
     assert shown(chosen).get("e1", []) == []  # none of the top episode's weak messages got in
 
