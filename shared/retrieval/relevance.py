@@ -12,7 +12,9 @@ participant is usually by someone else, and "what does Melanie do to destress?" 
 answered by what Melanie said). An episode's *density* is the sum of its ``density_top``
 highest own relevances (RRF and name, no neighbour's share): an episode where several
 messages match is about the query, and each of its messages gains ``density_weight`` x
-that. Then
+that, counted over the episode's sitting (``sittings.py``: the episodes around it with no
+pause between them; ``MEMQ_EPISODE_DENSITY_SCOPE``), so that how finely a stretch of talk
+was cut does not decide what is found in it. Then
 
     priority = (relevance + density_weight x density + episode_weight x episode rrf)
                x time boost
@@ -51,6 +53,7 @@ class EpisodeRelevance:
     ranks: list[Mapping[str, int]]  # "vector" / "lexical" -> 1-based rank in the message legs
     speaker_match: list[bool]
     density: float  # the sum of the ``density_top`` highest own relevances (neighbours' shares left out)
+    top: list[float]  # those relevances, highest first (a sitting's density is counted over its episodes')
 
 
 def episode_relevance(
@@ -87,8 +90,14 @@ def episode_relevance(
         + (bonus if match else 0.0)
         for seq, match in zip(seqs, matched)
     ]
-    density = sum(sorted(own, reverse=True)[: p.density_top])
-    return EpisodeRelevance(scores, found, matched, density)
+    top = sorted(own, reverse=True)[: p.density_top]
+    return EpisodeRelevance(scores, found, matched, sum(top), top)
+
+
+def pooled_density(tops: Sequence[Sequence[float]], p: RelevanceParams) -> float:
+    """The density of episodes counted together (a sitting): the sum of the ``density_top``
+    highest own relevances among all their messages, from each episode's ``top``."""
+    return sum(sorted((x for top in tops for x in top), reverse=True)[: p.density_top])
 
 
 def priorities(

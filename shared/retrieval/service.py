@@ -30,12 +30,19 @@ from memq.shared.retrieval.facts_section import fact_record, facts_block
 from memq.shared.retrieval.fusion import rrf
 from memq.shared.retrieval.model import EpisodeHit, MessageView
 from memq.shared.retrieval.participants import query_terms
-from memq.shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
+from memq.shared.retrieval.relevance import (
+    EpisodeRelevance,
+    RelevanceParams,
+    episode_relevance,
+    pooled_density,
+    priorities,
+)
 from memq.shared.retrieval.render import episode_block, hit_record, markdown
 from memq.shared.retrieval.request import RetrievalRequest, build_request, scoped
 from memq.shared.retrieval.retrievability import decay, retrievability, with_floor
 from memq.shared.retrieval.review_notes import review_notes
 from memq.shared.retrieval.selection import Selected, SelectionParams, message_cap, select
+from memq.shared.retrieval.sittings import sittings
 from memq.shared.retrieval.time_expressions import NamedTime, find_time
 from memq.shared.settings import Settings, get_settings
 from memq.shared.tokens import count_tokens, count_tokens_cached
@@ -167,19 +174,35 @@ def attach_messages(
 ) -> None:
     """Give each hit the messages that may be shown (``shown``: episode id -> (seq, role,
     speaker, content, ts) in seq order), each with the priority it competes for the
-    budget with (``relevance.py``). ``message_ranks``: episode id -> seq -> the
-    message's ranks in the message legs."""
+    budget with (``relevance.py``; density over each episode's sitting among ``hits``,
+    ``sittings.py``, unless ``MEMQ_EPISODE_DENSITY_SCOPE`` is "episode"). ``message_ranks``:
+    episode id -> seq -> the message's ranks in the message legs."""
     p = relevance_params(settings)
+    scored: dict[str, EpisodeRelevance] = {}
     for h in hits:
         rows = shown.get(h.id)
-        if not rows:
+        if rows:
+            scored[h.id] = episode_relevance(
+                [row[0] for row in rows], message_ranks.get(h.id, {}), p, [row[2] for row in rows], named
+            )
+    density = {eid: r.density for eid, r in scored.items()}
+    if settings.episode_density_scope == "sitting":
+        of = sittings([h for h in hits if h.id in scored], timedelta(minutes=settings.time_gap_minutes))
+        tops: dict[str, list[list[float]]] = {}
+        for eid, relevance in scored.items():
+            tops.setdefault(of[eid], []).append(relevance.top)
+        density = {eid: pooled_density(tops[of[eid]], p) for eid in scored}
+    for h in hits:
+        r = scored.get(h.id)
+        if r is None:
             h.messages = []
             continue
-        r = episode_relevance([row[0] for row in rows], message_ranks.get(h.id, {}), p, [row[2] for row in rows], named)
-        scores = priorities(r.scores, r.density, h.rrf, h.time_boost, p)
+        scores = priorities(r.scores, density[h.id], h.rrf, h.time_boost, p)
         h.messages = [
             MessageView(seq, role, speaker, content, ts, score, ranks, match)
-            for (seq, role, speaker, content, ts), score, ranks, match in zip(rows, scores, r.ranks, r.speaker_match)
+            for (seq, role, speaker, content, ts), score, ranks, match in zip(
+                shown[h.id], scores, r.ranks, r.speaker_match
+            )
         ]
 
 

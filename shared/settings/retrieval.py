@@ -155,6 +155,12 @@ class RetrievalSettings(BaseModel):
         "MEMQ_EPISODE_DENSITY_TOP most relevant messages): episodes where several messages match come first.",
     )
     episode_density_top: int = Field(default=3, ge=1, le=50, description="Messages summed into an episode's density.")
+    episode_density_scope: Literal["sitting", "episode"] = Field(
+        default="sitting",
+        description="Count an episode's density over its sitting (the episodes of its conversation around it with no "
+        "pause longer than MEMQ_TIME_GAP_MINUTES between them) or over the episode alone. Measured on LoCoMo: "
+        "'sitting' kept learned's recall and gave either's smaller episodes +0.007 at 250 and 1,000 tokens.",
+    )
     message_reach_tokens: int = Field(
         default=40,
         ge=1,
