@@ -52,8 +52,12 @@ class EpisodeRelevance:
     scores: list[float]  # relevance after the speaker match and neighbours, before the episode's terms
     ranks: list[Mapping[str, int]]  # "vector" / "lexical" -> 1-based rank in the message legs
     speaker_match: list[bool]
-    density: float  # the sum of the ``density_top`` highest own relevances (neighbours' shares left out)
-    top: list[float]  # those relevances, highest first (a sitting's density is counted over its episodes')
+    top: list[float]  # the ``density_top`` highest own relevances, highest first (neighbours' shares left out)
+
+    @property
+    def density(self) -> float:
+        """The episode's own density: the sum of ``top`` (a sitting's pools its episodes')."""
+        return sum(self.top)
 
 
 def episode_relevance(
@@ -91,7 +95,7 @@ def episode_relevance(
         for seq, match in zip(seqs, matched)
     ]
     top = sorted(own, reverse=True)[: p.density_top]
-    return EpisodeRelevance(scores, found, matched, sum(top), top)
+    return EpisodeRelevance(scores, found, matched, top)
 
 
 def pooled_density(tops: Sequence[Sequence[float]], p: RelevanceParams) -> float:

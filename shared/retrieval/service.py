@@ -191,7 +191,8 @@ def attach_messages(
         tops: dict[str, list[list[float]]] = {}
         for eid, relevance in scored.items():
             tops.setdefault(of[eid], []).append(relevance.top)
-        density = {eid: pooled_density(tops[of[eid]], p) for eid in scored}
+        pooled = {sitting: pooled_density(episode_tops, p) for sitting, episode_tops in tops.items()}
+        density = {eid: pooled[of[eid]] for eid in scored}
     for h in hits:
         r = scored.get(h.id)
         if r is None:

@@ -152,12 +152,11 @@ def step(
 def close_open_event(
     buffer: Sequence[Buffered], state: EventState, detector: Detector, overlap: OverlapParams, *, reason: str
 ) -> Step | None:
-    """Close whatever is open (explicit flush or inactivity collapse); the state left
-    ``at_rest``, as a closed conversation keeps it."""
+    """Close whatever is open (explicit flush or inactivity collapse)."""
     if not buffer:
         return None
     segment, state = _close(
         buffer, state, reason=reason, surprise=0.0, detector=detector.name, source="flush", overlap=overlap
     )
-    state = detector.start_event(None, None, state).at_rest()
+    state = detector.start_event(None, None, state)
     return Step(drop=len(buffer), push=False, segment=segment, state=state, action=reason)

@@ -10,7 +10,7 @@ property-tested is what runs in production. Pure: no I/O.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import timedelta
 
 import numpy as np
@@ -77,6 +77,7 @@ class Segmenter:
         if result is None:
             self.state = self.state.at_rest()
             return None
+        result = replace(result, state=result.state.at_rest())
         self.buffer = self.buffer[result.drop :]
         self.state = result.state
         return result
