@@ -98,9 +98,7 @@ def episode_lines(
     title_words: int = 8,
 ) -> list[str]:
     """Without messages: the title, when (absolute and relative), a key-moment mark and the
-    summary. With messages: one header line (when it began, absolute and relative, the
-    key-moment mark and the display title), the summary (or part of it) when given, then
-    the shown messages in their order with a ``…`` line wherever messages are left out.
+    summary. With messages: ``sitting_lines`` of the one episode.
     Compact on purpose: every token of framing is one the caller's budget cannot spend
     on what was said (measured on LoCoMo: a 38-token header instead of 20 cost 0.02 of
     recall at every budget)."""
@@ -112,27 +110,50 @@ def episode_lines(
         if summary:
             lines.append(f"Summary: {summary}")
         return lines
-    lines = [shown_header(hit, now, key_moment_surprise=key_moment_surprise, title_words=title_words)]
+    return sitting_lines(
+        [hit], shown, now=now, summary=summary, key_moment_surprise=key_moment_surprise, title_words=title_words
+    )
+
+
+def sitting_lines(
+    hits: Sequence[EpisodeHit],
+    shown: Sequence[MessageView],
+    *,
+    now: datetime,
+    summary: str | None,
+    key_moment_surprise: float,
+    title_words: int = 8,
+) -> list[str]:
+    """The messages ``shown`` of one episode, or of several episodes of one sitting
+    (``sittings.py``: each begins with the message after the one before it ends), as one
+    run of lines: one header line (``sitting_header``), the summary (or part of it) when
+    given, then the messages in their order with a ``…`` line wherever messages are left
+    out, between the first episode's first message and the last one's last. ``hits``: the
+    episodes, best ranked first."""
+    lines = [sitting_header(hits, now, key_moment_surprise=key_moment_surprise, title_words=title_words)]
     if summary:
         lines.append(f"Summary: {summary}")
-    previous = hit.first_seq - 1
+    previous = min(h.first_seq for h in hits) - 1
     for m in sorted(shown, key=lambda m: m.seq):
         if m.seq - previous > 1:
             lines.append(GAP)
         lines.append(message_line(m))
         previous = m.seq
-    if previous < hit.last_seq:
+    if previous < max(h.last_seq for h in hits):
         lines.append(GAP)
     return lines
 
 
-def shown_header(hit: EpisodeHit, now: datetime, *, key_moment_surprise: float, title_words: int) -> str:
-    """The one header line of an episode shown with messages."""
+def sitting_header(hits: Sequence[EpisodeHit], now: datetime, *, key_moment_surprise: float, title_words: int) -> str:
+    """The one header line above shown messages: when the earliest of ``hits`` began, a
+    key-moment mark when any of them is one, and the display title of the best ranked
+    (``hits[0]``)."""
+    first = min(hits, key=lambda h: h.first_seq)
     return _shown_header(
-        hit.start_at.astimezone(UTC),
+        first.start_at.astimezone(UTC),
         now.astimezone(UTC).date(),
-        hit.key_moment(key_moment_surprise),
-        hit.title,
+        any(h.key_moment(key_moment_surprise) for h in hits),
+        hits[0].title,
         title_words,
     )
 
@@ -157,8 +178,8 @@ def _shown_header(start: datetime, today: date, key_moment: bool, title: str, ti
 
 
 def gap_count(seqs: Sequence[int], first_seq: int, last_seq: int) -> int:
-    """How many ``…`` lines ``episode_lines`` writes for messages ``seqs`` (sorted) of an
-    episode spanning ``first_seq..last_seq``: one before, between or after shown messages
+    """How many ``…`` lines ``sitting_lines`` writes for messages ``seqs`` (sorted) of
+    episodes spanning ``first_seq..last_seq``: one before, between or after shown messages
     wherever a seq is skipped. An episode whose seqs are not contiguous (a duplicate left
     out when it was stored) can show a marker where nothing was left out."""
     gaps, previous = 0, first_seq - 1

@@ -15,13 +15,22 @@ lower-ranked episode's best message can come before a higher-ranked episode's te
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from memq.shared.retrieval.model import EpisodeHit, MessageView
-from memq.shared.retrieval.render import GAP, episode_lines, markdown, message_line, shown_header
+from memq.shared.retrieval.render import (
+    GAP,
+    episode_lines,
+    gap_count,
+    markdown,
+    message_line,
+    sitting_header,
+    sitting_lines,
+)
+from memq.shared.retrieval.sittings import sittings
 from memq.shared.tokens import count_chunks
 
 Counter = Callable[[str], int]
@@ -40,6 +49,9 @@ class SelectionParams:
     # one of its messages that matched nothing itself (MEMQ_MESSAGE_EPISODE_WEIGHT)
     header_weight: float = 1.0
     title_words: int = 8  # display title of an episode shown with messages (MEMQ_DISPLAY_TITLE_WORDS)
+    # episodes of one sitting (``sittings.py``, this the longest pause within one) show their
+    # messages under one header; None: each episode under its own (MEMQ_SITTING_BLOCKS)
+    sitting_gap: timedelta | None = None
 
 
 @dataclass
@@ -97,16 +109,14 @@ class Selection:
 
 
 class _Costs:
-    """What an episode's block costs while filling (``select``): each distinct line
-    counted once (``count`` is cached), one token per line break, and for an episode shown
-    with messages a running sum kept as messages are added (the cost of one more message
-    is its line, its line break and the ``…`` lines it adds or closes)."""
+    """What blocks cost while filling (``select``): each distinct line counted once
+    (``count`` is cached) and one token per line break; a block of shown messages keeps
+    its own running sums (``_Block``)."""
 
     def __init__(self, p: SelectionParams, now: datetime, count: Counter) -> None:
         self.p, self.now, self.count = p, now, count
         self.separator = count("\n\n")
         self.gap = count(GAP)
-        self.headers: dict[str, int] = {}
 
     def header_only(self, s: Selected) -> int:
         lines = episode_lines(
@@ -119,56 +129,67 @@ class _Costs:
         )
         return sum(self.count(x) for x in lines) + len(lines) - 1 + self.separator
 
-    def header(self, hit: EpisodeHit) -> int:
-        cost = self.headers.get(hit.id)
-        if cost is None:
-            cost = self.headers[hit.id] = self.count(
-                shown_header(
-                    hit, self.now, key_moment_surprise=self.p.key_moment_surprise, title_words=self.p.title_words
-                )
-            )
-        return cost
+    def header(self, hits: Sequence[EpisodeHit]) -> int:
+        p = self.p
+        return self.count(
+            sitting_header(hits, self.now, key_moment_surprise=p.key_moment_surprise, title_words=p.title_words)
+        )
 
     def summary(self, summary: str | None) -> int:
         return self.count(f"Summary: {summary}") + 1 if summary else 0
 
-    def with_message(self, s: _Entry, line: int, gaps: int) -> int:
-        """The block's cost once one more message (its line costing ``line``) is shown,
-        with ``gaps`` markers then, from the entry's running sums."""
-        return (
-            self.header(s.hit)
-            + self.summary(s.summary)
-            + s.message_cost
-            + line
-            + len(s.seqs)
-            + 1
-            + gaps * (self.gap + 1)
-            + self.separator
-        )
-
 
 @dataclass
-class _Entry(Selected):
+class _Block:
+    """The shown messages of one episode, or of the episodes of one sitting, under one
+    header (``render.sitting_lines``), with the running sums their cost is counted from:
+    one more message costs its line, its line break and the ``…`` lines it adds or closes."""
+
+    members: list[Selected] = field(default_factory=list)  # best ranked first
+    head: int = 0  # tokens of the header line and the summary's (with its line break)
+    first_seq: int = 0  # the span the ``…`` lines are counted over: the members' first
+    last_seq: int = -1  # and last seqs
     seqs: list[int] = field(default_factory=list)  # shown messages' seqs, sorted
     message_cost: int = 0  # their lines' tokens
-    gaps: int = 0  # ``gap_count(seqs, ...)``
+    gaps: int = 0  # ``gap_count(seqs, first_seq, last_seq)``
 
-    def gaps_with(self, seq: int) -> int:
-        """``gap_count`` once ``seq`` is shown too (it is not yet)."""
-        hit, seqs = self.hit, self.seqs
+    def joined(self, s: Selected, costs: _Costs, summary: Callable[[str], str | None]) -> _Block:
+        """The block's frame once ``s`` shows a message too (itself when ``s`` already
+        does): its members, their header's cost and their span, no messages yet."""
+        if any(m is s for m in self.members):
+            return self
+        members = sorted([*self.members, s], key=lambda m: m.hit.rank)
+        hits = [m.hit for m in members]
+        return _Block(
+            members,
+            costs.header(hits) + costs.summary(summary(hits[0].summary)),
+            min(h.first_seq for h in hits),
+            max(h.last_seq for h in hits),
+        )
+
+    def gaps_with(self, seq: int, frame: _Block) -> int:
+        """``gap_count`` once ``seq`` is shown too (it is not yet), in ``frame``'s span."""
+        seqs, first, last = self.seqs, frame.first_seq, frame.last_seq
+        if frame is not self:  # a new episode widens the span: counted afresh
+            return gap_count(sorted([*seqs, seq]), first, last)
         i = bisect.bisect_left(seqs, seq)
-        before = seqs[i - 1] if i else hit.first_seq - 1
+        before = seqs[i - 1] if i else first - 1
         after = seqs[i] if i < len(seqs) else None
-        old = (after - before > 1) if after is not None else (before < hit.last_seq) if seqs else None
-        if old is None:  # nothing shown yet: no marker to close
-            return (seq - before > 1) + (seq < hit.last_seq)
-        new = (seq - before > 1) + ((after - seq > 1) if after is not None else (seq < hit.last_seq))
+        old = (after - before > 1) if after is not None else (before < last)
+        new = (seq - before > 1) + ((after - seq > 1) if after is not None else (seq < last))
         return self.gaps - old + new
 
-    def add(self, m: MessageView, cost: int, gaps: int) -> None:
+    def cost(self, frame: _Block, costs: _Costs, line: int, gaps: int) -> int:
+        """The block's cost in ``frame`` once one more message (its line costing ``line``)
+        is shown, with ``gaps`` markers then."""
+        return frame.head + self.message_cost + line + len(self.seqs) + 1 + gaps * (costs.gap + 1) + costs.separator
+
+    def add(self, s: Selected, frame: _Block, m: MessageView, line: int, gaps: int) -> None:
+        self.members, self.head = frame.members, frame.head
+        self.first_seq, self.last_seq = frame.first_seq, frame.last_seq
         bisect.insort(self.seqs, m.seq)
-        self.shown.append(m)
-        self.message_cost += cost
+        s.shown.append(m)
+        self.message_cost += line
         self.gaps = gaps
 
 
@@ -225,8 +246,13 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     items.sort()
     items += sorted(h for h in first_headers if h[0] > 0) + sorted(last_headers)
 
-    entries: dict[str, _Entry] = {}
-    spent: dict[str, int] = {}
+    # the episodes that may show messages, by the block their messages go to: one per
+    # sitting (``sittings.py``) when ``p.sitting_gap`` is set, else one per episode
+    opened = [h for h in hits if h.messages and message_cap(h, p) > 0]
+    block_of = sittings(opened, p.sitting_gap) if p.sitting_gap is not None else {h.id: h.id for h in opened}
+    entries: dict[str, Selected] = {}
+    blocks: dict[str, _Block] = {}
+    spent: dict[str, int] = {}  # block key (or episode id for one shown alone) -> its cost
     added: list[str] = []  # the entry each message went to, in order, to undo the last ones
     used = 0
     misses = 0  # items in a row that did not fit: past a few dozen, nothing later will
@@ -236,11 +262,11 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
         if misses > 48 and message is not None:
             continue  # past a few dozen misses in a row no message fits; a header alone still may
         entry = entries.get(hit.id)
-        previous = spent.get(hit.id, 0)
         if message is None:
             if entry is not None:
                 continue  # its header came with one of its messages
-            entry = _Entry(hit, None, 0)
+            key = hit.id
+            entry = Selected(hit, None, 0)
             cost = costs.header_only(entry)
             if used + cost > p.max_tokens:  # not even without its summary
                 misses += 1
@@ -260,29 +286,37 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             if used + line - costs.gap > p.max_tokens:  # a message adds at least its line less one closed ``…``
                 misses += 1
                 continue
+            key = block_of[hit.id]
+            block = blocks.get(key) or _Block()
             if entry is None:
-                entry = _Entry(hit, shorten(hit.summary, p.summary_tokens_with_messages), message_cap(hit, p))
-            gaps = entry.gaps_with(message.seq)
-            cost = costs.with_message(entry, line, gaps)
-            if used - previous + cost > p.max_tokens:
+                entry = Selected(hit, None, message_cap(hit, p))
+            frame = block.joined(entry, costs, lambda text: shorten(text, p.summary_tokens_with_messages))
+            gaps = block.gaps_with(message.seq, frame)
+            cost = block.cost(frame, costs, line, gaps)
+            if used - spent.get(key, 0) + cost > p.max_tokens:
                 misses += 1
                 continue
-            entry.add(message, line, gaps)
+            if frame is not block:  # the summary of the best ranked heads the block
+                lead = frame.members[0]
+                for m in frame.members:
+                    m.summary = shorten(lead.hit.summary, p.summary_tokens_with_messages) if m is lead else None
+            block.add(entry, frame, message, line, gaps)
+            blocks[key] = block
             added.append(hit.id)
         misses = 0
-        used += cost - previous
-        spent[hit.id] = cost
+        used += cost - spent.get(key, 0)
+        spent[key] = cost
         entries[hit.id] = entry
 
     chosen: list[Selected] = sorted(entries.values(), key=lambda s: s.hit.rank)
-    text, tokens = _render(chosen, p, now, count, query)
+    text, tokens = _render(chosen, block_of, p, now, count, query)
     while tokens > p.max_tokens and added:  # never expected: the costs above hold the text's count
         entries[added.pop()].shown.pop()
         chosen = [s for s in chosen if s.shown or s.cap == 0 or s.summary]
-        text, tokens = _render(chosen, p, now, count, query)
+        text, tokens = _render(chosen, block_of, p, now, count, query)
     while tokens > p.max_tokens and chosen:
         chosen.pop()
-        text, tokens = _render(chosen, p, now, count, query)
+        text, tokens = _render(chosen, block_of, p, now, count, query)
     if tokens > p.max_tokens:  # nothing chosen, and the query it echoes is too long
         text = "No memories match the query."
         tokens = count(text)
@@ -290,22 +324,45 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
 
 
 def _render(
-    chosen: Sequence[Selected], p: SelectionParams, now: datetime, count: Counter, query: str
+    chosen: Sequence[Selected],
+    block_of: Mapping[str, str],
+    p: SelectionParams,
+    now: datetime,
+    count: Counter,
+    query: str,
 ) -> tuple[str, int]:
-    """The markdown of ``chosen`` and its exact token count (``count_chunks``: line by line)."""
+    """The markdown of ``chosen`` and its exact token count (``count_chunks``: line by line).
+    The episodes showing messages in one block (``block_of``) are shown as one, where the
+    best ranked of them is."""
     if not chosen:
         text = markdown([], query)
         return text, count(text)
+    together: dict[str, list[Selected]] = {}
+    for s in chosen:
+        if s.shown:
+            together.setdefault(block_of[s.hit.id], []).append(s)
     chunks: list[str] = []
     for s in chosen:
-        lines = episode_lines(
-            s.hit,
-            s.shown,
-            now=now,
-            summary=s.summary,
-            key_moment_surprise=p.key_moment_surprise,
-            title_words=p.title_words,
-        )
+        if not s.shown:
+            lines = episode_lines(
+                s.hit,
+                [],
+                now=now,
+                summary=s.summary,
+                key_moment_surprise=p.key_moment_surprise,
+                title_words=p.title_words,
+            )
+        elif (members := together[block_of[s.hit.id]])[0] is s:
+            lines = sitting_lines(
+                [m.hit for m in members],
+                [m for member in members for m in member.shown],
+                now=now,
+                summary=s.summary,
+                key_moment_surprise=p.key_moment_surprise,
+                title_words=p.title_words,
+            )
+        else:
+            continue  # shown in the block of a better ranked episode of its sitting
         chunks.extend(line + "\n" for line in lines)
         chunks[-1] += "\n"
     chunks[-1] = chunks[-1][:-2]

@@ -2,8 +2,9 @@
 (pure).
 
 Two episodes are in one sitting when the second begins with the message after the first's
-last (``first_seq == last_seq + 1``) and no longer after it ended than the time gap that
-would have cut them apart anyway (``MEMQ_TIME_GAP_MINUTES``): a cut between them was the
+last (``first_seq == last_seq + 1``) and no further in time from its end than the time gap
+that would have cut them apart anyway (``MEMQ_TIME_GAP_MINUTES``; either way: messages
+imported with times out of their order are not joined across a gap backwards): a cut between them was the
 detector's, inside one stretch of talk. How finely a detector cuts such a stretch should
 not decide what retrieval finds in it, so an episode's *density* (``relevance.py``) is
 counted over its sitting: on LoCoMo, cutting the same talk into 68 episodes instead of 42
@@ -31,7 +32,7 @@ def sittings(hits: Sequence[EpisodeHit], gap: timedelta) -> dict[str, str]:
         previous: EpisodeHit | None = None
         key = ""
         for h in episodes:
-            if previous is None or h.first_seq != previous.last_seq + 1 or h.start_at - previous.end_at > gap:
+            if previous is None or h.first_seq != previous.last_seq + 1 or abs(h.start_at - previous.end_at) > gap:
                 key = h.id
             out[h.id] = key
             previous = h

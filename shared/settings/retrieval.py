@@ -161,6 +161,13 @@ class RetrievalSettings(BaseModel):
         "pause longer than MEMQ_TIME_GAP_MINUTES between them) or over the episode alone. Measured on LoCoMo: "
         "'sitting' kept learned's recall and gave either's smaller episodes +0.007 at 250 and 1,000 tokens.",
     )
+    sitting_blocks: bool = Field(
+        default=True,
+        description="Show the messages of a sitting's episodes (one after another, no pause longer than "
+        "MEMQ_TIME_GAP_MINUTES between them) under one header, as one stretch of talk: how finely a detector cut "
+        "it then costs no headers. Measured on LoCoMo: +0.005 of recall at 250 and 1,000 tokens with 'learned' "
+        "episodes, +0.009 at 250 with the finer 'either' ones.",
+    )
     message_reach_tokens: int = Field(
         default=40,
         ge=1,

@@ -264,16 +264,15 @@ def test_a_wide_retrieval_reads_the_rows_of_the_episodes_it_will_score_only(db, 
 
 
 def test_the_rerank_reach_bounds_what_re_ranking_can_do(settings):
-    """``rerank_reach``: the least the FSRS decay and the time boost multiply a score by,
-    over the most: decay is in [1 - influence, 1], the time boost in [1, MEMQ_TIME_BOOST]
-    when the query names a time."""
+    """``rerank_reach``: the least re-ranking multiplies a kept episode's score by, over
+    the most: the time boost in [1, MEMQ_TIME_BOOST] when the query names a time, else 1.
+    FSRS decay, whatever its influence, decides nothing of what is kept (``rerank``)."""
     from memq.shared.retrieval.service import rerank_reach
     from memq.shared.retrieval.time_expressions import find_time
 
     named = find_time("what did we do last week?", NOW)
     assert named is not None
     base = settings.model_copy(update={"retrievability_influence": 0.1, "retrievability_weight": 1.0})
-    assert rerank_reach(base, None) == pytest.approx(0.9)
-    assert rerank_reach(base.model_copy(update={"time_boost": 1.5}), named) == pytest.approx(0.6)
-    assert rerank_reach(base.model_copy(update={"retrievability_weight": 0.0}), None) == pytest.approx(1.0)
-    assert rerank_reach(base.model_copy(update={"retrievability_influence": 1.0}), None) == pytest.approx(0.0)
+    assert rerank_reach(base, None) == 1.0
+    assert rerank_reach(base.model_copy(update={"time_boost": 1.5}), named) == pytest.approx(1 / 1.5)
+    assert rerank_reach(base.model_copy(update={"retrievability_influence": 1.0}), None) == 1.0

@@ -19,7 +19,8 @@ from memq.shared.retrieval.render import (
     markdown,
     relative,
     short_title,
-    shown_header,
+    sitting_header,
+    sitting_lines,
     when,
 )
 
@@ -97,10 +98,10 @@ def test_times_in_another_zone_are_shown_in_utc():
     assert when(local, NOW.astimezone(berlin)) == when(hit(), NOW)
     late = hit(start_at=datetime(2023, 5, 7, 23, 30, tzinfo=UTC), end_at=datetime(2023, 5, 7, 23, 50, tzinfo=UTC))
     next_day = datetime(2023, 5, 8, 12, 0, tzinfo=UTC)  # yesterday's episode: its time of day is shown
-    header = shown_header(late, next_day, key_moment_surprise=0.7, title_words=8)
+    header = sitting_header([late], next_day, key_moment_surprise=0.7, title_words=8)
     assert (
-        shown_header(
-            hit(start_at=late.start_at.astimezone(berlin), end_at=late.end_at.astimezone(berlin)),
+        sitting_header(
+            [hit(start_at=late.start_at.astimezone(berlin), end_at=late.end_at.astimezone(berlin))],
             next_day.astimezone(berlin),
             key_moment_surprise=0.7,
             title_words=8,
@@ -155,6 +156,35 @@ def test_the_time_of_day_is_shown_for_an_episode_of_today_or_yesterday_only():
     assert re.match(r"### \d+ \w+ \d{4} \d\d:\d\d UTC \(today\) · ", head(0))
     assert re.match(r"### \d+ \w+ \d{4} \d\d:\d\d UTC \(yesterday\) · ", head(1))
     assert re.match(r"### \d+ \w+ \d{4} \(2 days ago\) · ", head(2))
+
+
+def test_a_sittings_episodes_read_as_one_run_of_talk_under_one_header():
+    """Episodes of one sitting: one header (the first's time, the best ranked's title, a
+    key-moment mark when any is one), markers over the whole span, none at the cut."""
+    first = hit(messages=4)  # seqs 10-13
+    later = START + timedelta(minutes=41)
+    second = hit(id="e-2", title="Watering schedule", start_at=later, end_at=later + timedelta(minutes=9), surprise=0.9)
+    second.first_seq, second.last_seq = 14, 17
+    second.messages = [MessageView(14 + i, "user", None, f"water {i}", later) for i in range(4)]
+    lines = sitting_lines(
+        [second, first],
+        [second.messages[1], first.messages[3], second.messages[0]],
+        now=NOW,
+        summary=None,
+        key_moment_surprise=0.7,
+    )
+    assert lines == [
+        "### 7 May 2023 (2 weeks ago) · key moment · Watering schedule",
+        GAP,
+        "- assistant: message 3 about the garden",
+        "- user: water 0",
+        "- user: water 1",
+        GAP,
+    ]
+    assert gap_count([13, 14, 15], 10, 17) == 2
+    assert sitting_lines([first], first.messages[:1], now=NOW, summary=None, key_moment_surprise=0.7) == (
+        episode_block(first, first.messages[:1], now=NOW, summary=None, key_moment_surprise=0.7).splitlines()
+    )
 
 
 def test_adjacent_messages_need_no_marker_between_them():

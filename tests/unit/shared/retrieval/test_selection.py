@@ -15,7 +15,7 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from memq.shared.retrieval.model import EpisodeHit, MessageView
-from memq.shared.retrieval.render import GAP, episode_block, markdown
+from memq.shared.retrieval.render import GAP, episode_block, markdown, message_line
 from memq.shared.retrieval.selection import SelectionParams, select
 from memq.shared.tokens import count_tokens
 
@@ -144,6 +144,14 @@ def hit_lists(draw) -> list[EpisodeHit]:
                 last_seq=views[-1].seq + draw(st.integers(0, 3)) if views else 1,
             )
         )
+    if draw(st.booleans()):  # one sitting: each episode begins with the message after the last one's end
+        after, at = 0, NOW - timedelta(days=draw(st.integers(0, 400)))
+        for h in sorted(hits, key=lambda _: draw(st.integers(0, 5))):
+            shift = after - h.first_seq
+            h.messages = [replace(m, seq=m.seq + shift) for m in h.messages]
+            h.first_seq, h.last_seq = after, h.last_seq + shift
+            h.end_at, h.start_at = at + (h.end_at - h.start_at), at
+            after, at = h.last_seq + 1, h.end_at + timedelta(minutes=draw(st.integers(0, 20)))
     return hits
 
 
@@ -155,11 +163,22 @@ def hit_lists(draw) -> list[EpisodeHit]:
     query=st.text(min_size=1, max_size=2000),
     low=st.integers(1, 5),
     summary_tokens=st.integers(0, 80),
+    sitting_gap=st.sampled_from([None, timedelta(minutes=15)]),
 )
-@example(hits=[], detail="auto", max_tokens=50, query="tomato " * 300, low=3, summary_tokens=40)  # echoed query
-def test_the_budget_is_never_exceeded(hits, detail, max_tokens, query, low, summary_tokens):
-    chosen, out = run(hits, detail, max_tokens, query, low_messages=low, summary_tokens_with_messages=summary_tokens)
+@example(hits=[], detail="auto", max_tokens=50, query="tomato " * 300, low=3, summary_tokens=40, sitting_gap=None)
+def test_the_budget_is_never_exceeded(hits, detail, max_tokens, query, low, summary_tokens, sitting_gap):
+    chosen, out = run(
+        hits,
+        detail,
+        max_tokens,
+        query,
+        low_messages=low,
+        summary_tokens_with_messages=summary_tokens,
+        sitting_gap=sitting_gap,
+    )
     assert count_tokens(out) <= max_tokens
+    for s in chosen:  # every message chosen is in the text
+        assert all(message_line(m) in out for m in s.shown)
     ranks = [s.hit.rank for s in chosen]
     assert ranks == sorted(set(ranks))  # shown in rank order, each once
     allowed = {"none": 0, "low": low}
@@ -319,6 +338,100 @@ def test_a_message_brings_its_episodes_header():
     assert [line for line in out.splitlines() if line.startswith("### ")][-1].endswith(
         f"· {hits[1].title}"
     )  # with its header
+
+
+# --- a sitting's episodes under one header ------------------------------------------
+
+FIFTEEN = timedelta(minutes=15)
+
+
+def sitting(*sizes: int, pause: timedelta = timedelta(0), conversation: str = "c") -> list[EpisodeHit]:
+    """Episodes of ``sizes`` messages, one after another in one conversation: each begins
+    with the message after the last one's end, ``pause`` later. Ranked in that order."""
+    hits, after, at = [], 0, NOW - timedelta(days=3)
+    for rank, size in enumerate(sizes, start=1):
+        h = episode(rank, messages=size, summary_words=5)
+        h.id, h.conversation_id = f"{conversation}{rank}", conversation
+        h.messages = [replace(m, seq=m.seq + after, ts=at + timedelta(minutes=m.seq)) for m in h.messages]
+        h.first_seq, h.last_seq, h.start_at, h.end_at = after, after + size - 1, at, at + timedelta(minutes=size)
+        hits.append(h)
+        after, at = after + size, h.end_at + pause
+    return hits
+
+
+def headers(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("### ")]
+
+
+def test_a_sittings_episodes_show_their_messages_under_one_header():
+    hits = sitting(4, 4)
+    chosen, out = run(hits, "high", sitting_gap=FIFTEEN, summary_tokens_with_messages=0)
+    assert shown(chosen) == {"c1": [0, 1, 2, 3], "c2": [4, 5, 6, 7]}  # each episode's own, as data
+    assert headers(out) == [headers(run(hits[:1], "high", summary_tokens_with_messages=0)[1])[0]]  # the first's
+    assert GAP not in out.splitlines()  # one run of talk: nothing left out between them
+    assert [line for line in out.splitlines() if line.startswith("- ")] == [
+        message_line(m) for h in hits for m in h.messages
+    ]
+    separate = run(hits, "high", summary_tokens_with_messages=0)[1]  # MEMQ_SITTING_BLOCKS off
+    assert len(headers(separate)) == 2
+
+
+def test_the_block_is_titled_by_its_best_ranked_episode_and_dated_by_its_first():
+    first, second = sitting(4, 4)
+    first.rank, second.rank = 2, 1
+    first.final, second.final = second.final, first.final
+    _, out = run([second, first], "high", sitting_gap=FIFTEEN, summary_tokens_with_messages=40)
+    assert len(headers(out)) == 1
+    assert headers(out)[0].startswith(f"### {first.start_at.day} May 2023") and headers(out)[0].endswith(
+        f"· {second.title}"
+    )
+    assert f"Summary: {second.summary}" in out and f"Summary: {first.summary}" not in out
+
+
+def test_a_message_of_a_sittings_next_episode_costs_no_second_header():
+    hits = sitting(6, 6)
+    for h in hits:  # messages 3 to 8 matter most, across the cut between the episodes
+        h.messages = [replace(m, relevance=m.relevance + (0.5 if 3 <= m.seq <= 8 else 0.0)) for m in h.messages]
+    one_each = run(hits, "high", 10_000, sitting_gap=FIFTEEN, summary_tokens_with_messages=0)[1]
+    wanted = [message_line(m) for h in hits for m in h.messages if 3 <= m.seq <= 8]
+    assert all(line in one_each for line in wanted)
+    # room for one header, the six and the markers around them, as selection counts while
+    # filling (line by line, one token per line break, and the block separator)
+    lines = [headers(one_each)[0], GAP, *wanted, GAP]
+    budget = sum(count_tokens(line) + 1 for line in lines) - 1 + count_tokens("\n\n")
+    together, out = run(hits, "high", budget, sitting_gap=FIFTEEN, summary_tokens_with_messages=0)
+    assert shown(together) == {"c1": [3, 4, 5], "c2": [6, 7, 8]} and len(headers(out)) == 1
+    apart, out = run(hits, "high", budget, summary_tokens_with_messages=0)
+    assert sum(len(s.shown) for s in apart) < 6 and len(headers(out)) == 2  # a second header took a message's room
+
+
+@pytest.mark.parametrize(
+    "hits",
+    [
+        sitting(4, 4, pause=timedelta(minutes=16)),  # a pause longer than the time gap: two sittings
+        [*sitting(4, conversation="a"), *sitting(4, conversation="b")],  # two conversations
+    ],
+    ids=["pause", "conversations"],
+)
+def test_episodes_apart_keep_their_own_headers(hits):
+    for rank, h in enumerate(hits, start=1):
+        h.rank = rank
+    assert len(headers(run(hits, "high", sitting_gap=FIFTEEN)[1])) == 2
+
+
+def test_a_skipped_episode_between_two_of_a_sitting_keeps_them_apart():
+    first, _, third = sitting(4, 4, 4)
+    third.rank = 2
+    assert len(headers(run([first, third], "high", sitting_gap=FIFTEEN)[1])) == 2
+
+
+def test_a_block_stands_where_its_best_ranked_episode_does():
+    first, second = sitting(4, 4)
+    other = episode(2, messages=3, summary_words=5)
+    other.id, other.conversation_id, second.rank = "other", "elsewhere", 3
+    _, out = run([first, other, second], "high", sitting_gap=FIFTEEN)
+    assert [h.split(" · ")[-1] for h in headers(out)] == [first.title, other.title]
+    assert out.index(message_line(second.messages[0])) < out.index(other.title)
 
 
 def test_nothing_to_select_says_no_memories_match():

@@ -98,6 +98,35 @@ def test_bounded_decay_reorders_equals_but_never_buries_a_clearly_better_old_mem
     assert Settings().retrievability_influence == 0.1
 
 
+@pytest.mark.parametrize("influence", [0.1, 1.0])
+def test_decay_never_decides_which_memories_the_limit_keeps(cfg, influence):
+    """The limit keeps the most relevant episodes (rrf x time boost); decay orders only
+    those: an old, never-reviewed memory that matches a little better than a fresh one is
+    kept over it at limit 1, though with both kept the fresh one leads."""
+    decaying = cfg.model_copy(update={"retrievability_influence": influence})
+    fused = {"old": 0.03, "fresh": 0.03 * 0.97, "other": 0.01}
+
+    def ranked(limit):
+        hits = [candidate("old", 730, cfg=cfg), candidate("fresh", 0.1, cfg=cfg), candidate("other", 0.1, cfg=cfg)]
+        return [h.id for h in rerank(hits, fused, decaying, NOW, None, limit)]
+
+    assert ranked(None)[0] == "fresh" and len(ranked(None)) == 3
+    assert ranked(2) == ["fresh", "old"]  # the least relevant left out, whatever its freshness
+    assert ranked(1) == ["old"]
+    off = decaying.model_copy(update={"retrievability_weight": 0.0})
+    both = [candidate("old", 730, cfg=cfg), candidate("fresh", 0.1, cfg=cfg)]
+    assert [h.id for h in rerank(both, fused, off, NOW, None, 1)] == ["old"]
+
+
+def test_a_time_the_query_names_decides_what_the_limit_keeps(cfg):
+    """A time the query names is relevance: its boost counts in what is kept."""
+    inside, outside = candidate("inside", 10, cfg=cfg), candidate("outside", 0.1, cfg=cfg)
+    window = TimeRange(NOW - timedelta(days=12), NOW - timedelta(days=9))
+    named = NamedTime("ten days ago", window)
+    hits = rerank([inside, outside], {"inside": 0.02, "outside": 0.025}, cfg, NOW, named, 1)
+    assert [h.id for h in hits] == ["inside"] and hits[0].time_boost == 1.5
+
+
 def test_retrievability_decreases_with_time_since_the_memory_formed(cfg):
     ages = [0.1, 2, 7, 30, 365, 730]
     hits = rerank([candidate(f"a{a}", a, cfg=cfg) for a in ages], {f"a{a}": 0.01 for a in ages}, cfg, NOW, None)

@@ -40,6 +40,16 @@ def test_a_pause_a_missing_episode_or_another_conversation_starts_another_sittin
     assert sittings([a, episode("b", 11, 20, start_minute=10 + 15)], GAP)["b"] == "a"  # at the gap: still one
 
 
+def test_episodes_whose_times_run_backwards_are_joined_only_within_the_gap():
+    """Messages imported with times out of their order: the next episode by seq began
+    before the one it follows; a participant's clock a little behind is still one sitting."""
+    a = episode("a", 1, 10, start_minute=3 * 24 * 60)
+    days_before = episode("b", 11, 20)
+    assert sittings([a, days_before], GAP) == {"a": "a", "b": "b"}
+    skewed = episode("b", 11, 20, start_minute=3 * 24 * 60 + 9 - 2)  # 2 minutes before a's end
+    assert sittings([a, skewed], GAP) == {"a": "a", "b": "a"}
+
+
 @given(st.lists(st.tuples(st.integers(1, 4), st.integers(0, 30)), min_size=1, max_size=12))
 def test_sittings_partition_the_hits_into_runs_of_contiguous_episodes(shape):
     hits, seq, minute = [], 1, 0.0
