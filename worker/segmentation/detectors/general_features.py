@@ -94,25 +94,47 @@ class SimilarityStats:
         return cls(*values) if values else cls()
 
 
-def _unit(v: np.ndarray) -> np.ndarray:
-    n = float(np.linalg.norm(v))
-    return v / n if n else v
+def _prefix_sums(seq: Sequence[np.ndarray]) -> np.ndarray:
+    """Row i: the sum of ``seq[:i]`` (float64), so any window's sum is one subtraction."""
+    sums = np.zeros((len(seq) + 1, len(seq[0])), dtype=np.float64)
+    np.cumsum(np.stack(seq), axis=0, dtype=np.float64, out=sums[1:])
+    return sums
+
+
+def _similarities(sums: np.ndarray, gaps: Sequence[int], widths: Sequence[int]) -> np.ndarray:
+    """``gap_similarity`` for each (gap, k) pair at once. The cosine of two windows' means is
+    the cosine of their sums; 0 where a window sums to nothing."""
+    g, k = np.asarray(gaps), np.asarray(widths)
+    left = sums[g] - sums[np.maximum(0, g - k)]
+    right = sums[np.minimum(len(sums) - 1, g + k)] - sums[g]
+    norms = np.linalg.norm(left, axis=1) * np.linalg.norm(right, axis=1)
+    dots = np.einsum("ij,ij->i", left, right)
+    out: np.ndarray = np.divide(dots, norms, out=np.zeros_like(dots), where=norms > 0)
+    return out
+
+
+def _depth_gaps(n: int, gap: int) -> tuple[list[int], int]:
+    """The gaps a depth score of ``gap`` compares (its left neighbours, itself, its right
+    neighbours, in order) in a sequence of ``n``, and where ``gap`` is among them."""
+    left = list(range(max(1, gap - NEIGHBOURS), gap))
+    return [*left, gap, *range(gap + 1, min(n, gap + 1 + NEIGHBOURS))], len(left)
+
+
+def _depth(similarities: np.ndarray, own: int) -> tuple[float, float]:
+    value = similarities[own]
+    return float(similarities[: own + 1].max() - value), float(similarities[own:].max() - value)
 
 
 def gap_similarity(seq: Sequence[np.ndarray], gap: int, k: int) -> float:
     """Cosine of the means of ``seq[gap-k:gap]`` and ``seq[gap:gap+k]`` (each side cut to what exists)."""
-    left = _unit(np.mean(np.stack(seq[max(0, gap - k) : gap]), axis=0))
-    right = _unit(np.mean(np.stack(seq[gap : gap + k]), axis=0))
-    return float(left @ right)
+    return float(_similarities(_prefix_sums(seq), [gap], [k])[0])
 
 
 def depth(seq: Sequence[np.ndarray], gap: int, k: int) -> tuple[float, float]:
     """TextTiling's depth of ``gap``: (highest similarity among the ``NEIGHBOURS`` gaps on
     its left, or itself) minus its own, and the same on its right; both >= 0."""
-    own = gap_similarity(seq, gap, k)
-    left = [gap_similarity(seq, g, k) for g in range(max(1, gap - NEIGHBOURS), gap)]
-    right = [gap_similarity(seq, g, k) for g in range(gap + 1, min(len(seq), gap + 1 + NEIGHBOURS))]
-    return max([own, *left]) - own, max([own, *right]) - own
+    gaps, own = _depth_gaps(len(seq), gap)
+    return _depth(_similarities(_prefix_sums(seq), gaps, [k] * len(gaps)), own)
 
 
 def general_features(
@@ -134,8 +156,15 @@ def general_features(
     ahead = list(lookahead)[:right]
     seq = [*history, new, *ahead]
     gap = len(history)
-    sims = [gap_similarity(seq, gap, k) for k in WIDTHS]
-    depths = [depth(seq, gap, k) for k in DEPTH_WIDTHS]
+    # every similarity the features read, in one vectorised pass over the window sums
+    near, own = _depth_gaps(len(seq), gap)
+    pairs = [(gap, k) for k in WIDTHS] + [(g, k) for k in DEPTH_WIDTHS for g in near]
+    found = _similarities(_prefix_sums(seq), [g for g, _ in pairs], [k for _, k in pairs])
+    sims = [float(v) for v in found[: len(WIDTHS)]]
+    depths = [
+        _depth(found[len(WIDTHS) + i * len(near) : len(WIDTHS) + (i + 1) * len(near)], own)
+        for i in range(len(DEPTH_WIDTHS))
+    ]
     prev = history[-1]
     nxt = ahead[0] if ahead else new
     return np.array(

@@ -58,6 +58,31 @@ def test_gap_similarity_cuts_windows_to_what_exists():
     assert depth(seq, 2, 1) == pytest.approx((0.0, 0.0))
 
 
+def _cosine_of_means(seq, gap, k):
+    left, right = np.mean(seq[max(0, gap - k) : gap], axis=0), np.mean(seq[gap : gap + k], axis=0)
+    norms = np.linalg.norm(left) * np.linalg.norm(right)
+    return float(left @ right / norms) if norms else 0.0
+
+
+@given(
+    seed=st.integers(0, 2**32 - 1),
+    n=st.integers(2, 12),
+    k=st.integers(1, 4),
+    data=st.data(),
+)
+def test_window_sums_give_the_cosine_of_the_window_means(seed, n, k, data):
+    """Every similarity comes from the prefix sums of the window (one pass); it is the
+    cosine of the means as written out, and depths the valley of those."""
+    seq = list(np.random.default_rng(seed).standard_normal((n, 8)).astype(np.float32))
+    gap = data.draw(st.integers(1, n - 1))
+    assert gap_similarity(seq, gap, k) == pytest.approx(_cosine_of_means(seq, gap, k), abs=1e-6)
+    around = [_cosine_of_means(seq, g, k) for g in range(max(1, gap - 3), min(n, gap + 4))]
+    own = _cosine_of_means(seq, gap, k)
+    at = gap - max(1, gap - 3)
+    expected = (max(around[: at + 1]) - own, max(around[at:]) - own)
+    assert depth(seq, gap, k) == pytest.approx(expected, abs=1e-6)
+
+
 def test_calibration_reads_the_conversation_not_the_domain():
     """A cosine of 0.5 is low in a conversation whose messages are all alike and high in one
     whose messages all differ."""
