@@ -57,6 +57,7 @@ ABLATIONS = (
     Method("memq no-neighbour", "memq", "high", (("neighbour_bonus", 0.0),)),
     Method("memq no-density", "memq", "high", (("episode_density_weight", 0.0),)),
     Method("memq density per episode", "memq", "high", (("episode_density_scope", "episode"),)),  # before 2026-12-05
+    Method("memq header per episode", "memq", "high", (("sitting_blocks", False),)),  # before 2026-12-05
     Method("memq no-speaker", "memq", "high", (("speaker_match_weight", 0.0),)),
     Method("memq no-time-boost", "memq", "high", (("time_boost", 1.0),)),
     # a message's relevance fused with the episodes' RRF constant (before 2026-12)

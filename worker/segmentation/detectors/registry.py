@@ -165,9 +165,13 @@ PROFILES: dict[str, Profile] = {
         "Plast Mem's dual channel with the learned scorer confirming topic candidates when no LLM answers",
         lambda s, e: _dual(s, learned(s, "dual_channel_learned", 2), e, use_llm=True),
     ),
+    "dual_channel_either": Profile(
+        "Plast Mem's dual channel with 'either' confirming topic candidates when no LLM answers",
+        lambda s, e: _dual(s, either(s, "dual_channel_either"), e, use_llm=True),
+    ),
     "default": Profile(
-        "no LLM: 'learned'; with an LLM: 'dual_channel_learned' (the LLM confirms topic shifts)",
-        lambda s, e: _dual(s, learned(s, "default", 2), e, use_llm=True) if s.llm_enabled else learned(s, "default", 2),
+        "no LLM: 'either'; with an LLM: 'dual_channel_either' (the LLM confirms topic shifts)",
+        lambda s, e: _dual(s, either(s, "default"), e, use_llm=True) if s.llm_enabled else either(s, "default"),
     ),
 }
 
