@@ -91,6 +91,8 @@ def _runs(text: str, stop: frozenset[str]) -> list[list[_Token]]:
             keep = is_content(tok.word, stop) or is_number(tok.word)
         adjacent = previous is not None and normal[previous.end : tok.start] in (" ", "\u00a0")
         if current and (not keep or not adjacent):
+            if not keep and adjacent and _counts_the_next_word(current):
+                current.pop()  # "losing 15 (years)": the number belongs to the word cut off
             runs.append(current)
             current = []
         if keep:
@@ -104,6 +106,13 @@ def _runs(text: str, stop: frozenset[str]) -> list[list[_Token]]:
         for chunk in (run[i : i + MAX_PHRASE_WORDS] for i in range(0, len(run), MAX_PHRASE_WORDS))
         if any(not is_number(t.word) for t in chunk)
     ]
+
+
+def _counts_the_next_word(run: list[_Token]) -> bool:
+    """Whether a run ending in a number after a common word, and followed by a word, would
+    end in half a phrase: the number counts that word ("losing 15 years", "spent 300
+    euros"). After a name the number is part of it ("May 8", "iPhone 15 is")."""
+    return len(run) >= 2 and is_number(run[-1].word) and run[-2].word.islower()
 
 
 def _head(text: str) -> str:
@@ -120,8 +129,11 @@ def _names_a_speaker(word: str, speakers: set[str]) -> bool:
     return word in speakers or (len(word) >= 3 and any(name.startswith(word) for name in speakers))
 
 
-def _ngrams(keys: tuple[str, ...]) -> list[tuple[str, ...]]:
-    return [keys[i : i + n] for n in range(1, len(keys) + 1) for i in range(len(keys) - n + 1)]
+def _ngrams(run: list[_Token], keys: tuple[str, ...]) -> list[tuple[str, ...]]:
+    """The phrases within a run: every span of it, but none that ends in a number counting
+    the word after it in the run ("spent 300" of "spent 300 euros")."""
+    ends = [j for j in range(1, len(keys) + 1) if j == len(keys) or not _counts_the_next_word(run[:j])]
+    return [keys[i:j] for j in ends for i in range(j)]
 
 
 def _length_factor(keys: tuple[str, ...], messages: int) -> float:
@@ -176,7 +188,7 @@ def key_phrases(messages: Sequence[dict[str, Any]], vectors: np.ndarray | None =
             keys = tuple(key(t.word) for t in run)
             for t, kk in zip(run, keys, strict=True):
                 (initial_only if t.initial else spellings).setdefault(kk, Counter())[t.word] += 1
-            held.update(_ngrams(keys))
+            held.update(_ngrams(run, keys))
         # in order of appearance (then shorter first, then by spelling): never a set's order, which
         # depends on the process' string hashing and would break ties differently on each worker
         for phrase in sorted(held, key=lambda p: (folded.find(p[0]), len(p), p)):

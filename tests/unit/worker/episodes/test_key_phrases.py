@@ -1,6 +1,7 @@
 import unicodedata
 
 import numpy as np
+import pytest
 from hypothesis import example, given
 from hypothesis import strategies as st
 
@@ -32,6 +33,21 @@ def test_a_phrase_never_spans_punctuation_and_numbers_alone_are_no_phrase():
     assert "900" not in phrases and "1000" not in phrases
     assert all("," not in p and "." not in p for p in phrases)
     assert "road bike" in phrases or "carbon frame" in phrases
+
+
+@pytest.mark.parametrize(
+    ("text", "whole", "cut"),
+    [
+        ("fine, cheaper than losing 15 years of photos", "losing", "losing 15"),  # "years" is a stop word
+        ("I spent 300 euros on the 4TB drives", "300 euros", "spent 300"),
+        ("we meet on May 8 at noon", "May 8", None),  # after a name the number is part of it
+        ("the iPhone 15 is great", "iPhone 15", None),
+        ("go to room 101.", "room 101", None),  # nothing after the number for it to count
+    ],
+)
+def test_no_phrase_ends_in_a_number_that_counts_the_word_after_it(text, whole, cut):
+    phrases = [p.text for p in key_phrases(_msgs(text))]
+    assert whole in phrases and (cut is None or cut not in phrases)
 
 
 def test_a_word_seen_only_at_sentence_starts_is_lower_cased_unless_an_acronym():
