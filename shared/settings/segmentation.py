@@ -44,8 +44,8 @@ class SegmentationSettings(BaseModel):
         ge=1.0,
         le=3.0,
         description="Profile 'either': the cross-domain scorer cuts only at its threshold times this (stricter), "
-        "the TIAGE scorer at its own. Measured: 1.2 / 1.25 / 1.4 gave TIAGE dev Pk .331 / .327 / .332 and "
-        "SuperDialseg validation .384 / .391 / .417.",
+        "the TIAGE scorer at its own. Measured (2026-12-05): 1.2 / 1.25 / 1.3 / 1.4 gave TIAGE dev Pk "
+        ".331 / .329 / .330 / .332 and SuperDialseg validation .384 / .391 / .397 / .418.",
     )
     boundary_verbose: bool = Field(default=False, description="Log every message's boundary score and factors.")
     surprise_threshold: float = Field(default=0.35, description="Plast Mem: event-model cosine below -> boundary")
