@@ -111,8 +111,13 @@ def _runs(text: str, stop: frozenset[str]) -> list[list[_Token]]:
 def _counts_the_next_word(run: list[_Token]) -> bool:
     """Whether a run ending in a number after a common word, and followed by a word, would
     end in half a phrase: the number counts that word ("losing 15 years", "spent 300
-    euros"). After a name the number is part of it ("May 8", "iPhone 15 is")."""
-    return len(run) >= 2 and is_number(run[-1].word) and run[-2].word.islower()
+    euros", "Assume 2,000 payment requests"). After a name the number is part of it ("on
+    May 8 at", "iPhone 15 is")."""
+    if len(run) < 2 or not is_number(run[-1].word):
+        return False
+    before = run[-2]
+    # a common word: lower case, or capitalised only by its place at a sentence's start
+    return before.word.islower() or (before.initial and before.word[1:].islower())
 
 
 def _head(text: str) -> str:

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 import unicodedata
 from collections.abc import Iterable
 
@@ -203,13 +204,18 @@ def is_number(word: str) -> bool:
     return word[:1].isdigit()
 
 
+# laughter and hums in any length ("haha", "jajaja", "hehehe", "lool", "hmmm", "kkkk"): chat
+# filler no stop-word list can spell out in full
+_FILLER = re.compile(r"(?:ha|he|hi|ja|je|ks)(?:ha|he|hi|ja|je|ks)+h?|l+o+l+|lmf?a+o+|rofl|k{3,}|h+m+|u+g+h+", re.I)
+
+
 def is_content(word: str, stop: frozenset[str] = ENGLISH) -> bool:
     """A word that can carry what a text is about: not a stop word, not a stray letter
     (words of one or two letters are mostly function words, except in the scripts written
-    without spaces, where a two-character Han word is a word), no run-away string. A
-    number of three characters or more counts (9:40, 5km, 20%, 138)."""
+    without spaces, where a two-character Han word is a word), no run-away string, no
+    laughter. A number of three characters or more counts (9:40, 5km, 20%, 138)."""
     shortest = 2 if script(word[0]) else 3
-    return shortest <= len(word) <= WORD_MAX_CHARS and key(word) not in stop
+    return shortest <= len(word) <= WORD_MAX_CHARS and key(word) not in stop and not _FILLER.fullmatch(word)
 
 
 def surface_words(text: str, stop: frozenset[str] = ENGLISH) -> list[str]:

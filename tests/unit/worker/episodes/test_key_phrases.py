@@ -40,6 +40,7 @@ def test_a_phrase_never_spans_punctuation_and_numbers_alone_are_no_phrase():
     [
         ("fine, cheaper than losing 15 years of photos", "losing", "losing 15"),  # "years" is a stop word
         ("I spent 300 euros on the 4TB drives", "300 euros", "spent 300"),
+        ("Assume 2,000 payment requests per second.", "2,000 payment", "assume 2,000"),  # capitalised by its place
         ("we meet on May 8 at noon", "May 8", None),  # after a name the number is part of it
         ("the iPhone 15 is great", "iPhone 15", None),
         ("go to room 101.", "room 101", None),  # nothing after the number for it to count

@@ -4,7 +4,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from memq.worker.episodes.key_phrases import key_phrases
-from memq.worker.episodes.words import content_words, language, specificity, stop_words, surface_words
+from memq.worker.episodes.words import content_words, is_content, language, specificity, stop_words, surface_words
 
 # Key terms in any script: real cases, each word whole (no fragment such as "ncipe").
 WORD_CASES = [
@@ -100,3 +100,15 @@ def test_common_words_are_less_specific_than_names_and_jargon():
 def test_any_text_has_a_language_and_its_stop_words(text):
     lang = language([text])
     assert isinstance(lang, str) and stop_words(lang) >= stop_words("en")
+
+
+@pytest.mark.parametrize(
+    "filler", ["haha", "Hahaha", "jajaja", "hehe", "hihi", "lol", "LOOL", "lmao", "hmmm", "kkkk", "ugh"]
+)
+def test_laughter_and_hums_carry_no_content(filler):
+    assert not is_content(filler)
+
+
+@pytest.mark.parametrize("word", ["Hyper", "hike", "hahn", "jeans", "kashi", "Lola", "hummus"])
+def test_words_that_begin_like_laughter_still_do(word):
+    assert is_content(word)
