@@ -10,6 +10,8 @@ where messages are left out.
 
 Headers and messages compete for the budget by priority (see ``select``), so a
 lower-ranked episode's best message can come before a higher-ranked episode's tenth.
+The episodes of one sitting (``sittings.py``) that show messages are shown as one block
+under one header, so the next episode of a stretch of talk costs no second header.
 """
 
 from __future__ import annotations
@@ -200,9 +202,10 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     detail level allows none) as its header (title, time, summary) at the episode's final
     score, otherwise each message its detail level allows at its own priority
     (``MessageView.relevance``, set by the caller on the same scale). Items are taken best
-    first while they fit; a message brings its episode's header with it (the summary then
-    cut to ``summary_tokens_with_messages``). Episodes are shown in rank order, messages in
-    their order with markers for what is left out.
+    first while they fit; a message brings its block's header with it (its episode's, or
+    with ``p.sitting_gap`` its sitting's: ``_Block``; the summary of the best ranked then
+    cut to ``summary_tokens_with_messages``). Blocks are shown in the rank order of their
+    best ranked episode, messages in their order with markers for what is left out.
 
     While filling, a block's cost is the sum of its lines' token counts plus one per line
     break (``_Costs``); the text is then counted exactly (``count_chunks``) and trimmed
