@@ -1,0 +1,46 @@
+"""``memq demo`` (what ``make demo`` runs) end to end: it starts its own Celery worker,
+replays the shipped sample, and shows the episodes, three answers from memory and the
+manifest, on the services REDIS_URL / DATABASE_URL point at."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+from invariants import assert_every_message_in_exactly_one_episode
+
+from memq.cli.demo import QUESTIONS, SAMPLE
+from memq.shared.db.episodes import list_episodes
+
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(600)]
+
+
+def test_the_demo_runs_the_sample_end_to_end(service_env, producer, db, settings, tenant):
+    env = {**os.environ, **service_env, "MEMQ_TENANT": tenant, "PYTHONUNBUFFERED": "1", "COLUMNS": "150"}
+    done = subprocess.run(
+        [sys.executable, "-m", "memq", "demo", "--no-summaries"],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=540,
+    )
+    out = done.stdout + done.stderr
+    assert done.returncode == 0, out[-4000:]
+    assert "Traceback" not in out
+
+    sample = [json.loads(line) for line in SAMPLE.read_text().splitlines() if line.strip()]
+    shown = re.search(r"demo-alex: (\d+) messages → (\d+) episodes", out)
+    assert shown is not None, out[-4000:]
+    episodes = list_episodes(db, tenant, "demo-alex")
+    assert (int(shown.group(1)), int(shown.group(2))) == (len(sample), len(episodes)) and len(episodes) > 1
+    assert_every_message_in_exactly_one_episode(db, producer.redis, settings, tenant, "demo-alex", len(sample))
+
+    assert out.count("memq retrieve") == len(QUESTIONS)  # one answer panel per question
+    assert "No memories match" not in out
+    manifest = out[out.index("CONVERSATION MANIFEST") :]
+    newest = max(episodes, key=lambda e: e.start_at)
+    assert newest.title.split(",")[0] in manifest  # the newest episode heads the manifest
