@@ -86,7 +86,7 @@ def test_eval_locomo_runs_the_real_pipeline_and_reports(service_env, tmp_path, d
     out = tmp_path / "out"
     tenant = f"eval{uuid.uuid4().hex[:8]}"
     result = CliRunner().invoke(
-        main, ["eval-locomo", str(data), "--tenant", tenant, "--workers", "1", "--out", str(out)]
+        main, ["eval-locomo", str(data), "--tenant", tenant, "--workers", "1", "--out", str(out), "--ablations"]
     )
     assert result.exit_code == 0, result.output
 
@@ -113,3 +113,15 @@ def test_eval_locomo_runs_the_real_pipeline_and_reports(service_env, tmp_path, d
     assert lat["limit"] != lat["limit_default_limit"] and lat["retrieve_p50_default_limit"] > 0
     assert "at the default limit" in result.output
     assert "memq" in result.output and "target vs turn" in result.output
+
+    # the ablations score memq on the episodes of another detector too, replayed by workers
+    # running it into a tenant of their own beside the run's
+    assert {"memq auto", "memq no-FSRS", "memq · learned episodes"} <= set(overall)
+    other = report["other_episodes"]["learned"]
+    assert other["episodes"] >= 2 and sum(other["per_conversation"].values()) == other["episodes"]
+    beside = db.execute(
+        "SELECT count(*) FROM episode_message WHERE tenant_id = %s AND conversation_id = %s",
+        (f"{tenant}--learned", sample),
+    ).fetchone()[0]
+    assert beside == 12
+    assert "learned episodes" in result.output

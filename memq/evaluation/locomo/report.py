@@ -33,6 +33,7 @@ def to_json(run: EvalRun) -> dict[str, Any]:
         "overall": block(None),
         "per_category": {category_name(c): block(c) for c in categories_present(run)},
         "episodes": run.episodes,
+        "other_episodes": run.other_episodes,
         "stages_seconds": {k: round(v, 2) for k, v in run.stages_s.items()},
         "latency_ms": {k: round(v, 3) if isinstance(v, float) else v for k, v in run.latency_ms.items()},
         "targets": targets(run),
@@ -121,6 +122,11 @@ def print_report(run: EvalRun, console: Console) -> None:
         f"{e.get('mean_tokens')} tokens; summaries {e.get('summaries')}; LLM {run.llm}"
     )
     console.print(f"[bold]boundaries[/] {e.get('boundary_reasons')}")
+    for detector, other in run.other_episodes.items():
+        console.print(
+            f"[bold]{detector} episodes[/] {other.get('episodes')} ({other.get('per_conversation')}), "
+            f"mean {other.get('mean_messages')} messages; boundaries {other.get('boundary_reasons')}"
+        )
     console.print("[bold]stages[/] " + ", ".join(f"{k} {v:.1f} s" for k, v in run.stages_s.items()))
     lat = run.latency_ms
     for suffix in ("", "_default_limit") if lat else ():

@@ -35,6 +35,9 @@ class Method:
     overrides: tuple[tuple[str, Any], ...] = ()  # settings changed for this method only (ablations)
     search: str = "plain"  # baselines: "plain" hybrid search, or "memq" (memq's message text and query handling)
     lexical: str = "ts_rank_cd"  # baselines: or "bm25" (memq/evaluation/locomo/bm25.py)
+    # memq on episodes cut by this detector profile instead of the configured one: the
+    # conversations replayed once more, by workers running it, into a tenant of their own
+    detector: str | None = None
 
 
 MAIN = Method("memq", "memq", "high")
@@ -65,7 +68,15 @@ ABLATIONS = (
     # messages read for showing twice as deep in each message leg (the reach before it was measured)
     Method("memq reach x2", "memq", "high", (("message_reach_tokens", 20), ("message_reach_min", 40))),
     Method("turn · memq query · BM25", "turn", search="memq", lexical="bm25"),
+    # the default detector before 2026-12-05 (fit on TIAGE chit-chat), next to the default
+    Method("memq · learned episodes", "memq", "high", detector="learned"),
 )
+
+
+def tenant_of(config: EvalConfig, detector: str | None) -> str:
+    """The tenant the episodes cut by ``detector`` are in: the run's for the configured
+    detector (None), else a tenant of their own beside it."""
+    return config.tenant if detector is None else f"{config.tenant}--{detector}"
 
 
 @dataclass
@@ -99,6 +110,7 @@ class EvalRun:
     stages_s: dict[str, float] = field(default_factory=dict)
     episodes: dict[str, Any] = field(default_factory=dict)
     latency_ms: dict[str, float] = field(default_factory=dict)
+    other_episodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # detector -> ``episodes`` of its tenant
     named_times: int = 0
     llm: str = "none"
 
@@ -152,14 +164,11 @@ def _stored_turns(conn, tenant: str, conversation: str) -> int:
 def run(
     settings: Settings, config: EvalConfig, progress: Callable[[str, int, int], None], note: Callable[[str], None]
 ) -> EvalRun:
-    from memq.evaluation.locomo import replay as replay_mod
     from memq.producer.client import Producer
     from memq.shared.connections import pg_connect
     from memq.shared.db.migrate import upgrade
     from memq.shared.embedded import services
     from memq.shared.embeddings import get_embedder
-    from memq.shared.forget import forget_conversation
-    from memq.worker_process import start_worker, stop_worker, wait_for_worker
 
     files = [p for p in find_files(config.data) if not config.files or p.name in config.files]
     if not files:
@@ -171,33 +180,17 @@ def run(
     producer = Producer(settings)
     embedder = get_embedder(settings)
 
+    methods = [MAIN, *BASELINES, *(ABLATIONS if config.ablations else ())]
+    for detector in dict.fromkeys(m.detector for m in methods if m.detector is not None):
+        tenant = tenant_of(config, detector)
+        run_.stages_s.update(_replay(settings, config, producer, conversations, tenant, detector, progress, note))
+        with pg_connect(settings, tenant=tenant) as conn:
+            run_.other_episodes[detector] = _episode_stats(conn, tenant, [c.sample_id for c in conversations])
+    run_.stages_s.update(_replay(settings, config, producer, conversations, config.tenant, None, progress, note))
     # one tenant's work: under row-level security like any tenant's (its temporary table too)
     with pg_connect(settings, tenant=config.tenant) as conn:
         conn.autocommit = True
-        todo = conversations
-        if config.reuse:
-            todo = [c for c in conversations if _stored_turns(conn, config.tenant, c.sample_id) != len(c.turns)]
-            if len(todo) < len(conversations):
-                note(f"reusing the stored episodes of {len(conversations) - len(todo)} conversation(s)")
-        for c in todo:
-            forget_conversation(producer.redis, conn, producer.keys(c.sample_id, config.tenant))
         conn.execute("DELETE FROM pending_review WHERE tenant_id = %s", (config.tenant,))
-
-        if todo:
-            log_path = settings.data_path / "eval-worker.log"
-            note(f"starting {config.workers} worker process(es) (log {log_path}) ...")
-            worker = start_worker(config.workers, "eval@%h", log_path)
-            try:
-                wait_for_worker(producer, worker, timeout=180.0, log_hint=f"see {log_path}")
-                times = replay_mod.replay(producer, config.tenant, todo, progress)
-            finally:
-                stop_worker(worker, timeout=60.0)
-            run_.stages_s["enqueue"] = times.enqueue_s
-            run_.stages_s["segmentation + episodes"] = times.process_s
-        for c in conversations:
-            stored = _stored_turns(conn, config.tenant, c.sample_id)
-            if stored != len(c.turns):
-                raise RuntimeError(f"{c.sample_id}: {stored} of {len(c.turns)} turns are in episodes")
         run_.episodes = _episode_stats(conn, config.tenant, [c.sample_id for c in conversations])
         _analyze(settings)
 
@@ -214,13 +207,67 @@ def run(
         queries = Queries.embed(conn, settings, config.tenant, asked, embedder)
         run_.stages_s["questions embedded"] = time.monotonic() - t
         run_.latency_ms["embed_per_question"] = run_.stages_s["questions embedded"] * 1000 / max(1, 2 * len(asked))
-        methods = [MAIN, *BASELINES, *(ABLATIONS if config.ablations else ())]
         for method in methods:
             t = time.monotonic()
-            _ask(run_, settings, conn, index, method, asked, queries, progress)
+            if method.detector is None:
+                _ask(run_, settings, conn, index, method, asked, queries, progress, config.tenant)
+            else:  # row-level security: another tenant's episodes on a connection of its own
+                tenant = tenant_of(config, method.detector)
+                with pg_connect(settings, tenant=tenant) as own:
+                    own.autocommit = True
+                    _ask(run_, settings, own, index, method, asked, queries, progress, tenant)
             run_.stages_s[f"questions: {method.name}"] = time.monotonic() - t
         _latency(run_, settings, conn, asked, queries)
     return run_
+
+
+def _replay(
+    settings: Settings,
+    config: EvalConfig,
+    producer,
+    conversations: list[LocomoConversation],
+    tenant: str,
+    detector: str | None,
+    progress: Callable[[str, int, int], None],
+    note: Callable[[str], None],
+) -> dict[str, float]:
+    """Replay the conversations into ``tenant`` through real workers (running ``detector``,
+    default the configured one), unless ``config.reuse`` and every turn is stored there;
+    the seconds it took, by stage."""
+    from memq.evaluation.locomo import replay as replay_mod
+    from memq.shared.connections import pg_connect
+    from memq.shared.forget import forget_conversation
+    from memq.worker_process import start_worker, stop_worker, wait_for_worker
+
+    stages: dict[str, float] = {}
+    named = f" ({detector} episodes, tenant {tenant})" if detector else ""
+    suffix = f" ({detector})" if detector else ""
+    with pg_connect(settings, tenant=tenant) as conn:
+        conn.autocommit = True
+        todo = conversations
+        if config.reuse:
+            todo = [c for c in conversations if _stored_turns(conn, tenant, c.sample_id) != len(c.turns)]
+            if len(todo) < len(conversations):
+                note(f"reusing the stored episodes of {len(conversations) - len(todo)} conversation(s){named}")
+        for c in todo:
+            forget_conversation(producer.redis, conn, producer.keys(c.sample_id, tenant))
+        if todo:
+            log_path = settings.data_path / "eval-worker.log"
+            note(f"starting {config.workers} worker process(es){named} (log {log_path}) ...")
+            environment = {"MEMQ_DETECTOR": detector} if detector else None
+            worker = start_worker(config.workers, "eval@%h", log_path, environment)
+            try:
+                wait_for_worker(producer, worker, timeout=180.0, log_hint=f"see {log_path}")
+                times = replay_mod.replay(producer, tenant, todo, progress)
+            finally:
+                stop_worker(worker, timeout=60.0)
+            stages["enqueue"] = times.enqueue_s
+            stages["segmentation + episodes"] = times.process_s
+        for c in conversations:
+            stored = _stored_turns(conn, tenant, c.sample_id)
+            if stored != len(c.turns):
+                raise RuntimeError(f"{c.sample_id}: {stored} of {len(c.turns)} turns are in episodes{named}")
+    return {f"{k}{suffix}": v for k, v in stages.items()}
 
 
 def _now(conv: LocomoConversation):
@@ -267,8 +314,18 @@ class Queries:
 
 
 def _ask(
-    run_: EvalRun, settings: Settings, conn, index: UnitIndex, method: Method, asked, queries: Queries, progress
+    run_: EvalRun,
+    settings: Settings,
+    conn,
+    index: UnitIndex,
+    method: Method,
+    asked,
+    queries: Queries,
+    progress,
+    tenant: str,
 ) -> None:
+    """Ask every question of ``asked`` by ``method`` at every budget; memq retrieves from
+    ``tenant`` on ``conn`` (a connection of that tenant)."""
     from memq.shared.retrieval.service import retrieve_memory
     from memq.shared.retrieval.time_expressions import find_time
     from memq.shared.tokens import count_tokens
@@ -285,7 +342,7 @@ def _ask(
             if method.kind == "memq":
                 result = retrieve_memory(
                     q.question,
-                    tenant=run_.config.tenant,
+                    tenant=tenant,
                     conversation_id=conv.sample_id,
                     limit=limit,
                     detail=method.detail,
