@@ -90,7 +90,8 @@ class RetrievalSettings(BaseModel):
         ge=0,
         le=4,
         description="An episode's final = rrf x decay, decay from retrievability^weight (Plast Mem: 1; 0: off): it "
-        "orders the episodes (which the limit keeps, the order they are shown in), not what fills the budget.",
+        "orders the episodes a retrieval keeps (the order they are shown in), not which it keeps (relevance decides) "
+        "nor what fills the budget.",
     )
     retrievability_influence: float = Field(
         default=0.1,
