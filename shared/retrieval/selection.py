@@ -148,23 +148,27 @@ class _Block:
     one more message costs its line, its line break and the ``…`` lines it adds or closes."""
 
     members: list[Selected] = field(default_factory=list)  # best ranked first
+    summary: str | None = None  # the best ranked one's, shortened: the block shows it
     head: int = 0  # tokens of the header line and the summary's (with its line break)
     first_seq: int = 0  # the span the ``…`` lines are counted over: the members' first
     last_seq: int = -1  # and last seqs
     seqs: list[int] = field(default_factory=list)  # shown messages' seqs, sorted
     message_cost: int = 0  # their lines' tokens
     gaps: int = 0  # ``gap_count(seqs, first_seq, last_seq)``
+    total: int = 0  # what the block costs as it stands (``cost`` when its last message came)
 
     def joined(self, s: Selected, costs: _Costs, summary: Callable[[str], str | None]) -> _Block:
         """The block's frame once ``s`` shows a message too (itself when ``s`` already
-        does): its members, their header's cost and their span, no messages yet."""
+        does): its members, their summary, header's cost and span, no messages yet."""
         if any(m is s for m in self.members):
             return self
         members = sorted([*self.members, s], key=lambda m: m.hit.rank)
         hits = [m.hit for m in members]
+        shown = summary(hits[0].summary)
         return _Block(
             members,
-            costs.header(hits) + costs.summary(summary(hits[0].summary)),
+            shown,
+            costs.header(hits) + costs.summary(shown),
             min(h.first_seq for h in hits),
             max(h.last_seq for h in hits),
         )
@@ -186,13 +190,19 @@ class _Block:
         is shown, with ``gaps`` markers then."""
         return frame.head + self.message_cost + line + len(self.seqs) + 1 + gaps * (costs.gap + 1) + costs.separator
 
-    def add(self, s: Selected, frame: _Block, m: MessageView, line: int, gaps: int) -> None:
-        self.members, self.head = frame.members, frame.head
-        self.first_seq, self.last_seq = frame.first_seq, frame.last_seq
+    def add(self, s: Selected, frame: _Block, m: MessageView, line: int, gaps: int, cost: int) -> None:
+        """Show ``m`` (of ``s``) in ``frame``: the block's cost is then ``cost``; the
+        summary of the best ranked member heads it, the others show none."""
+        if frame is not self:
+            self.members, self.summary, self.head = frame.members, frame.summary, frame.head
+            self.first_seq, self.last_seq = frame.first_seq, frame.last_seq
+            for member in self.members:
+                member.summary = self.summary if member is self.members[0] else None
         bisect.insort(self.seqs, m.seq)
         s.shown.append(m)
         self.message_cost += line
         self.gaps = gaps
+        self.total = cost
 
 
 def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count: Counter, query: str) -> Selection:
@@ -255,7 +265,6 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     block_of = sittings(opened, p.sitting_gap) if p.sitting_gap is not None else {h.id: h.id for h in opened}
     entries: dict[str, Selected] = {}
     blocks: dict[str, _Block] = {}
-    spent: dict[str, int] = {}  # block key (or episode id for one shown alone) -> its cost
     added: list[str] = []  # the entry each message went to, in order, to undo the last ones
     used = 0
     misses = 0  # items in a row that did not fit: past a few dozen, nothing later will
@@ -268,7 +277,6 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
         if message is None:
             if entry is not None:
                 continue  # its header came with one of its messages
-            key = hit.id
             entry = Selected(hit, None, 0)
             cost = costs.header_only(entry)
             if used + cost > p.max_tokens:  # not even without its summary
@@ -284,6 +292,7 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
                     if used + cost > p.max_tokens:
                         misses += 1
                         continue
+            used += cost
         else:
             line = count(message_line(message))
             if used + line - costs.gap > p.max_tokens:  # a message adds at least its line less one closed ``…``
@@ -296,19 +305,14 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             frame = block.joined(entry, costs, lambda text: shorten(text, p.summary_tokens_with_messages))
             gaps = block.gaps_with(message.seq, frame)
             cost = block.cost(frame, costs, line, gaps)
-            if used - spent.get(key, 0) + cost > p.max_tokens:
+            if used - block.total + cost > p.max_tokens:
                 misses += 1
                 continue
-            if frame is not block:  # the summary of the best ranked heads the block
-                lead = frame.members[0]
-                for m in frame.members:
-                    m.summary = shorten(lead.hit.summary, p.summary_tokens_with_messages) if m is lead else None
-            block.add(entry, frame, message, line, gaps)
+            used += cost - block.total
+            block.add(entry, frame, message, line, gaps, cost)
             blocks[key] = block
             added.append(hit.id)
         misses = 0
-        used += cost - spent.get(key, 0)
-        spent[key] = cost
         entries[hit.id] = entry
 
     chosen: list[Selected] = sorted(entries.values(), key=lambda s: s.hit.rank)

@@ -436,3 +436,23 @@ def test_a_block_stands_where_its_best_ranked_episode_does():
 
 def test_nothing_to_select_says_no_memories_match():
     assert run([], "auto") == ([], "No memories match “tomato”.")
+
+
+def test_an_episode_shown_alone_is_priced_apart_from_its_sittings_block():
+    """The first episode of a sitting names its block; when none of its own messages fits
+    and it is shown as its header alone, that header is counted on its own, not against
+    the block's cost (which would leave room for a header that does not fit, and the
+    block's message trimmed to make room for it)."""
+    first, second = sitting(2, 2)
+    first.rank, second.rank = 2, 1
+    first.messages = [replace(m, content=m.content + " " + text(300), relevance=0.0) for m in first.messages]
+    second.messages = [replace(m, relevance=1.0) for m in second.messages]
+    other = episode(3, messages=2, words=300, summary_words=5)
+    other.id, other.conversation_id = "other", "elsewhere"
+    other.messages = [replace(m, relevance=0.0) for m in other.messages]
+    alone, fitting = run([second, first], "high", 200, sitting_gap=FIFTEEN, summary_tokens_with_messages=0)
+    assert shown(alone) == {"c2": [2, 3], "c1": []}  # the first episode's long messages do not fit
+    budget = count_tokens(fitting) + 3  # the block and the first episode's header: no room for another
+    chosen, out = run([second, first, other], "high", budget, sitting_gap=FIFTEEN, summary_tokens_with_messages=0)
+    assert shown(chosen) == {"c2": [2, 3], "c1": []}
+    assert "other" not in {s.hit.id for s in chosen} and count_tokens(out) <= budget
