@@ -67,8 +67,9 @@ class WorkerSettings(BaseModel):
     task_sent_events: bool = Field(
         default=False,
         description="Publish a task-sent event with every task published (producer, API, workers), so Flower "
-        "lists a task from when it is queued; it costs each publication a second Redis round trip (the producer "
-        "publishes a drain per batch that starts one). Off: Flower lists a task from when a worker receives it "
+        "lists a task from when it is queued; it costs each publication a second Redis round trip, and the producer "
+        "then publishes its drain tasks through Celery (a batch that starts a drain: about twice the producer's "
+        "time) instead of its enqueue script queuing them. Off: Flower lists a task from when a worker receives it "
         "(workers always send their task events).",
     )
     task_time_limit_seconds: int = Field(

@@ -6,6 +6,7 @@ import json
 
 import pytest
 from click.testing import CliRunner
+from drains import publish_drains_with
 
 from memq.cli import main
 
@@ -67,7 +68,7 @@ def test_replay_of_a_good_file(cli_env, tmp_path, producer):
 
 
 def test_status_without_a_conversation_shows_the_whole_mailbox(cli_env, producer):
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     producer.add_message("overview-conv", "user", "a message for the overview")
     out = CliRunner().invoke(main, ["status"])
     assert out.exit_code == 0, out.output

@@ -5,6 +5,7 @@ state that any other worker resumes from without losing or duplicating a message
 from __future__ import annotations
 
 import pytest
+from drains import publish_drains_with
 from invariants import assert_every_message_in_exactly_one_episode
 
 from memq.shared import tasks
@@ -21,7 +22,7 @@ def _store(producer, settings, tenant, conv, **overrides):
 
 
 def _queue(producer, conv, n):
-    producer._publish_drain = lambda tenant, c: None  # no worker involvement in these checks
+    publish_drains_with(producer, lambda tenant, c: None)  # no worker involvement in these checks
     producer.add_messages(
         [{"role": "user", "content": f"message {i} of the crash test"} for i in range(n)], conversation_id=conv
     )

@@ -15,6 +15,7 @@ import time
 import pytest
 import redis
 from billiard.exceptions import SoftTimeLimitExceeded
+from drains import publish_drains_with
 
 from memq.shared.mailbox.scripts import Scripts
 from memq.worker import resources
@@ -62,7 +63,7 @@ def published(monkeypatch, service_env):
 
 @pytest.fixture
 def run_with(monkeypatch, producer):
-    producer._publish_drain = lambda tenant, conv: None
+    publish_drains_with(producer, lambda tenant, conv: None)
 
     def run(conv: str, fault, trigger: str = "FAULT"):
         producer.add_messages(
@@ -151,7 +152,7 @@ def test_a_soft_time_limit_is_not_swallowed(run_with, producer, published):
 
 def test_a_drain_killed_outright_is_found_by_the_sweeper(producer, settings, tenant):
     """Celery's hard time limit or a SIGKILL: no code of ours runs after the kill."""
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     conv = "exit-killed"
     producer.add_messages([{"role": "user", "content": f"message {i}"} for i in range(5)], conversation_id=conv)
     store = ConversationStore(
@@ -175,7 +176,7 @@ def test_a_drain_killed_outright_is_found_by_the_sweeper(producer, settings, ten
 
 def test_the_time_budget_is_checked_before_every_message(producer, settings, tenant):
     """A batch of slow detector calls (LLM topic checks) must not overrun the budget."""
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     conv = "exit-budget"
     producer.add_messages(
         [{"role": "user", "content": f"message number {i} with enough text"} for i in range(20)], conversation_id=conv

@@ -13,6 +13,7 @@ import uuid
 
 import numpy as np
 import pytest
+from drains import publish_drains_with
 
 from memq.shared.mailbox.scripts import Scripts
 from memq.worker import inbox_fronts
@@ -46,7 +47,7 @@ def isolated(settings, tenant, monkeypatch):
     monkeypatch.setattr(co_embedding, "SHARDS_SCANNED", settings.redis_shards)  # find every waiting one
     s = settings.model_copy(update={"tenant": tenant, "key_prefix": f"co{uuid.uuid4().hex[:8]}"})
     producer = Producer(s)
-    monkeypatch.setattr(producer, "_publish_drain", lambda tenant, conv: True)  # the test runs the drains
+    publish_drains_with(producer, lambda tenant, conv: True)  # the test runs the drains
     yield producer
     for key in producer.redis.scan_iter(f"{s.key_prefix}:*"):
         producer.redis.delete(key)

@@ -3,6 +3,8 @@ where they are decided atomically."""
 
 from __future__ import annotations
 
+from drains import publish_drains_with
+
 from memq.shared.connections import pg_connect
 from memq.shared.mailbox.scripts import Scripts
 from memq.worker.conversation_store import ConversationStore
@@ -14,7 +16,7 @@ def _store(producer, settings, tenant, conv):
 
 
 def test_a_flush_asked_for_while_a_drain_closes_is_not_erased(producer, settings, tenant):
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     conv = "flush-race"
     producer.add_messages([{"role": "user", "content": f"message {i}"} for i in range(2)], conversation_id=conv)
     producer.flush(conv)
@@ -33,7 +35,7 @@ def test_a_flush_asked_for_while_a_drain_closes_is_not_erased(producer, settings
 
 
 def test_collapse_never_drops_a_conversation_a_message_just_made_active(producer, settings, tenant):
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     scripts = Scripts.register(producer.redis)
     conv = "collapse-race"
     keys = producer.keys(conv)

@@ -6,6 +6,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from drains import publish_drains_with
 
 from memq.shared.errors import ValidationError
 from memq.shared.mailbox.codec import decode_inbox_item
@@ -16,7 +17,7 @@ T0 = datetime(2026, 2, 1, 12, 0, tzinfo=UTC)
 @pytest.fixture(autouse=True)
 def no_drains(producer):
     """These tests inspect the inbox itself: publish no drain task for a worker to take."""
-    producer._publish_drain = lambda tenant, conversation_id: None
+    publish_drains_with(producer, lambda tenant, conversation_id: None)
 
 
 def _keys(producer, conv):
@@ -111,7 +112,7 @@ def test_a_batch_costs_one_round_trip_and_queues_at_most_one_drain(producer, mon
 
     published = []
     monkeypatch.setattr(type(producer.redis.pipeline()), "execute", counting_execute)
-    monkeypatch.setattr(producer, "_publish_drain", lambda tenant, conv: published.append(conv))
+    publish_drains_with(producer, lambda tenant, conv: published.append(conv))
     results = producer.add_messages(
         [{"conversation_id": f"c{i % 3}", "role": "user", "content": f"message {i}"} for i in range(30)]
     )

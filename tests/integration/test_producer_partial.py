@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import pytest
 import redis
+from drains import publish_drains_with
 from stored import stored_message_ids
 
 from memq.shared.errors import BatchIncomplete, BatchRejected
@@ -20,7 +21,7 @@ def _batch(n_convs: int = 3, per: int = 2) -> list[dict]:
 
 
 def test_one_conversation_failing_does_not_hide_the_others(producer):
-    producer._publish_drain = lambda t, c: True
+    publish_drains_with(producer, lambda t, c: True)
     broken = producer.keys("part-1")
     producer.redis.set(broken.ids, "not a sorted set")  # this conversation's script fails with WRONGTYPE
     batch = _batch()
@@ -50,14 +51,14 @@ def test_what_a_redis_crash_lost_after_accepting_is_not_called_accepted(producer
             return False
         return True
 
-    producer._publish_drain = crash_while_publishing
+    publish_drains_with(producer, crash_while_publishing)
     batch = _batch()
     with pytest.raises(BatchIncomplete) as err:
         producer.add_messages(batch)
     statuses = [(r.conversation_id, r.status) for r in err.value.results]
     assert statuses == [("part-0", "accepted"), ("part-1", "unknown"), ("part-2", "accepted")] * 2
     assert "lost by a Redis restart" in str(err.value)
-    producer._publish_drain = lambda t, c: True
+    publish_drains_with(producer, lambda t, c: True)
     assert [r.status for r in producer.add_messages(err.value.retry_messages(batch))] == ["accepted", "accepted"]
     assert [producer.status(f"part-{c}").accepted for c in range(3)] == [2, 2, 2]
 
@@ -80,11 +81,11 @@ def test_a_stalled_publish_is_confirmed_and_changes_nothing_when_nothing_was_los
         time.sleep(2 * settings.producer_confirm_after_ms / 1000)
         return True
 
-    producer._publish_drain = slow
+    publish_drains_with(producer, slow)
     assert {r.status for r in producer.add_messages(_batch())} == {"accepted"}
     assert checked == [2, 2, 2]
     checked.clear()
-    producer._publish_drain = lambda t, c: True  # a prompt publish: no look-up
+    publish_drains_with(producer, lambda t, c: True)  # a prompt publish: no look-up
     assert {r.status for r in producer.add_messages(_batch(per=1))} == {"accepted"}
     assert checked == []
 
@@ -124,7 +125,7 @@ def test_a_reply_lost_after_redis_applied_the_batch(producer, monkeypatch, worke
 def test_reject_policy_in_a_batch_over_conversations_says_which_were_refused(producer):
     from datetime import UTC, datetime, timedelta
 
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     producer.settings = producer.settings.model_copy(update={"out_of_order_policy": "reject"})
     t0 = datetime(2026, 3, 1, 12, tzinfo=UTC)
     producer.add_message("strict-a", "user", "first", t0 + timedelta(minutes=10))

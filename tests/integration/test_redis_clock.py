@@ -5,11 +5,13 @@ from __future__ import annotations
 
 import time
 
+from drains import publish_drains_with
+
 from memq.shared.mailbox.codec import decode_inbox_item
 
 
 def test_arrival_and_activity_are_stamped_by_redis(producer, monkeypatch):
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     redis_now = producer.redis.time()[0]
     monkeypatch.setattr(time, "time", lambda: redis_now + 86400)  # this machine's clock is a day fast
     producer.add_message("clock", "user", "what time is it?")
@@ -24,7 +26,7 @@ def test_arrival_and_activity_are_stamped_by_redis(producer, monkeypatch):
 def test_a_beat_with_a_fast_clock_does_not_collapse_fresh_conversations(producer, monkeypatch, celery_app):
     from memq.worker.tasks.maintenance import collapse_idle
 
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     producer.add_message("fresh", "user", "I just said this")
     monkeypatch.setattr(time, "time", lambda: producer.redis.time()[0] + 86400)
     collapse_idle.run()

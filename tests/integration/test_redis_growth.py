@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 
+from drains import publish_drains_with
 from stored import message_seqs
 
 from memq.audit import audit
@@ -26,7 +27,7 @@ def _wait_for_redis_clock(client, at_ms: int, timeout: float = 30.0) -> None:
 
 
 def test_the_dedup_window_is_measured_per_id(producer):
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     window_ms = 3000
     producer.settings = producer.settings.model_copy(update={"dedup_ttl_days": window_ms / 1000 / 86400})
     conv = "dedup-window"

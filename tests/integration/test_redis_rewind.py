@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 import redis
+from drains import publish_drains_with
 from invariants import assert_every_message_in_exactly_one_episode
 from stored import stored_message_ids
 
@@ -103,7 +104,7 @@ def _messages(prefix: str, n: int) -> list[dict]:
 
 
 def _no_publish(producer):
-    producer._publish_drain = lambda tenant, conv: None
+    publish_drains_with(producer, lambda tenant, conv: None)
 
 
 def test_messages_after_a_rewind_are_neither_lost_nor_collide_with_stored_ones(
@@ -118,7 +119,7 @@ def test_messages_after_a_rewind_are_neither_lost_nor_collide_with_stored_ones(
     _no_publish(producer)
     producer.add_messages(_messages("a", 20), conversation_id=conv)
     saved = _dump(producer, keys)  # Redis as it will be after the crash: 20 accepted, none segmented
-    producer._publish_drain = publish
+    publish_drains_with(producer, publish)
     producer._publish_drain(tenant, conv)
     producer.flush(conv)
     producer.wait_idle(conv, timeout=60)
@@ -157,7 +158,7 @@ def test_a_rewind_mid_stream_resumes_after_what_postgresql_holds(worker, produce
     saved = _dump(producer, keys)  # 10 numbered in the open event, 20 in the inbox, synced
     assert producer.redis.hget(keys.state, "seq") == "10"
 
-    producer._publish_drain = publish
+    publish_drains_with(producer, publish)
     producer._publish_drain(tenant, conv)
     producer.flush(conv)
     producer.wait_idle(conv, timeout=60)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import pytest
 from click.testing import CliRunner
+from drains import publish_drains_with
 
 from memq.cli import main
 from memq.shared.errors import ValidationError
@@ -20,7 +21,7 @@ def tasks(celery_app):
 
 
 def test_a_message_may_carry_its_tenant_which_scopes_its_keys(producer):
-    producer._publish_drain = lambda t, c: None
+    publish_drains_with(producer, lambda t, c: None)
     other = producer.settings.tenant + "-b"
     results = producer.add_messages(
         [

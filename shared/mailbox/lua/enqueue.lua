@@ -23,6 +23,12 @@
 -- ARGV[5] the user the batch names ("" = none): the conversation's first user is kept in
 -- the state's "user_id" (the workers copy it to PostgreSQL); a batch naming another user
 -- is refused with {-2, owner} (nothing written).
+--
+-- KEYS[6] (optional) the broker's segmentation queue, ARGV[6] a drain task's message for
+-- it (memq.shared.task_message), given when the broker is this Redis: the script queues
+-- the task itself, in the same atomic step as the drain mark, and returns schedule = 2
+-- (queued; the caller publishes nothing). Without them it returns schedule = 1 and the
+-- caller publishes the task.
 
 local policy, window, member = ARGV[1], tonumber(ARGV[2]), ARGV[3]
 local user = ARGV[5] or ''
@@ -39,22 +45,26 @@ local LARGE_BATCH = 32
 local LARGE_BATCH_MARKER = 'batch of 32 or more messages: this member keeps the id set a skiplist (see enqueue.lua)'
 
 local now_text, now_ms_text = fmt(now), fmt(now_ms)
-local ids, sent, sent_text, payloads = {}, {}, {}, {}
+-- One pass over the lines. A message's payload is not cut out here: its item is built from
+-- the line's end below, for the accepted ones only (each string made costs Lua an
+-- allocation and a hash: a third of this script's time went to making them).
+local ids, sent, sent_text, body_at, line_end = {}, {}, {}, {}, {}
 local batch, pos, n = ARGV[4], 1, 0
+local size = #batch
 local find, sub = string.find, string.sub
-while pos <= #batch do
-  local eol = find(batch, '\n', pos, true) or (#batch + 1)
+while pos <= size do
+  local eol = find(batch, '\n', pos, true) or (size + 1)
   local s1 = find(batch, ' ', pos, true)
   local s2 = find(batch, ' ', s1 + 1, true)
   n = n + 1
   ids[n] = sub(batch, pos, s1 - 1)
-  local ts = sub(batch, s1 + 1, s2 - 1)
-  if ts == '' then
+  if s2 == s1 + 1 then
     sent[n], sent_text[n] = now, now_text
   else
+    local ts = sub(batch, s1 + 1, s2 - 1)
     sent[n], sent_text[n] = tonumber(ts), ts
   end
-  payloads[n] = sub(batch, s2 + 1, eol - 1)
+  body_at[n], line_end[n] = s2, eol - 1
   pos = eol + 1
 end
 
@@ -97,6 +107,8 @@ local statuses, members, items = {}, {}, {}
 if n >= LARGE_BATCH then
   members[1], members[2] = now_ms_text, LARGE_BATCH_MARKER
 end
+local m, k = #members, 0
+local arrival = ' ' .. now_text
 for i = 1, n do
   if new[i] then
     local text = sent_text[i]
@@ -107,9 +119,10 @@ for i = 1, n do
       last = sent[i]
       statuses[i] = 'a'
     end
-    members[#members + 1] = now_ms_text
-    members[#members + 1] = ids[i]
-    items[#items + 1] = text .. ' ' .. now_text .. ' ' .. payloads[i]
+    members[m + 1], members[m + 2] = now_ms_text, ids[i]
+    m = m + 2
+    k = k + 1
+    items[k] = text .. arrival .. sub(batch, body_at[i], line_end[i])  -- the body from its leading space
   else
     statuses[i] = 'd'
   end
@@ -136,7 +149,12 @@ if #items > 0 then
   redis.call('ZADD', KEYS[4], now_s, member)
   if redis.call('HSETNX', KEYS[2], 'drain', fmt(now)) == 1 then
     redis.call('ZADD', KEYS[5], now_s, member)
-    out[1] = 1
+    if KEYS[6] and (ARGV[6] or '') ~= '' then
+      redis.call('LPUSH', KEYS[6], ARGV[6])
+      out[1] = 2
+    else
+      out[1] = 1
+    end
   end
 end
 return out

@@ -63,6 +63,12 @@ def test_timestamp_strings_with_z_or_offset_and_aware_datetimes():
         ({"metadata": {"tool_calls": ["search"]}}, "metadata.tool_calls", "list of objects"),
         ({"metadata": {"tool_name": {"n": 1}}}, "metadata.tool_name", "string"),
         ({"message_id": ""}, "message_id", "printable"),
+        ({"message_id": "m-1\n"}, "message_id", "printable"),  # the old rule's $ let this through
+        ({"message_id": "m 1"}, "message_id", "printable"),
+        ({"message_id": "m-\x7f"}, "message_id", "printable"),
+        ({"message_id": "é"}, "message_id", "printable"),
+        ({"message_id": "m" * 201}, "message_id", "printable"),
+        ({"message_id": 7}, "message_id", "printable"),
         ({"content": "lone \udc80 surrogate"}, "content", "surrogate"),
         ({"content": "nul \x00"}, "content", "NUL"),
         ({"timestamp": "1899-12-31T23:00:00Z"}, "timestamp", "before 1900"),

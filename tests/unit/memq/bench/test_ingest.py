@@ -77,9 +77,10 @@ def test_request_body_is_the_apis_json():
 
 
 def test_small_runs_are_repeated_more():
-    assert repeats(5_000) == REPEATS
-    assert repeats(300) == 7
-    assert repeats(1) == MAX_REPEATS
+    assert repeats(50_000) == REPEATS
+    assert repeats(20_000) == 3
+    assert repeats(7_000) == 8
+    assert repeats(300) == MAX_REPEATS
 
 
 def test_percentile_is_nearest_rank():
