@@ -55,9 +55,18 @@ class EmbeddedRedis:
             return False
 
     def start(self) -> str:
-        """Start (or reuse) the server; return its URL."""
-        if self.pid() is not None and self.ping():
-            return self.url
+        """Start (or reuse) the server; return its URL. Never a second server in a folder
+        whose own server runs: two would write one append-only file, each over the other's."""
+        pid = self.pid()
+        if pid is not None:
+            if self._wait_answer():
+                return self.url
+            raise ServiceError(
+                f"the embedded redis-server of {self.folder} (pid {pid}) runs but does not answer on port "
+                f"{self.port}: it was started on another port. Stop it first (`memq services down` with the "
+                "MEMQ_EMBEDDED_REDIS_PORT it was started with), or give this port a data folder of its own "
+                "(MEMQ_DATA_DIR)"
+            )
         if port_in_use(self.port):
             raise ServiceError(
                 f"port {self.port} on 127.0.0.1 is in use by another program, so the embedded "
@@ -84,15 +93,23 @@ class EmbeddedRedis:
             check=True,
             stdout=subprocess.DEVNULL,
         )
-        deadline = time.monotonic() + 10
-        while time.monotonic() < deadline:
+        if self._wait_answer(10.0):
+            return self.url
+        raise ServiceError(f"the embedded redis-server did not answer within 10 s; see its log at {self.logfile}")
+
+    def _wait_answer(self, seconds: float = 0.0) -> bool:
+        """Whether the server answers on ``port`` within ``seconds`` (or at once), waiting as
+        long as it is alive and reading its append-only file back."""
+        deadline = time.monotonic() + seconds
+        while True:
             state = self._answer()
             if state == "ok":
-                return self.url
+                return True
             if state == "loading":  # alive, reading its AOF back: as long as that takes
                 deadline = max(deadline, time.monotonic() + 5)
+            if time.monotonic() >= deadline:
+                return False
             time.sleep(0.05)
-        raise ServiceError(f"the embedded redis-server did not answer within 10 s; see its log at {self.logfile}")
 
     def _answer(self) -> str:
         try:

@@ -29,7 +29,12 @@ class ServiceUrls:
 
 
 def embedded_redis(settings: Settings) -> EmbeddedRedis:
-    return EmbeddedRedis(settings.data_path, settings.embedded_redis_port)
+    """The embedded server of ``MEMQ_EMBEDDED_REDIS_PORT``: in ``<data dir>/redis`` on the
+    default port, in ``redis-<port>`` on another, so that servers on two ports (a
+    developer's on one, the tests' on the default) never share a data folder."""
+    port = settings.embedded_redis_port
+    default = type(settings).model_fields["embedded_redis_port"].default
+    return EmbeddedRedis(settings.data_path, port, folder_name="redis" if port == default else f"redis-{port}")
 
 
 def embedded_postgres(settings: Settings) -> EmbeddedPostgres:

@@ -46,7 +46,11 @@ class ServiceSettings(BaseModel):
     )
     data_dir: Path = Field(default=Path(".memq"), description="Embedded services' data folder.")
     embedded_redis_port: int = Field(
-        default=6399, ge=1024, le=65535, description="Loopback port of the embedded redis-server (development)."
+        default=6399,
+        ge=1024,
+        le=65535,
+        description="Loopback port of the embedded redis-server (development). Its data folder is "
+        "<data dir>/redis on the default port, <data dir>/redis-<port> on another.",
     )
     embedded_database_name: str = Field(default="memq", description="Database created in the embedded PostgreSQL.")
     embedded_postgres_shared_buffers_mb: int | None = Field(

@@ -77,3 +77,25 @@ def test_stop_never_shuts_down_another_server_on_its_port(tmp_path):
     finally:
         ours.stop()
         other.stop()
+
+
+def test_a_folder_whose_server_runs_on_another_port_is_not_given_a_second_server(tmp_path):
+    """Two servers in one folder would write one append-only file, each over the other's."""
+    from memq.testing.tcp_proxy import free_port
+
+    first = EmbeddedRedis(tmp_path, free_port())
+    first.start()
+    try:
+        with pytest.raises(ServiceError, match=r"does not answer on port .*started on another port.*MEMQ_DATA_DIR"):
+            EmbeddedRedis(tmp_path, free_port()).start()
+        assert first.ping() and first.start() == first.url  # the running one is still reused
+    finally:
+        first.stop()
+
+
+def test_each_port_but_the_default_has_a_folder_of_its_own(tmp_path):
+    from memq.shared.embedded.services import embedded_redis
+
+    default = embedded_redis(Settings(data_dir=tmp_path))
+    other = embedded_redis(Settings(data_dir=tmp_path, embedded_redis_port=6411))
+    assert default.folder == tmp_path / "redis" and other.folder == tmp_path / "redis-6411"
