@@ -29,3 +29,22 @@ def rrf(rankings: Mapping[str, Sequence[str]], k: float) -> list[Fused]:
             entry.ranks[leg] = len(seen)
             entry.score += 1.0 / (k + len(seen))
     return sorted(fused.values(), key=lambda f: -f.score)
+
+
+KEPT_TOLERANCE = 1e-12  # scores summed in another order differ in the last bits
+
+
+def kept(fused: Sequence[Fused], how_many: int, returned: int, keep: float) -> list[str]:
+    """Of ``rrf``'s result, the ids retrieval can return: the best ``how_many`` (and any
+    tied with the last), and of those only ones whose score reaches the ``returned``-th
+    best score times ``keep`` (the least re-ranking can multiply a score by, over the
+    most: ``service.rerank_reach``). ``legs._KEPT`` is the same rule in SQL, for the
+    legs run as one statement; this one is for legs run apart (``legs.run_legs``)."""
+    if not fused or how_many < 1 or returned < 1:
+        return []
+    scores = [f.score for f in fused]  # best first
+    bar = max(
+        scores[min(how_many, len(scores)) - 1] - KEPT_TOLERANCE,
+        scores[min(returned, len(scores)) - 1] * keep - KEPT_TOLERANCE,
+    )
+    return [f.id for f in fused if f.score >= bar]

@@ -36,6 +36,7 @@ import psycopg
 from memq.shared.db.facts import fact_legs_call
 from memq.shared.db.lexical import OR_QUERY, PAIRS_QUERY, TENANT_QUERY, indexed_search
 from memq.shared.retrieval.beside import beside
+from memq.shared.retrieval.fusion import kept, rrf
 from memq.shared.retrieval.model import EpisodeHit
 from memq.shared.retrieval.request import RetrievalRequest
 
@@ -253,9 +254,12 @@ def retrieval_sql(request: RetrievalRequest, legs: tuple[str, ...], views: bool 
 
 def rows_sql(request: RetrievalRequest) -> str:
     """What ``retrieval_sql`` returns after the legs' rows, for legs already run (the
-    split of ``run_legs``): the ``episode``, ``message`` and fact rows, the ``ranked``
-    rows given as one text (``_given``)."""
-    return f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_GIVEN_RANKED}), kept AS {_KEPT} {_after_legs(request)}"
+    split of ``run_legs``): the ``episode``, ``message`` and fact rows, the kept episodes
+    and the message legs' rows within reach of them given as texts (``_given_kept``)."""
+    return (
+        f"WITH q AS (SELECT {OR_QUERY} AS q), ranked AS ({_GIVEN_RANKED}), kept AS ({_GIVEN_KEPT}) "
+        f"{_after_legs(request)}"
+    )
 
 
 def _after_legs(request: RetrievalRequest) -> str:
@@ -275,12 +279,24 @@ _GIVEN_RANKED = (
 )
 
 
-def _given(rows: list[tuple[Any, ...]]) -> dict[str, str]:
-    """``legs_sql``'s rows as the parameter of ``_GIVEN_RANKED``: "leg id seq rank" lines
-    (seq empty for an episode leg). One text, not an array per column: psycopg takes
-    ~0.1-0.4 ms to send each array of a few hundred values, the whole text ~0.05
-    (legs, episode ids and ranks hold no space or newline)."""
-    return {"ranked": "\n".join(f"{leg} {eid} {'' if seq is None else seq} {rank}" for leg, eid, seq, rank, _ in rows)}
+_GIVEN_KEPT = "SELECT id::uuid FROM string_to_table(%(kept)s::text, E'\\n') AS id"
+
+
+def _given_kept(found: LegResults, rows: list[tuple[Any, ...]], args: dict[str, Any]) -> dict[str, str]:
+    """For ``rows_sql``, from the legs' rows (``found`` read from them): the episodes
+    retrieval can return (``fusion.kept``, the rule of ``_KEPT``, here in Python: the
+    statement reads ten or so ids instead of fusing the legs' few hundred rows, about a
+    millisecond at a million messages) and the message legs' rows within ``reach`` of
+    them, as the parameters of ``_GIVEN_KEPT`` and ``_GIVEN_RANKED``: "leg id seq rank"
+    lines. Texts, not arrays: psycopg takes ~0.1-0.4 ms to send each array of a few
+    hundred values, a text ~0.05 (legs, episode ids and ranks hold no space or newline)."""
+    ids = kept(rrf(found.episodes, args["rrf_k"]), args["fused"], args["returned"], args["keep"])
+    chosen = set(ids)
+    near = [row for row in rows if row[2] is not None and row[3] <= args["reach"] and row[1] in chosen]
+    return {
+        "kept": "\n".join(ids),
+        "ranked": "\n".join(f"{leg} {eid} {seq} {rank}" for leg, eid, seq, rank, _ in near),
+    }
 
 
 def fsrs_state(table: str = "e") -> str:
@@ -410,10 +426,11 @@ def run_legs(
                     other,
                 )
                 legs_rows = [row for rows in per_leg for row in rows]
-                if full:
-                    args.update(_given(legs_rows))
-                    legs_rows += _execute(conn, args, ef_search, rows_plan, lambda _: rows_sql(request))
                 found = read_rows(legs_rows, legs)
+                if full:
+                    args.update(_given_kept(found, legs_rows, args))
+                    after = read_rows(_execute(conn, args, ef_search, rows_plan, lambda _: rows_sql(request)), legs)
+                    found.hits, found.shown, found.facts = after.hits, after.shown, after.facts
                 found.split = True
                 return found
     statement = retrieval_sql if full else legs_sql

@@ -60,8 +60,13 @@ def spare_db(settings, tenant):
         yield conn
 
 
-@pytest.mark.parametrize("full", [True, False])
-def test_split_legs_find_what_one_statement_finds(db, tenant_db, spare_db, settings, tenant, full):
+@pytest.mark.parametrize(
+    ("full", "fused", "returned"),
+    [(True, 5, None), (True, 8, (2, 0.9)), (True, 100, (1, 1.0)), (True, 3, (3, 0.5)), (False, 5, None)],
+)
+def test_split_legs_find_what_one_statement_finds(db, tenant_db, spare_db, settings, tenant, full, fused, returned):
+    """Split, the episodes retrieval can return are chosen in Python (``fusion.kept``), in
+    one statement by SQL (``legs._KEPT``): the same ones, whatever the cut."""
     _tenant_of_several_conversations(db, settings, tenant)
     query = blend((axis(0), 1.0), (axis(7), 0.4), (axis(2), 0.2))
     handed: list[int] = []
@@ -83,8 +88,9 @@ def test_split_legs_find_what_one_statement_finds(db, tenant_db, spare_db, setti
                 settings.retrieval_candidates,
                 settings.hnsw_ef_search,
                 full=full,
-                fuse=(settings.rrf_k, 5) if full else None,
+                fuse=(settings.rrf_k, fused) if full else None,
                 facts=(10, 0.3) if full else None,
+                returned=returned,
                 spare=given,
                 episode_ef_search=settings.hnsw_ef_search_episodes,
             )

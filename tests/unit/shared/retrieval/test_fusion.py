@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.shared.retrieval.fusion import rrf
+from memq.shared.retrieval.fusion import Fused, kept, rrf
 
 
 def test_one_leg_scores_by_rank_from_one():
@@ -64,3 +64,33 @@ def test_scores_are_the_sum_over_legs_and_sorted_best_first(rankings, k):
         for leg, rank in f.ranks.items():
             assert list(dict.fromkeys(rankings[leg])).index(f.id) + 1 == rank
     assert all(a.score >= b.score for a, b in itertools.pairwise(fused))
+
+
+def _fused(*scores: float) -> list[Fused]:
+    return [Fused(f"e{i}", s) for i, s in enumerate(scores)]
+
+
+def test_kept_is_the_best_how_many_and_those_tied_with_the_last():
+    fused = _fused(0.5, 0.4, 0.3, 0.3, 0.2)
+    assert kept(fused, 3, 1, 0.0) == ["e0", "e1", "e2", "e3"]
+    assert kept(fused, 10, 1, 0.0) == ["e0", "e1", "e2", "e3", "e4"]
+
+
+def test_kept_drops_what_reranking_cannot_lift_into_the_returned():
+    fused = _fused(0.5, 0.4, 0.3, 0.2)
+    # the 2nd best is 0.4; at most x2 up for the others, at least x0.5 for it: 0.4 * 0.5 = 0.2 stays
+    assert kept(fused, 100, 2, 0.5) == ["e0", "e1", "e2", "e3"]
+    assert kept(fused, 100, 2, 0.7) == ["e0", "e1", "e2"]
+    assert kept(fused, 100, 1, 1.0) == ["e0"]
+
+
+def test_kept_of_nothing_or_no_room_is_nothing():
+    assert kept([], 5, 1, 1.0) == []
+    assert kept(_fused(0.5), 0, 1, 1.0) == []
+    assert kept(_fused(0.5), 5, 0, 1.0) == []
+
+
+def test_kept_tolerates_scores_summed_in_another_order():
+    a = 1 / 61 + 1 / 62 + 1 / 63
+    b = 1 / 63 + 1 / 62 + 1 / 61  # the same sum, maybe not the same last bit
+    assert kept([Fused("x", a), Fused("y", b)], 1, 1, 1.0) == ["x", "y"]
