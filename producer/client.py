@@ -11,9 +11,10 @@ conversation for good. So when a batch fails half-way, ``BatchIncomplete.results
 per message what is known, and sending the unknown ones again with the same ids
 (``retry_messages``) can neither lose nor duplicate anything.
 
-If publishing the drain task (the second way) fails after the script succeeded, the message is still
-safely queued: the conversation keeps its "drain queued" mark in its shard's drains
-index, where the workers' stalled-work sweeper finds it and publishes the task again.
+If publishing the drain task (the second way) fails after the script succeeded, the
+message is still safely queued: the conversation keeps its "drain queued" mark in its
+shard's drains index, where the workers' stalled-work sweeper finds it and publishes the
+task again.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ import structlog
 from celery import Celery
 from redis.cluster import RedisCluster
 
-from memq.producer.validation import ValidMessage, check_conversation_id, validate_message
+from memq.producer.validation import ValidMessage, check_conversation_id, valid_conversation_id, validate_message
 from memq.shared import publisher, task_message, tasks
 from memq.shared.celery_config import celery_config
 from memq.shared.connections import MailboxClient, mailbox_client, redis_url
@@ -45,14 +46,6 @@ from memq.shared.settings import Settings, get_settings
 log = structlog.get_logger("memq.producer")
 
 _STATUS = {"a": "accepted", "c": "clamped", "d": "duplicate"}
-
-
-def _valid_conversation_id(value: str, settings: Settings) -> bool:
-    try:
-        check_conversation_id(value, settings)
-    except ValidationError:
-        return False
-    return True
 
 
 def _line(message_id: str, msg: ValidMessage) -> str:
@@ -170,7 +163,7 @@ class Producer:
         """Every message checked, or ValidationError naming the first bad one."""
         default_tenant = check_tenant(tenant or self.settings.tenant)
         # A default conversation id that is not valid is refused only for a message using it.
-        checked = conversation_id is None or _valid_conversation_id(conversation_id, self.settings)
+        checked = conversation_id is None or valid_conversation_id(conversation_id, self.settings)
         now = datetime.now(UTC)
         valid: list[ValidMessage] = []
         for index, raw in enumerate(batch):

@@ -293,3 +293,8 @@ def _known_valid(value: str, max_length: int) -> bool:
 
 def _known_id(value: Any, max_length: int) -> TypeGuard[str]:
     return type(value) is str and _known_valid(value, max_length)
+
+
+def valid_conversation_id(value: Any, settings: Settings) -> bool:
+    """Whether ``value`` passes ``check_conversation_id`` (each id checked once per process)."""
+    return _known_id(value, settings.conversation_id_max_length)

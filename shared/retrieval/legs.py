@@ -270,8 +270,9 @@ def _after_legs(request: RetrievalRequest) -> str:
     )
 
 
-# the legs' rows (leg, episode id, seq, rank), run apart and handed back as one text, a
-# line per row (``_given``); what follows the legs does not read their conversation
+# the message legs' rows (leg, episode id, seq, rank) within reach of the kept episodes,
+# of legs run apart, handed back as one text, a line per row (``_given_kept``); what
+# follows the legs does not read their conversation
 _GIVEN_RANKED = (
     "SELECT split_part(r, ' ', 1) AS leg, split_part(r, ' ', 2)::uuid AS id, "
     "NULLIF(split_part(r, ' ', 3), '')::bigint AS seq, split_part(r, ' ', 4)::bigint AS rank "
