@@ -42,13 +42,16 @@ def waiting(
     conversations: int,
     window: int,
     budget: int,
+    ttl_ms: int,
 ) -> list[Front]:
     """Up to ``budget`` inbox items of up to ``conversations`` conversations other than
     ``exclude`` (a member) that have a drain queued, found in ``shards`` shards from a random
     one on (the longest waiting of each first), that no worker holds now: from the first
-    ``window`` of each inbox, those after the items another drain embedded (``front.lua``).
-    Each conversation is asked for an equal share, and those that had more for the budget
-    left (two more rounds at most): two round trips when fronts are short, up to four."""
+    ``window`` of each inbox, those after the items another drain took or embedded, each
+    claimed as it is read (``front.lua``; ``ttl_ms``: the vectors hash's, where the claim
+    is kept). Each conversation is asked for an equal share (the shares add up to the
+    budget), and those that had all of theirs for what is left (two more rounds at most):
+    two round trips when fronts are short, up to four."""
     total = settings.redis_shards
     start = random.randrange(total)
     indexes = [ShardKeys(settings.key_prefix, (start + i) % total) for i in range(min(shards, total))]
@@ -64,17 +67,18 @@ def waiting(
     for _ in range(3):
         if not asking or left <= 0:
             break
-        share = -(-left // len(asking))
+        # what a script returns is claimed: never more than the budget left is asked for
+        shares = [left // len(asking) + (i < left % len(asking)) for i in range(len(asking))]
+        asked = [(k, share) for k, share in zip(asking, shares) if share > 0]
         calls: list[tuple[list[str], list[Any]]] = [
-            ([k.lock, k.inbox, k.vectors], [window, share, len(taken[k])]) for k in asking
+            ([k.lock, k.inbox, k.vectors], [window, share, ttl_ms]) for k, share in asked
         ]
         replies = run_queued(client, scripts.front, calls)
         full = []
-        for k, raws in zip(asking, replies, strict=True):
+        for (k, share), raws in zip(asked, replies, strict=True):
             if isinstance(raws, Exception) or not raws:
                 continue
-            raws = list(raws)[:left]
-            taken[k] += raws
+            taken[k] += list(raws)
             left -= len(raws)
             if len(raws) == share:
                 full.append(k)  # it may hold more

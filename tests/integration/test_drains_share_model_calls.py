@@ -63,6 +63,21 @@ def _store(producer, conv: str) -> ConversationStore:
     )
 
 
+def _waiting(producer, scripts: Scripts, *, window: int, budget: int) -> list[inbox_fronts.Front]:
+    """What a drain of no conversation of this test would take (and claim) of the waiting fronts."""
+    return inbox_fronts.waiting(
+        producer.redis,
+        scripts,
+        producer.settings,
+        "nobody/none",
+        shards=producer.settings.redis_shards,
+        conversations=4,
+        window=window,
+        budget=budget,
+        ttl_ms=60_000,
+    )
+
+
 def _drain(producer, conv: str, model: Counting) -> None:
     from memq.shared.connections import pg_connect
     from memq.worker import resources
@@ -127,16 +142,7 @@ def test_vectors_are_written_only_for_items_still_at_the_inbox_front(isolated):
     _queue(isolated, "gone", ["a message about to be forgotten", "and another"])
     store = _store(isolated, "gone")
     scripts = Scripts.register(isolated.redis)
-    (front,) = inbox_fronts.waiting(
-        isolated.redis,
-        scripts,
-        isolated.settings,
-        "nobody/none",
-        shards=isolated.settings.redis_shards,
-        conversations=4,
-        window=8,
-        budget=8,
-    )
+    (front,) = _waiting(isolated, scripts, window=8, budget=8)
     chosen = co_embedding.take([front], 8)
     vectors = model.embed([m.content for _, items in chosen for _, m in items])
     triples = [(raw, m.id, vectors[i]) for i, (raw, m) in enumerate(chosen[0][1])]
@@ -148,3 +154,21 @@ def test_vectors_are_written_only_for_items_still_at_the_inbox_front(isolated):
     _queue(isolated, "gone", ["a message about to be forgotten"])  # the same text, queued anew: another item
     assert inbox_fronts.remember(isolated.redis, scripts, 60_000, 8, [(front.keys, triples)]) == 0
     assert not isolated.redis.exists(store.keys.vectors)
+
+
+def test_drains_looking_at_once_never_take_the_same_items(isolated):
+    """Each item is claimed as it is read: a second drain looking before the first one's
+    vectors are written takes the items after the first one's share, and none twice."""
+    texts = [f"message {i} of a long waiting front" for i in range(10)]
+    _queue(isolated, "waiting", texts)
+    scripts = Scripts.register(isolated.redis)
+
+    def look(budget: int) -> list[str]:
+        return [raw for front in _waiting(isolated, scripts, window=16, budget=budget) for raw in front.raws]
+
+    first, second, third = look(4), look(4), look(4)
+    items = _store(isolated, "waiting").peek_inbox_raw(16)
+    assert first == items[:4] and second == items[4:8] and third == items[8:10]
+    assert look(4) == []  # all of it claimed
+    ttl = isolated.redis.pttl(_store(isolated, "waiting").keys.vectors)
+    assert 0 < ttl <= 60_000  # the claim expires with the vectors hash
