@@ -65,6 +65,13 @@ def _line(who: str, content: str) -> str:
 GAP = "…"  # a line where messages of the episode are left out
 
 
+@functools.lru_cache(maxsize=50_000)
+def with_break(line: str) -> str:
+    """``line`` and a line break, the same string object for the same line: counting the
+    lines of a text (``tokens.count_chunks``, cached by text) then hashes no new string."""
+    return line + "\n"
+
+
 def short_title(title: str, words: int) -> str:
     """A display title of at most ``words`` words (MIRA: telegraphic, 8 or fewer)."""
     parts = title.split()

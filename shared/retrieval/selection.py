@@ -31,6 +31,7 @@ from memq.shared.retrieval.render import (
     message_line,
     sitting_header,
     sitting_lines,
+    with_break,
 )
 from memq.shared.retrieval.sittings import sittings
 from memq.shared.tokens import count_chunks
@@ -229,6 +230,9 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             shortened[key] = _shorten(text, tokens, count)
         return shortened[key]
 
+    def shown_summary(text: str) -> str | None:
+        return shorten(text, p.summary_tokens_with_messages)
+
     smallest = count("- a: b") + 1
     # items sort as (-priority, rank, seq): episode ranks are distinct and an episode's
     # seqs too (a header's is -1), so the hit and message after them are never compared
@@ -302,7 +306,8 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             block = blocks.get(key) or _Block()
             if entry is None:
                 entry = Selected(hit, None, message_cap(hit, p))
-            frame = block.joined(entry, costs, lambda text: shorten(text, p.summary_tokens_with_messages))
+            # an entry showing a message already is one of its block's members
+            frame = block if entry.shown else block.joined(entry, costs, shown_summary)
             gaps = block.gaps_with(message.seq, frame)
             cost = block.cost(frame, costs, line, gaps)
             if used - block.total + cost > p.max_tokens:
@@ -370,7 +375,7 @@ def _render(
             )
         else:
             continue  # shown in the block of a better ranked episode of its sitting
-        chunks.extend(line + "\n" for line in lines)
+        chunks.extend(map(with_break, lines))
         chunks[-1] += "\n"
     chunks[-1] = chunks[-1][:-2]
     return "".join(chunks), count_chunks(chunks, count)
