@@ -367,10 +367,15 @@ class ConversationStore:
 
     def vectors(self, message_ids: Sequence[str]) -> dict[str, np.ndarray]:
         """The carried embeddings of these messages that are there."""
+        return self.vectors_and_front(message_ids)[0]
+
+    def vectors_and_front(self, message_ids: Sequence[str]) -> tuple[dict[str, np.ndarray], str | None]:
+        """The carried embeddings of these messages that are there, and the co-embedding
+        mark (the sha1 of the last inbox item taken or embedded, ``front.lua``), in one read."""
         if not message_ids or not self.settings.carry_vectors:
-            return {}
-        found = self.client.hmget(self.keys.vectors, list(message_ids))
-        return {k: decode_vector(v) for k, v in zip(message_ids, found, strict=True) if v}
+            return {}, None
+        *found, mark = self.client.hmget(self.keys.vectors, [*message_ids, FRONT_MARK])
+        return {k: decode_vector(v) for k, v in zip(message_ids, found, strict=True) if v}, mark
 
     def forget_vectors(self, message_ids: Sequence[str]) -> None:
         """Their episode is stored: drop their vectors (and the co-embedding mark, a hint

@@ -172,3 +172,54 @@ def test_drains_looking_at_once_never_take_the_same_items(isolated):
     assert look(4) == []  # all of it claimed
     ttl = isolated.redis.pttl(_store(isolated, "waiting").keys.vectors)
     assert 0 < ttl <= 60_000  # the claim expires with the vectors hash
+
+
+OWNER = [f"the owner's message {i} about the harbour and its boats" for i in range(6)]
+
+
+def _claim_front(producer, conv: str, count: int) -> list[tuple[str, str, np.ndarray]]:
+    """Another drain's look: the first ``count`` items of ``conv`` taken (claimed), their
+    (item, message id, vector) triples computed but not yet written."""
+    from memq.shared.mailbox.codec import decode_inbox_item
+    from memq.worker import resources
+
+    (front,) = _waiting(producer, Scripts.register(producer.redis), window=16, budget=count)
+    messages = [decode_inbox_item(raw) for raw in front.raws]
+    vectors = resources.embedder().embed([m.content for m in messages])
+    return [(raw, m.id, vectors[i]) for i, (raw, m) in enumerate(zip(front.raws, messages, strict=True))]
+
+
+def test_a_drain_embeds_the_items_another_drain_took_last_and_uses_their_vectors(isolated):
+    from memq.worker import resources
+
+    _queue(isolated, "owner", OWNER)
+    isolated.flush("owner")
+    triples = _claim_front(isolated, "owner", 3)
+    keys = _store(isolated, "owner").keys
+    scripts = Scripts.register(isolated.redis)
+
+    class RiderLands(Counting):
+        """The riding drain's vectors land while the owner embeds its other messages."""
+
+        def embed(self, texts):
+            if not self.calls:
+                assert inbox_fronts.remember(isolated.redis, scripts, 60_000, 16, [(keys, triples)]) == 3
+            return super().embed(texts)
+
+    model = RiderLands(resources.embedder())
+    _drain(isolated, "owner", model)
+    assert sorted(model.texts()) == sorted(OWNER[3:])  # the taken three: the rider's vectors, not the model
+    assert not _store(isolated, "owner").peek_inbox_raw(1)  # all of it segmented
+
+
+def test_a_drain_embeds_taken_items_itself_when_their_vectors_never_come(isolated):
+    from memq.worker import resources
+
+    _queue(isolated, "owner", OWNER)
+    isolated.flush("owner")
+    _claim_front(isolated, "owner", 3)  # the riding drain fails before writing anything
+    model = Counting(resources.embedder())
+    _drain(isolated, "owner", model)
+    assert sorted(model.texts()) == sorted(OWNER)  # each once
+    assert model.calls[0] == OWNER[3:]  # its own first, the taken ones after a second look
+    assert not _store(isolated, "owner").peek_inbox_raw(1)

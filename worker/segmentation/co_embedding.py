@@ -65,9 +65,11 @@ def embed(
     embedder: Embedder, texts: list[str], *, store: ConversationStore, settings: Settings, window: int
 ) -> np.ndarray:
     """The vectors of ``texts`` (a drain's own, in order), computed in one call with other
-    conversations' waiting fronts (up to ``window`` items of each) when there are any."""
+    conversations' waiting fronts (up to ``window`` items of each) when there are any.
+    With no ``texts``, the others' fronts alone (``job._embed_fresh``: a drain whose own
+    front another drain is embedding does the waiting fronts' work meanwhile)."""
     budget = settings.embed_across_conversations
-    if budget <= 0 or not settings.carry_vectors or not texts:
+    if budget <= 0 or not settings.carry_vectors:
         return embedder.embed(texts)
     try:
         fronts = inbox_fronts.waiting(

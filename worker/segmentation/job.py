@@ -129,13 +129,87 @@ def _embed(
     return vectors
 
 
-def _vectors_kept(store: ConversationStore, items: list[QueuedMessage | _Unusable]) -> dict[str, np.ndarray]:
+def _vectors_kept(
+    store: ConversationStore, items: list[QueuedMessage | _Unusable]
+) -> tuple[dict[str, np.ndarray], str | None]:
     """The vectors kept in Redis for these messages: by another conversation's drain
-    (``co_embedding``), or by an earlier drain of this one (a look-ahead message)."""
-    kept = store.vectors([m.id for m in items if isinstance(m, QueuedMessage)])
+    (``co_embedding``), or by an earlier drain of this one (a look-ahead message); and
+    the co-embedding mark (``ConversationStore.vectors_and_front``)."""
+    kept, mark = store.vectors_and_front([m.id for m in items if isinstance(m, QueuedMessage)])
     if kept:
         metrics().co_embedded.labels(outcome="used").inc(len(kept))
-    return kept
+    return kept, mark
+
+
+def claimed_through(raws: list[str], mark: str | None) -> int:
+    """How many of ``raws`` (the inbox front, in order) lie up to the co-embedding mark:
+    taken by another conversation's drain, whose vectors may still be on their way
+    (``front.lua``); 0 when the mark is not among them."""
+    if mark is None:
+        return 0
+    for i, raw in enumerate(raws):
+        if hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest() == mark:
+            return i + 1
+    return 0
+
+
+def _take_kept(
+    store: ConversationStore,
+    raws: list[str],
+    decoded: list[QueuedMessage | _Unusable],
+    indexes: list[int],
+    into: dict[str, np.ndarray | _Unusable | None],
+) -> str | None:
+    """The vectors kept in Redis of these items (indexes into ``raws``) put ``into`` the
+    drain's (inbox item -> vector); returns the co-embedding mark."""
+    kept, mark = _vectors_kept(store, [decoded[i] for i in indexes])
+    for i in indexes:
+        item = decoded[i]
+        if isinstance(item, QueuedMessage) and item.id in kept:
+            into[raws[i]] = kept[item.id]
+    return mark
+
+
+def _embed_into(
+    model: Embedder,
+    raws: list[str],
+    decoded: list[QueuedMessage | _Unusable],
+    indexes: list[int],
+    batch_call: Callable[[list[str]], np.ndarray],
+    into: dict[str, np.ndarray | _Unusable | None],
+) -> None:
+    for i, vector in zip(indexes, _embed(model, [decoded[i] for i in indexes], batch_call), strict=True):
+        into[raws[i]] = vector
+
+
+def _embed_fresh(
+    store: ConversationStore,
+    model: Embedder,
+    raws: list[str],
+    decoded: list[QueuedMessage | _Unusable],
+    fresh: list[int],
+    mark: str | None,
+    embed_with_others: Callable[[list[str]], np.ndarray],
+    into: dict[str, np.ndarray | _Unusable | None],
+) -> None:
+    """The vectors of the ``fresh`` items (indexes into ``raws``, none kept in Redis when
+    last looked) put ``into`` the drain's. Those another drain took along with its own (up
+    to the ``mark``) are embedded last: by then its vectors have usually come, and are
+    taken instead of embedding the same texts twice. With none of this drain's own to
+    embed first, the others' waiting fronts are (what the riding drain would otherwise do
+    later)."""
+    claimed = claimed_through(raws, mark)
+    own = [i for i in fresh if i >= claimed]
+    taken = [i for i in fresh if i < claimed]
+    if own:
+        _embed_into(model, raws, decoded, own, embed_with_others, into)
+    elif taken:
+        embed_with_others([])
+    if taken:
+        _take_kept(store, raws, decoded, taken, into)
+        missing = [i for i in taken if raws[i] not in into]
+        if missing:
+            _embed_into(model, raws, decoded, missing, embed_with_others, into)
 
 
 def drain(
@@ -174,19 +248,14 @@ def drain(
         if detector.needs_embeddings and embedder:
             # the look-ahead messages of the last batch are this batch's first: embedded once
             fresh = [i for i, raw in enumerate(raws) if raw not in embedded]
-            kept = _vectors_kept(store, [decoded[i] for i in fresh])
-            for i in fresh:
-                item = decoded[i]
-                if isinstance(item, QueuedMessage) and item.id in kept:
-                    embedded[raws[i]] = kept[item.id]
+            mark = _take_kept(store, raws, decoded, fresh, embedded)
             fresh = [i for i in fresh if raws[i] not in embedded]
             if fresh:
                 model = embedder()
                 with_others = functools.partial(
                     co_embedding.embed, model, store=store, settings=settings, window=want + lookahead
                 )
-                for i, vector in zip(fresh, _embed(model, [decoded[i] for i in fresh], with_others), strict=True):
-                    embedded[raws[i]] = vector
+                _embed_fresh(store, model, raws, decoded, fresh, mark, with_others, embedded)
             vectors = [embedded[raw] for raw in raws]
             store.remember_vectors(  # for episode creation and later drains, on whichever worker they run
                 {
