@@ -44,8 +44,14 @@ from memq.worker.segmentation.engine import ClosedSegment
 from memq.worker.segmentation.event_state import EventState
 
 # A field of the vectors hash that no message id can be (ids hold no spaces): the sha1 of
-# the last inbox item another conversation's drain embedded for this one (front.lua).
+# the last inbox item taken by another conversation's drain (front.lua) or embedded by
+# this one's (``remember_vectors``).
 FRONT_MARK = " front "
+
+
+def front_mark(raw: str) -> str:
+    """The ``FRONT_MARK`` value naming an inbox item: its sha1, as ``redis.sha1hex`` gives it."""
+    return hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
 def encode_vector(vector: np.ndarray) -> str:
@@ -359,7 +365,7 @@ class ConversationStore:
             return
         fields = {k: encode_vector(v) for k, v in vectors.items()}
         if through is not None:
-            fields[FRONT_MARK] = hashlib.sha1(through.encode("utf-8", "surrogatepass")).hexdigest()
+            fields[FRONT_MARK] = front_mark(through)
         pipe = self.client.pipeline(transaction=False)
         pipe.hset(self.keys.vectors, mapping=fields)
         pipe.pexpire(self.keys.vectors, self.state_ttl_ms)

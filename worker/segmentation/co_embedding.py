@@ -14,9 +14,10 @@ Nothing here decides anything about a conversation but which texts ride along: i
 claimed as they are read (two drains looking at once take different items; measured with
 two pool processes on the bench's stream, without the claim up to 12 % of the texts were
 embedded twice), a vector is written only while its exact inbox item is still at its inbox
-front, a conversation whose own drain starts before the vectors come embeds its front
-itself (done twice, never wrong), and a failure of the shared call, or of reading and
-writing the others' fronts, falls back to the drain's own texts alone.
+front, a conversation whose own drain starts before the vectors come embeds the taken
+items after its others and takes their vectors if they came by then (``job._embed_fresh``;
+else it embeds them itself: done twice, never wrong), and a failure of the shared call, or
+of reading and writing the others' fronts, falls back to the drain's own texts alone.
 
 ``take`` is the pure choice; ``embed`` the orchestration.
 """

@@ -33,7 +33,7 @@ from memq.shared.embeddings import Embedder
 from memq.shared.mailbox.codec import QueuedMessage, decode_inbox_item, to_micros
 from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
-from memq.worker.conversation_store import CommitStep, ConversationStore, Snapshot
+from memq.worker.conversation_store import CommitStep, ConversationStore, Snapshot, front_mark
 from memq.worker.failures import STOP, describe, is_transient
 from memq.worker.segmentation import co_embedding
 from memq.worker.segmentation.detectors.base import Detector
@@ -129,18 +129,6 @@ def _embed(
     return vectors
 
 
-def _vectors_kept(
-    store: ConversationStore, items: list[QueuedMessage | _Unusable]
-) -> tuple[dict[str, np.ndarray], str | None]:
-    """The vectors kept in Redis for these messages: by another conversation's drain
-    (``co_embedding``), or by an earlier drain of this one (a look-ahead message); and
-    the co-embedding mark (``ConversationStore.vectors_and_front``)."""
-    kept, mark = store.vectors_and_front([m.id for m in items if isinstance(m, QueuedMessage)])
-    if kept:
-        metrics().co_embedded.labels(outcome="used").inc(len(kept))
-    return kept, mark
-
-
 def claimed_through(raws: list[str], mark: str | None) -> int:
     """How many of ``raws`` (the inbox front, in order) lie up to the co-embedding mark:
     taken by another conversation's drain, whose vectors may still be on their way
@@ -148,7 +136,7 @@ def claimed_through(raws: list[str], mark: str | None) -> int:
     if mark is None:
         return 0
     for i, raw in enumerate(raws):
-        if hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest() == mark:
+        if front_mark(raw) == mark:
             return i + 1
     return 0
 
@@ -160,9 +148,13 @@ def _take_kept(
     indexes: list[int],
     into: dict[str, np.ndarray | _Unusable | None],
 ) -> str | None:
-    """The vectors kept in Redis of these items (indexes into ``raws``) put ``into`` the
-    drain's (inbox item -> vector); returns the co-embedding mark."""
-    kept, mark = _vectors_kept(store, [decoded[i] for i in indexes])
+    """The vectors kept in Redis of these items (indexes into ``raws``: by another
+    conversation's drain, ``co_embedding``, or by an earlier drain of this one, a look-ahead
+    message) put ``into`` the drain's (inbox item -> vector); returns the co-embedding mark
+    (``ConversationStore.vectors_and_front``)."""
+    kept, mark = store.vectors_and_front([m.id for i in indexes if isinstance(m := decoded[i], QueuedMessage)])
+    if kept:
+        metrics().co_embedded.labels(outcome="used").inc(len(kept))
     for i in indexes:
         item = decoded[i]
         if isinstance(item, QueuedMessage) and item.id in kept:
