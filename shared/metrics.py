@@ -15,6 +15,7 @@ from Redis and PostgreSQL at each scrape (``memq.api.routes.metrics``).
 
 from __future__ import annotations
 
+import collections
 import functools
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -148,8 +149,5 @@ def metrics() -> Metrics:
 
 def count_messages(statuses: Iterable[str]) -> None:
     """One increment per message, by what the producer said of it (``AddResult.status``)."""
-    counts: dict[str, int] = {}
-    for status in statuses:
-        counts[status] = counts.get(status, 0) + 1
-    for outcome, n in counts.items():
+    for outcome, n in collections.Counter(statuses).items():
         metrics().messages.labels(outcome=outcome).inc(n)

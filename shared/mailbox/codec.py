@@ -91,6 +91,21 @@ def encode_payload(
     return text + "}"
 
 
+def encode_line(message_id: str, role: str, content: str, sent_us: int | None, metadata: dict[str, Any] | None) -> str:
+    """A message's line of ``enqueue.lua``'s batch: ``<id> <sent µs or empty> <payload>``
+    (``encode_payload``). The common message (a timestamp, no metadata) is written as one
+    string: building the payload first and then the line cost 30 µs of a batch of 100."""
+    if sent_us is None or metadata:
+        return f"{message_id} {'' if sent_us is None else int(sent_us)} " + encode_payload(
+            message_id, role, content, sent_us, metadata
+        )
+    sent = int(sent_us)
+    return (
+        f'{message_id} {sent} {{"id":{_string(message_id)},"role":{_string(role)},'
+        f'"content":{_string(content)},"sent_us":{sent}}}'
+    )
+
+
 # json.dumps with any non-default option builds an encoder per call; one, made once
 _ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _string = json.encoder.encode_basestring  # what _ENCODER writes a str with (ensure_ascii=False), in C

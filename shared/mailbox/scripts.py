@@ -3,14 +3,16 @@ them with a Redis client (a plain ``redis.Redis`` or a ``RedisCluster``)."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from redis.client import Pipeline
-from redis.cluster import ClusterPipeline
+from redis.cluster import RedisCluster
 from redis.commands.core import Script
 from redis.exceptions import NoScriptError
+
+from memq.shared.mailbox import thread_connection
 
 if TYPE_CHECKING:
     from memq.shared.connections import MailboxClient
@@ -47,19 +49,22 @@ class Scripts:
         return cls(**{f.name: client.register_script(source(f.name)) for f in fields(cls)})
 
 
-def queue(script: Script, pipe: Pipeline | ClusterPipeline, keys: list[str], args: list[Any]) -> None:
-    """Queue a script call on a pipeline (``pipeline(transaction=False)``); ``run_queued``
-    runs a batch of them.
+def _send(client: MailboxClient, script: Script, calls: Sequence[tuple[list[str], list[Any]]]) -> list[Any]:
+    """The calls in one round trip, each reply or error in order.
 
-    On a standalone Redis the call goes as a plain EVALSHA: redis-py's own ``Script`` path
-    sends SCRIPT EXISTS before every pipeline that holds one, a second round trip per
-    batch. redis-py's ``ClusterPipeline`` refuses EVALSHA and cannot load scripts
-    beforehand, so on a Redis Cluster the call goes as EVAL with the script's source: routed
-    by its keys' slot like any command, never failing with NOSCRIPT (each node caches it)."""
-    if isinstance(pipe, ClusterPipeline):
-        pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
-    else:
-        pipe.execute_command("EVALSHA", script.sha, len(keys), *keys, *args)
+    On a standalone Redis each call goes as a plain EVALSHA, on the thread's own connection
+    (``thread_connection``): redis-py's ``Script`` path would send SCRIPT EXISTS before every
+    pipeline that holds one, a second round trip per batch. redis-py's ``ClusterPipeline``
+    refuses EVALSHA and cannot load scripts beforehand, so on a Redis Cluster each call goes
+    as EVAL with the script's source: routed by its keys' slot like any command, never
+    failing with NOSCRIPT (each node caches it)."""
+    if isinstance(client, RedisCluster):
+        pipe = client.pipeline(transaction=False)
+        for keys, args in calls:
+            pipe.execute_command("EVAL", script.script, len(keys), *keys, *args)
+        replies: list[Any] = pipe.execute(raise_on_error=False)
+        return replies
+    return thread_connection.call(client, [("EVALSHA", script.sha, len(keys), *keys, *args) for keys, args in calls])
 
 
 def run_queued(client: MailboxClient, script: Script, calls: list[tuple[list[str], list[Any]]]) -> list[Any]:
@@ -68,16 +73,10 @@ def run_queued(client: MailboxClient, script: Script, calls: list[tuple[list[str
     A Redis that does not know the script (restarted, or its script cache flushed) answers
     NOSCRIPT to each call without running any of it: the script is loaded and exactly those
     calls are sent again, so a call never runs twice."""
-    pipe = client.pipeline(transaction=False)
-    for keys, args in calls:
-        queue(script, pipe, keys, args)
-    replies: list[Any] = pipe.execute(raise_on_error=False)
+    replies = _send(client, script, calls)
     unknown = [i for i, reply in enumerate(replies) if isinstance(reply, NoScriptError)]
     if unknown:
         client.script_load(script.script)
-        again = client.pipeline(transaction=False)
-        for i in unknown:
-            queue(script, again, *calls[i])
-        for i, reply in zip(unknown, again.execute(raise_on_error=False), strict=True):
+        for i, reply in zip(unknown, _send(client, script, [calls[i] for i in unknown]), strict=True):
             replies[i] = reply
     return replies

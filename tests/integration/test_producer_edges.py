@@ -103,20 +103,22 @@ def test_a_future_timestamp_beyond_clock_skew_is_refused(producer):
 
 
 def test_a_batch_costs_one_round_trip_and_queues_at_most_one_drain(producer, monkeypatch):
-    calls = []
-    real_execute = type(producer.redis.pipeline()).execute
+    from memq.shared.mailbox import scripts
 
-    def counting_execute(self, *a, **kw):
-        calls.append(len(self))  # commands queued (Pipeline and ClusterPipeline)
-        return real_execute(self, *a, **kw)
+    calls = []
+    real_send = scripts._send
+
+    def counting_send(client, script, queued):
+        calls.append(len(queued))  # script calls sent in this round trip
+        return real_send(client, script, queued)
 
     published = []
-    monkeypatch.setattr(type(producer.redis.pipeline()), "execute", counting_execute)
+    monkeypatch.setattr(scripts, "_send", counting_send)
     publish_drains_with(producer, lambda tenant, conv: published.append(conv))
     results = producer.add_messages(
         [{"conversation_id": f"c{i % 3}", "role": "user", "content": f"message {i}"} for i in range(30)]
     )
-    assert len(calls) == 1 and calls[0] == 3  # one pipeline, one script call per conversation
+    assert calls == [3]  # one round trip, one script call per conversation
     assert [r.conversation_id for r in results[:6]] == ["c0", "c1", "c2"] * 2
     assert all(r.status == "accepted" for r in results)
     assert sorted(published) == ["c0", "c1", "c2"]

@@ -69,27 +69,23 @@ while pos <= size do
 end
 
 redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. fmt(now_ms - window))
+-- known: the ids accepted before (and, below, the ones this batch accepts: a repeat within
+-- the batch is a duplicate of its first)
 local known = {}
-for first = 1, #ids, CHUNK do
-  local scores = redis.call('ZMSCORE', KEYS[3], unpack(ids, first, math.min(first + CHUNK - 1, #ids)))
+for first = 1, n, CHUNK do
+  local scores = redis.call('ZMSCORE', KEYS[3], unpack(ids, first, math.min(first + CHUNK - 1, n)))
   for k = 1, #scores do
     if scores[k] then known[ids[first + k - 1]] = true end
-  end
-end
--- new: the messages to store (first of each id not already known)
-local new, seen = {}, {}
-for i = 1, n do
-  if not known[ids[i]] and not seen[ids[i]] then
-    seen[ids[i]] = true
-    new[i] = true
   end
 end
 
 local last = tonumber(redis.call('HGET', KEYS[2], 'last_ts_us') or '-1')
 if policy == 'reject' then
-  local probe = last
+  local probe, seen = last, {}
   for i = 1, n do
-    if new[i] then
+    local id = ids[i]
+    if not known[id] and not seen[id] then
+      seen[id] = true
       if sent[i] < probe then
         return {-1, i - 1, fmt(probe)}
       end
@@ -110,7 +106,9 @@ end
 local m, k = #members, 0
 local arrival = ' ' .. now_text
 for i = 1, n do
-  if new[i] then
+  local id = ids[i]
+  if not known[id] then
+    known[id] = true  -- a repeat later in this batch is a duplicate
     local text = sent_text[i]
     if sent[i] < last then
       text = fmt(last)
@@ -119,7 +117,7 @@ for i = 1, n do
       last = sent[i]
       statuses[i] = 'a'
     end
-    members[m + 1], members[m + 2] = now_ms_text, ids[i]
+    members[m + 1], members[m + 2] = now_ms_text, id
     m = m + 2
     k = k + 1
     items[k] = text .. arrival .. sub(batch, body_at[i], line_end[i])  -- the body from its leading space
@@ -135,9 +133,7 @@ for first = 1, #items, CHUNK do
 end
 
 local out = {0, table.concat(statuses)}
-if redis.call('EXISTS', KEYS[3]) == 1 then
-  redis.call('PEXPIRE', KEYS[3], window)
-end
+redis.call('PEXPIRE', KEYS[3], window)  -- (nothing when the set does not exist)
 if #items > 0 then
   local now_s = now / 1000000
   redis.call('HSET', KEYS[2], 'last_ts_us', fmt(last))

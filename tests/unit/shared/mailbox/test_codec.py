@@ -4,7 +4,13 @@ from datetime import UTC, datetime
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.shared.mailbox.codec import decode_buffer_item, decode_inbox_item, encode_payload, to_micros
+from memq.shared.mailbox.codec import (
+    decode_buffer_item,
+    decode_inbox_item,
+    encode_line,
+    encode_payload,
+    to_micros,
+)
 
 SENT = datetime(2026, 1, 1, 10, tzinfo=UTC)
 ARRIVAL = datetime(2026, 1, 1, 10, 7, tzinfo=UTC)
@@ -62,3 +68,17 @@ def test_the_payload_is_the_json_encoders_byte_for_byte(message_id, role, conten
     encoded = encode_payload(message_id, role, content, sent_us, metadata)
     assert encoded == json.dumps(expected, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     assert "\n" not in encoded  # enqueue.lua splits a batch on newlines
+
+
+@given(
+    st.text(alphabet=st.characters(min_codepoint=33, max_codepoint=126), min_size=1, max_size=20),
+    st.sampled_from(["user", "assistant", "tool"]),
+    st.text(),
+    st.none() | st.integers(-(2**53), 2**53),
+    st.none() | st.dictionaries(st.text(max_size=5), st.text(max_size=5) | st.integers(), max_size=3),
+)
+def test_a_line_is_the_id_the_sent_time_and_the_payload(message_id, role, content, sent_us, metadata):
+    line = encode_line(message_id, role, content, sent_us, metadata)
+    sent = "" if sent_us is None else str(sent_us)
+    assert line == f"{message_id} {sent} {encode_payload(message_id, role, content, sent_us, metadata)}"
+    assert "\n" not in line  # enqueue.lua splits a batch on newlines
