@@ -239,8 +239,9 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     message_items: list[tuple[float, int, int, EpisodeHit, MessageView]] = []
     first_headers: list[tuple[float, int, int, EpisodeHit, None]] = []  # compete at their score
     last_headers: list[tuple[float, int, int, EpisodeHit, None]] = []  # after every message
+    caps = {hit.id: message_cap(hit, p) for hit in hits}  # (at auto, a walk over the hit's messages)
     for hit in hits:
-        cap = message_cap(hit, p)
+        cap = caps[hit.id]
         # an episode that may show messages competes through them; its header alone (with the
         # summary) comes after every message, for when none of its messages fits
         if cap == 0 or not hit.messages:
@@ -265,7 +266,7 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
 
     # the episodes that may show messages, by the block their messages go to: one per
     # sitting (``sittings.py``) when ``p.sitting_gap`` is set, else one per episode
-    opened = [h for h in hits if h.messages and message_cap(h, p) > 0]
+    opened = [h for h in hits if h.messages and caps[h.id] > 0]
     block_of = sittings(opened, p.sitting_gap) if p.sitting_gap is not None else {h.id: h.id for h in opened}
     entries: dict[str, Selected] = {}
     blocks: dict[str, _Block] = {}
@@ -305,7 +306,7 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             key = block_of[hit.id]
             block = blocks.get(key) or _Block()
             if entry is None:
-                entry = Selected(hit, None, message_cap(hit, p))
+                entry = Selected(hit, None, caps[hit.id])
             # an entry showing a message already is one of its block's members
             frame = block if entry.shown else block.joined(entry, costs, shown_summary)
             gaps = block.gaps_with(message.seq, frame)
