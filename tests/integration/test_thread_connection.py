@@ -10,13 +10,15 @@ import threading
 import pytest
 import redis
 
-from memq.shared.connections import mailbox_client
+from memq.shared.connections import redis_client
 from memq.shared.mailbox import thread_connection
 
 
 @pytest.fixture
 def client(settings):
-    return mailbox_client(settings)
+    """A standalone Redis client (the broker's: in the cluster suite too, where the mailbox
+    is a cluster and its enqueue goes through redis-py's cluster pipeline instead)."""
+    return redis_client(settings)
 
 
 def _client_id(client: redis.Redis) -> int:
