@@ -11,7 +11,7 @@ package writes it."""
 from __future__ import annotations
 
 import functools
-from datetime import datetime
+from datetime import UTC, datetime, timedelta
 from typing import TYPE_CHECKING, Any, cast
 
 from fsrs import Card, Scheduler, State
@@ -35,9 +35,26 @@ def card_state(card: dict[str, Any]) -> tuple[float | None, datetime | None]:
 def retrievability(
     stability: float | None, last_review: datetime | None, now: datetime, *, desired_retention: float = 0.9
 ) -> float:
-    """0 for a memory with no FSRS state (never formed)."""
+    """0 for a memory with no FSRS state (never formed). FSRS counts the time since the last
+    review in whole days, so the value is the fsrs package's for the memory's stability and
+    those days (``_retrievability``, remembered: the same episodes come back query after
+    query, and building the package's ``Card`` was most of a re-ranking's time)."""
+    if stability is None or last_review is None:
+        return 0.0
+    return _retrievability(stability, max(0, (now - last_review).days), desired_retention)
+
+
+_ORIGIN = datetime(2000, 1, 1, tzinfo=UTC)
+
+
+@functools.lru_cache(maxsize=65_536)
+def _retrievability(stability: float, elapsed_days: int, desired_retention: float) -> float:
+    """The fsrs package's retrievability of a card of ``stability`` reviewed
+    ``elapsed_days`` whole days ago (``test_retrievability.py`` checks it against the
+    package's own on the actual times)."""
     # card_id and due given: the fsrs package would otherwise read the clock (and sleep 1 ms)
-    card = Card(card_id=0, state=State.Review, stability=stability, last_review=last_review, due=now)
+    card = Card(card_id=0, state=State.Review, stability=stability, last_review=_ORIGIN, due=_ORIGIN)
+    now = _ORIGIN + timedelta(days=elapsed_days)
     value = float(_scheduler(desired_retention).get_card_retrievability(card, current_datetime=now))
     return min(1.0, max(0.0, value))
 
