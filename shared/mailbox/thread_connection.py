@@ -1,4 +1,5 @@
-"""One connection per thread and client, kept, for the producer's hot path (``scripts.run_queued``).
+"""One connection per thread and client, kept, for ``scripts.run_queued``: the producer's
+enqueue and the workers' look for other conversations' waiting messages.
 
 Each call through redis-py's pool takes a connection out and puts it back: a lock, a pid
 check and a poll of the socket for unread data each way, then the pipeline's own objects.

@@ -1,6 +1,6 @@
-"""The producer's kept connection per thread (``memq.shared.mailbox.thread_connection``),
-on a real Redis: one per thread, replaced after a fork, never out of step after an
-interrupted exchange, and a dropped connection retried like redis-py's pipeline."""
+"""The kept connection per thread (``memq.shared.mailbox.thread_connection``), on a real
+Redis: one per thread, replaced after a fork, replies in order, never out of step after an
+interrupted exchange, and one the server closed made afresh before use."""
 
 from __future__ import annotations
 
