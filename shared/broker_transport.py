@@ -35,6 +35,9 @@ for minutes after a routine Redis restart (docs/broker-restarts.md tells the who
    detached transport: an AttributeError, which Celery takes for an unrecoverable error,
    and the worker stopped. The channel here keeps the parameters it used.
 
+The channel also sets the order in which a worker asks its queues for the next task:
+the episodes queue first (``memq.shared.queue_order``).
+
 ``tests/integration/test_broker_restarts.py`` reproduces the stall on kombu's stock
 transport and shows this one recover; ``test_broker_acks_after_reconnect.py`` does the
 same for (4).
@@ -48,6 +51,8 @@ import redis
 from kombu.transport import redis as kombu_redis
 from redis.backoff import NoBackoff
 from redis.retry import Retry
+
+from memq.shared.queue_order import CYCLE_PATH
 
 #: Longest wait for a pub/sub reply once the event loop saw its socket readable (seconds),
 #: when the broker sets no socket timeout.
@@ -92,6 +97,8 @@ def no_retries() -> Retry:
 
 
 class Channel(kombu_redis.Channel):
+    queue_order_strategy = CYCLE_PATH  # the episodes queue asked first (memq.shared.queue_order)
+
     def _get_client(self) -> Any:
         if self.global_keyprefix:  # memq never sets one; kombu's prefixed client keeps its own pub/sub
             raise ValueError("memq's broker transport does not support global_keyprefix")
