@@ -56,6 +56,7 @@ import psutil
 
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
+from memq.bench.sql import wait_quiet
 from memq.bench.texts import utterances
 
 if TYPE_CHECKING:
@@ -506,6 +507,11 @@ def run(ctx: BenchContext) -> list[Measurement]:
     settings = scratch_settings(ctx)
     tenant = ctx.tenant("ingest")
     key_id: str | None = None
+    with pg_owner_connect(ctx.settings, autocommit=True) as conn:
+        # PostgreSQL is not measured here, but a vacuum it runs takes the cores the clients
+        # and Redis run on
+        if (waited := wait_quiet(conn)) > 1:
+            ctx.console.print(f"  waited {waited:.0f} s for a vacuum in progress to end")
     try:
         found = library_measurements(ctx, settings, tenant)
         with pg_owner_connect(ctx.settings, autocommit=True) as conn:

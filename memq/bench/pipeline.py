@@ -9,8 +9,13 @@ Method: real conversations (the shipped sample and LoCoMo, cut into
 queued while a warm worker waits; the clock runs from the first message queued until every
 conversation is idle (every message in an episode). Around that window: Redis commands and
 CPU time (``INFO``), PostgreSQL transactions, rows written and WAL bytes (``pg_stat_database``,
-``pg_current_wal_lsn``), each per message; and a py-spy profile of one busy pool process
-says where a message's time goes.
+``pg_current_wal_lsn``), each per message; and a py-spy profile of one busy pool process,
+in a run of its own, says where a message's time goes.
+
+The runs leave PostgreSQL quiet for each other: a run's rows stay until the family ends,
+then all are forgotten at once and vacuumed (``forget``), and a run starts only once no
+vacuum is in progress (``memq.bench.sql.wait_quiet``): forgotten after each run, one run's
+rows made autovacuum repair the HNSW graph across the next run's timed window.
 """
 
 from __future__ import annotations
@@ -31,7 +36,7 @@ import psutil
 from memq.bench import embedding_ceiling
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
-from memq.bench.sql import one_row
+from memq.bench.sql import one_row, wait_quiet
 from memq.bench.texts import streams
 from memq.shared.embeddings import available_cpus
 from memq.worker_process import wait_warm
@@ -99,6 +104,7 @@ def plan(ctx: BenchContext, total: int, count: int) -> list[Conversation]:
 
 @dataclass
 class Run:
+    tenant: str  # its rows stay until the family forgets them (``forget``)
     workers: int
     messages: int
     seconds: float
@@ -144,22 +150,34 @@ def _pg_counters(conn: Any) -> tuple[int, int, int]:
     return int(row[0]), int(row[1]), int(row[2])
 
 
-def memory_mib(pid: int) -> tuple[float, float]:
-    """A process' (RSS, PSS) in MiB; PSS falls back to RSS where smaps_rollup is not readable."""
+#: Least time between two PSS readings of a busy process (seconds). Reading a process' PSS
+#: walks its page tables: ~8-10 ms of the reader's CPU for a pool process holding the model
+#: (RSS, from ``statm``, costs ~15 µs), while it holds the process' memory map lock. At
+#: every 50 ms poll of both pool processes that took ~0.25 of a 2-core machine from the
+#: pipeline it measured.
+PSS_EVERY = 2.0
+
+
+def memory_mib(pid: int, *, pss: bool = True) -> tuple[float, float]:
+    """A process' (RSS, PSS) in MiB; PSS falls back to RSS where smaps_rollup is not readable,
+    or when ``pss`` is False (the cheap reading)."""
     process = psutil.Process(pid)
     rss = process.memory_info().rss
-    try:
-        pss = process.memory_full_info().pss
-    except (psutil.AccessDenied, AttributeError):
-        pss = rss
-    return rss / (1024 * 1024), pss / (1024 * 1024)
+    proportional = rss
+    if pss:
+        with contextlib.suppress(psutil.AccessDenied, AttributeError):
+            proportional = process.memory_full_info().pss
+    return rss / (1024 * 1024), proportional / (1024 * 1024)
 
 
-def _peak(memory: dict[str, float], name: str, pid: int) -> None:
-    """The highest RSS and PSS (MiB) seen of a process, as ``<name>_rss`` / ``<name>_pss``."""
+def _peak(memory: dict[str, float], name: str, pid: int, *, pss: bool = True) -> None:
+    """The highest RSS and PSS (MiB) seen of a process, as ``<name>_rss`` / ``<name>_pss``;
+    RSS only when ``pss`` is False."""
     with contextlib.suppress(psutil.Error):
-        for kind, value in zip(("rss", "pss"), memory_mib(pid), strict=True):
-            memory[f"{name}_{kind}"] = max(memory.get(f"{name}_{kind}", 0.0), value)
+        rss, proportional = memory_mib(pid, pss=pss)
+        memory[f"{name}_rss"] = max(memory.get(f"{name}_rss", 0.0), rss)
+        if pss:
+            memory[f"{name}_pss"] = max(memory.get(f"{name}_pss", 0.0), proportional)
 
 
 def _cpu(worker: subprocess.Popen) -> dict[str, float]:
@@ -252,7 +270,7 @@ def pipeline_run(
     conversations: list[Conversation],
     *,
     threads: int = 0,
-    profile: bool = True,
+    profile: bool = False,
     rate: float | None = None,
 ) -> Run:
     """``workers`` pool processes of one worker, each with ``threads`` model threads (0:
@@ -260,11 +278,10 @@ def pipeline_run(
     ``rate`` per second one at a time (``paced``)."""
     from memq.producer.client import Producer
     from memq.shared.connections import pg_owner_connect, redis_client
-    from memq.shared.forget import forget_conversation
     from memq.worker_process import start_worker, stop_worker
 
     settings = ctx.settings
-    name = f"pipeline{workers}x{threads}" + ("live" if rate else "")
+    name = f"pipeline{workers}x{threads}" + ("live" if rate else "profile" if profile else "")
     tenant = ctx.tenant(name)
     producer = Producer(settings)
     broker = redis_client(settings)
@@ -288,6 +305,9 @@ def pipeline_run(
         for p in pool:
             _peak(memory, "pool_idle", p.pid)
         with pg_owner_connect(settings, autocommit=True) as conn:
+            waited = wait_quiet(conn)
+            if waited > 1:
+                ctx.console.print(f"  waited {waited:.0f} s for a vacuum in progress to end")
             r0, p0, c0 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
             t0 = time.perf_counter()
             if rate:
@@ -300,11 +320,13 @@ def pipeline_run(
             spy = _profile(pool[0].pid, 8, profile_out) if pool and profile else None
             # wait on PostgreSQL (one cheap count, its transactions subtracted below), not on
             # Redis: the bench's own polling must not count as the pipeline's Redis commands
-            polls = 0
+            polls, pss_at = 0, 0.0
             while one_row(conn, _STORED, (tenant,))[0] < total:
                 polls += 1
+                pss = time.perf_counter() - pss_at >= PSS_EVERY
+                pss_at = time.perf_counter() if pss else pss_at
                 for p in pool:
-                    _peak(memory, "pool_busy", p.pid)
+                    _peak(memory, "pool_busy", p.pid, pss=pss)
                 time.sleep(0.05)
             seconds = time.perf_counter() - t0
             while not all(producer.status(c.id, tenant=tenant).idle for c in conversations):
@@ -336,11 +358,10 @@ def pipeline_run(
                         idle_bytes += producer.redis.memory_usage(key) or 0
                         ttls.append(producer.redis.ttl(key))
                 overlap_bytes += _overlap_bytes(producer.redis.hget(keys.state, "event"))
-            for c in conversations:
-                forget_conversation(producer.redis, conn, producer.keys(c.id, tenant))
     finally:
         stop_worker(process)
     return Run(
+        tenant=tenant,
         workers=workers,
         messages=total,
         seconds=seconds,
@@ -359,6 +380,24 @@ def pipeline_run(
         idle_ttl_days=max(ttls, default=0) / 86_400,
         keys_without_ttl=sum(1 for t in ttls if t < 0),
     )
+
+
+def forget(ctx: BenchContext, runs: list[Run], conversations: list[Conversation]) -> float:
+    """Every run's conversations forgotten, then the tables they were in vacuumed, so that
+    what is measured next does not meet the vacuum they leave; the seconds that took."""
+    from memq.producer.client import Producer
+    from memq.shared.connections import pg_owner_connect
+    from memq.shared.forget import forget_conversation
+
+    started = time.monotonic()
+    producer = Producer(ctx.settings)
+    with pg_owner_connect(ctx.settings, autocommit=True) as conn:
+        for run in runs:
+            for c in conversations:
+                forget_conversation(producer.redis, conn, producer.keys(c.id, run.tenant))
+        wait_quiet(conn)  # an autovacuum of the same tables would hold VACUUM's lock
+        conn.execute("VACUUM (ANALYZE) episode_message, episodic_memory, conversation")
+    return time.monotonic() - started
 
 
 def default_shape(settings: Any) -> tuple[int, int]:
@@ -396,15 +435,27 @@ def run(ctx: BenchContext) -> list[Measurement]:
     # not what a second core adds to one process' threads.
     default = default_shape(ctx.settings)
     runs: dict[tuple[int, int], Run] = {}
-    for shape in ((1, 1), (2, 1), default):
-        if shape not in runs:
-            runs[shape] = pipeline_run(ctx, shape[0], conversations, threads=shape[1], profile=shape == default)
-            ctx.console.print(_shown(f"{shape[0]} worker process(es) x {shape[1]} thread(s)", runs[shape]))
-    # Live traffic: the default worker, messages one at a time at half the rate it drains
-    # a backlog (so drains hold one to a few messages): its CPU per message.
-    rate = runs[default].throughput / 2
-    live = pipeline_run(ctx, default[0], conversations, threads=default[1], profile=False, rate=rate)
-    ctx.console.print(_shown(f"live traffic at {rate:,.0f} messages/s", live))
+    made: list[Run] = []  # forgotten together at the end, whatever happens
+    try:
+        for shape in ((1, 1), (2, 1), default):
+            if shape not in runs:
+                runs[shape] = pipeline_run(ctx, shape[0], conversations, threads=shape[1])
+                made.append(runs[shape])
+                ctx.console.print(_shown(f"{shape[0]} worker process(es) x {shape[1]} thread(s)", runs[shape]))
+        # Where a busy pool process' time goes: py-spy samples one in a run of its own, not
+        # timed, so that the sampler's CPU is not taken from the runs measured above.
+        profiled = pipeline_run(ctx, default[0], conversations, threads=default[1], profile=True)
+        made.append(profiled)
+        # Live traffic: the default worker, messages one at a time at half the rate it drains
+        # a backlog (so drains hold one to a few messages): its CPU per message.
+        rate = runs[default].throughput / 2
+        live = pipeline_run(ctx, default[0], conversations, threads=default[1], rate=rate)
+        made.append(live)
+        ctx.console.print(_shown(f"live traffic at {rate:,.0f} messages/s", live))
+    finally:
+        settled = forget(ctx, made, conversations)
+    ctx.console.print(f"  the runs' conversations forgotten and their tables vacuumed in {settled:.0f} s")
+    where = profiled.profile
     # The floor is measured again after the runs and the better of the two kept: on a
     # shared machine one short measurement can come out low and flatter every ratio.
     again, shapes_after = _ceiling(ctx, texts, "after the runs")
@@ -426,7 +477,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 "threads": default[1],
                 "ceiling_shapes": shapes,
                 "cpu_seconds": used.cpu_seconds,
-                "profile": used.profile,
+                "profile": where,
             },
         ),
         *(
@@ -473,9 +524,9 @@ def run(ctx: BenchContext) -> list[Measurement]:
         Measurement("pg_rows_written_per_message", used.pg_rows_written / per, "rows", higher_is_better=False),
         Measurement("pg_wal_bytes_per_message", used.pg_wal_bytes / per, "bytes", higher_is_better=False),
     ]
-    if used.profile:
+    if where:
         ctx.console.print(
             f"  where a message's time goes ({default[0]} x {default[1]}, py-spy, one pool process): "
-            + ", ".join(f"{k} {v:.0%}" for k, v in used.profile.items())
+            + ", ".join(f"{k} {v:.0%}" for k, v in where.items())
         )
     return found

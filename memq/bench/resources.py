@@ -182,13 +182,16 @@ def _api(ctx: BenchContext) -> tuple[float, float]:
 
 
 def run(ctx: BenchContext) -> list[Measurement]:
-    from memq.bench.pipeline import pipeline_run
+    from memq.bench.pipeline import forget, pipeline_run
 
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     conversations = plan(ctx, max(60, ctx.scale.pipeline_messages // 4), max(3, ctx.scale.pipeline_conversations // 4))
     inbox_bytes, queued = _redis_inbox_bytes(ctx, conversations)
     # the pipeline family's one-process worker when it ran, else a short run of its own
-    worker = ctx.shared.get("pipeline_run_1") or pipeline_run(ctx, 1, conversations, profile=False)
+    worker = ctx.shared.get("pipeline_run_1")
+    if worker is None:
+        worker = pipeline_run(ctx, 1, conversations)
+        forget(ctx, [worker], conversations)
     m = worker.memory
     model_once, model_twice = _model_alone(conversations)
     tables = _table_bytes(ctx)

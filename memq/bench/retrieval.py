@@ -48,6 +48,7 @@ import psycopg
 from memq.bench import corpus
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
+from memq.bench.sql import wait_quiet
 from memq.bench.texts import questions, utterances
 
 SEED = 7
@@ -342,6 +343,8 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 f"{len(plan.tenants)} tenants (largest {plan.tenants[0]:,} messages): {how}"
             )
             picked = pick_queries(plan, asked, ctx.scale.queries, SEED)
+            if (waited := wait_quiet(conn)) > 1:
+                ctx.console.print(f"  waited {waited:.0f} s for a vacuum in progress to end")
             results = {}
             with _quiet("memq.retrieval"):
                 for scope in SCOPES:

@@ -1,7 +1,9 @@
-"""The one SQL helper the benchmark families share: the single row an aggregate answers."""
+"""The SQL helpers the benchmark families share: the single row an aggregate answers, and
+waiting for PostgreSQL to be quiet before a timed run."""
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 
@@ -11,3 +13,21 @@ def one_row(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...]:
     if row is None:
         raise RuntimeError(f"no row for {sql!r}")
     return tuple(row)
+
+
+_VACUUMING = "SELECT count(*) FROM pg_stat_progress_vacuum WHERE datname = current_database()"
+#: Longest wait for a vacuum in progress before a timed run (seconds); past it the run starts
+#: anyway.
+SETTLE_WAIT = 300.0
+
+
+def wait_quiet(conn: Any, timeout: float = SETTLE_WAIT) -> float:
+    """Wait until no vacuum runs in this database (autovacuum's included), at most
+    ``timeout`` seconds; how long it waited. A vacuum of a table under an HNSW index
+    repairs the graph around every deleted row: after 1,500 messages were forgotten among
+    ~130,000, autovacuum took ~0.4 of a core for ~70 s (2026-12-05), across whatever the
+    bench timed meanwhile."""
+    started = time.monotonic()
+    while one_row(conn, _VACUUMING)[0] and time.monotonic() - started < timeout:
+        time.sleep(0.5)  # polling PostgreSQL's progress view: it has no event to wait on
+    return time.monotonic() - started
