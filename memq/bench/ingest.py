@@ -510,8 +510,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
     with pg_owner_connect(ctx.settings, autocommit=True) as conn:
         # PostgreSQL is not measured here, but a vacuum it runs takes the cores the clients
         # and Redis run on
-        if (waited := wait_quiet(conn)) > 1:
-            ctx.console.print(f"  waited {waited:.0f} s for a vacuum in progress to end")
+        wait_quiet(conn, say=ctx.console.print)
     try:
         found = library_measurements(ctx, settings, tenant)
         with pg_owner_connect(ctx.settings, autocommit=True) as conn:

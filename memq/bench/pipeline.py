@@ -305,9 +305,7 @@ def pipeline_run(
         for p in pool:
             _peak(memory, "pool_idle", p.pid)
         with pg_owner_connect(settings, autocommit=True) as conn:
-            waited = wait_quiet(conn)
-            if waited > 1:
-                ctx.console.print(f"  waited {waited:.0f} s for a vacuum in progress to end")
+            wait_quiet(conn, say=ctx.console.print)
             r0, p0, c0 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
             t0 = time.perf_counter()
             if rate:

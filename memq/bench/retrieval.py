@@ -343,8 +343,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 f"{len(plan.tenants)} tenants (largest {plan.tenants[0]:,} messages): {how}"
             )
             picked = pick_queries(plan, asked, ctx.scale.queries, SEED)
-            if (waited := wait_quiet(conn)) > 1:
-                ctx.console.print(f"  waited {waited:.0f} s for a vacuum in progress to end")
+            wait_quiet(conn, say=ctx.console.print)
             results = {}
             with _quiet("memq.retrieval"):
                 for scope in SCOPES:

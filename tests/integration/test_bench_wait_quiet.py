@@ -10,18 +10,16 @@ import threading
 import psycopg
 import pytest
 
-from memq.bench.sql import one_row, wait_quiet
+from memq.bench.sql import VACUUMING, one_row, wait_quiet
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MEMQ_TEST_REDIS_CLUSTER") == "1", reason="PostgreSQL only; once is enough"
 )
 
-_IN_PROGRESS = "SELECT count(*) FROM pg_stat_progress_vacuum WHERE datname = current_database()"
-
 
 def test_it_returns_at_once_when_no_vacuum_runs(empty_database):
     with psycopg.connect(empty_database, autocommit=True) as conn:
-        assert one_row(conn, _IN_PROGRESS)[0] == 0
+        assert one_row(conn, VACUUMING)[0] == 0
         assert wait_quiet(conn) < 1.0
 
 
@@ -51,10 +49,10 @@ def test_it_waits_for_a_vacuum_in_progress_to_end(empty_database):
             assert started.wait(30)
             seen = False
             while worker.is_alive() and not seen:  # the vacuum's progress row, once it starts
-                seen = one_row(conn, _IN_PROGRESS)[0] > 0
+                seen = one_row(conn, VACUUMING)[0] > 0
             assert seen, "the vacuum ended before it was seen in progress"
             wait_quiet(conn, timeout=120)
-            assert one_row(conn, _IN_PROGRESS)[0] == 0  # it returned only once the vacuum was done
+            assert one_row(conn, VACUUMING)[0] == 0  # it returned only once the vacuum was done
     finally:
         worker.join(timeout=120)
     assert not failure, failure
