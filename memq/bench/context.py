@@ -28,15 +28,16 @@ class Scale:
     http_clients: tuple[int, ...]
     pipeline_messages: int
     pipeline_conversations: int
+    pipeline_repeats: int  # timed runs of the stream per worker shape, on one warm worker; the best is kept
     corpus_sizes: tuple[int, ...]  # stored messages, bulk loaded
     queries: int  # per corpus size and scope
     utterance_pool: int  # real utterances embedded for the corpus (0: every one the data has)
 
 
 SCALES = {
-    "quick": Scale("quick", 300, 200, (8,), 120, 6, (2_000,), 10, 1_000),
-    "default": Scale("default", 5_000, 2_000, (8, 32), 1_500, 30, (10_000, 100_000), 100, 0),
-    "large": Scale("large", 20_000, 5_000, (8, 32), 4_000, 60, (10_000, 100_000, 1_000_000), 200, 0),
+    "quick": Scale("quick", 300, 200, (8,), 120, 6, 2, (2_000,), 10, 1_000),
+    "default": Scale("default", 5_000, 2_000, (8, 32), 1_500, 30, 2, (10_000, 100_000), 100, 0),
+    "large": Scale("large", 20_000, 5_000, (8, 32), 4_000, 60, 2, (10_000, 100_000, 1_000_000), 200, 0),
 }
 
 

@@ -112,9 +112,9 @@ class Run:
     redis_cpu_seconds: float
     redis_input_bytes: int
     cpu_seconds: dict[str, float]  # CPU time of the worker's processes, PostgreSQL's and Redis' over the run
-    pg_transactions: int
-    pg_rows_written: int
-    pg_wal_bytes: int
+    pg_transactions: int | None  # None: not read in this run (``_timed_run``)
+    pg_rows_written: int | None
+    pg_wal_bytes: int | None
     episodes: int
     profile: dict[str, float]
     memory: dict[str, float]  # MiB: main and pool processes, idle and busy (the highest seen)
@@ -272,18 +272,18 @@ def pipeline_run(
     threads: int = 0,
     profile: bool = False,
     rate: float | None = None,
-) -> Run:
+    repeats: int = 1,
+) -> list[Run]:
     """``workers`` pool processes of one worker, each with ``threads`` model threads (0:
     what the worker decides, its share of the cores); the messages queued at once, or
-    ``rate`` per second one at a time (``paced``)."""
+    ``rate`` per second one at a time (``paced``). ``repeats`` timed runs of the stream on
+    the same warm worker, each under a tenant of its own: a run each, in order."""
     from memq.producer.client import Producer
-    from memq.shared.connections import pg_owner_connect, redis_client
+    from memq.shared.connections import redis_client
     from memq.worker_process import start_worker, stop_worker
 
     settings = ctx.settings
     name = f"pipeline{workers}x{threads}" + ("live" if rate else "profile" if profile else "")
-    tenant = ctx.tenant(name)
-    producer = Producer(settings)
     broker = redis_client(settings)
     log = ctx.out_dir / "bench-worker.log"
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
@@ -294,70 +294,116 @@ def pipeline_run(
         log_path=log,
         environment={"MEMQ_EMBEDDING_THREADS": str(threads)} if threads else None,
     )
-    total = sum(len(c.messages) for c in conversations)
+    runs: list[Run] = []
     try:
         wait_warm(
             broker, settings.key_prefix, since, workers, alive=lambda: process.poll() is None, log_hint=f"see {log}"
         )
         pool = _pool_processes(process)
-        memory: dict[str, float] = {}
+        memory: dict[str, float] = {}  # the highest seen over every run
         _peak(memory, "main_idle", process.pid)
         for p in pool:
             _peak(memory, "pool_idle", p.pid)
-        with pg_owner_connect(settings, autocommit=True) as conn:
-            wait_quiet(conn, say=ctx.console.print)
-            r0, p0, c0 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
-            t0 = time.perf_counter()
-            if rate:
-                paced(producer, tenant, conversations, rate)
-            else:
-                enqueue(producer, tenant, conversations)
-            for c in conversations:
-                producer.flush(c.id, tenant=tenant)
-            profile_out = ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed"
-            spy = _profile(pool[0].pid, 8, profile_out) if pool and profile else None
-            # wait on PostgreSQL (one cheap count, its transactions subtracted below), not on
-            # Redis: the bench's own polling must not count as the pipeline's Redis commands
-            polls, pss_at = 0, 0.0
-            while one_row(conn, _STORED, (tenant,))[0] < total:
-                polls += 1
-                pss = time.perf_counter() - pss_at >= PSS_EVERY
-                pss_at = time.perf_counter() if pss else pss_at
-                for p in pool:
-                    _peak(memory, "pool_busy", p.pid, pss=pss)
-                time.sleep(0.05)
-            seconds = time.perf_counter() - t0
-            while not all(producer.status(c.id, tenant=tenant).idle for c in conversations):
-                time.sleep(0.05)  # the segments' Redis clean-up, just after their commit
-            r1, c1 = _redis_counters(producer.redis), _cpu(process)
-            # PostgreSQL's counters: a backend reports its statistics when idle, at most once
-            # a second, and at its exit; the workers keep theirs open between tasks, so the
-            # worker stops first (its work is done) and this session flushes its own.
-            stop_worker(process)
-            p1 = _pg_counters(conn)
-            stored, episodes = one_row(
-                conn,
-                "SELECT (SELECT count(*) FROM episode_message WHERE tenant_id = %s), "
-                "(SELECT count(*) FROM episodic_memory WHERE tenant_id = %s)",
-                (tenant, tenant),
+        producer = Producer(settings)
+        for i in range(repeats):
+            tenant = ctx.tenant(name if repeats == 1 else f"{name}-{i + 1}")
+            spy = ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed" if profile and i == 0 else None
+            runs.append(
+                _timed_run(
+                    ctx,
+                    producer,
+                    process,
+                    pool,
+                    tenant,
+                    conversations,
+                    memory,
+                    rate=rate,
+                    profile=spy,
+                    last=i == repeats - 1,
+                )
             )
-            if stored != total:
-                raise RuntimeError(f"pipeline bench: {stored} of {total} messages stored; see {log}")
-            where: dict[str, float] = {}
-            if spy is not None:
-                spy.wait(timeout=60)
-                if profile_out.exists():
-                    where = breakdown(profile_out.read_text())
-            idle_bytes, overlap_bytes, ttls = 0, 0, []
-            for c in conversations:
-                keys = producer.keys(c.id, tenant)
-                for key in keys.all():
-                    if producer.redis.exists(key):
-                        idle_bytes += producer.redis.memory_usage(key) or 0
-                        ttls.append(producer.redis.ttl(key))
-                overlap_bytes += _overlap_bytes(producer.redis.hget(keys.state, "event"))
     finally:
         stop_worker(process)
+    return runs
+
+
+def _timed_run(
+    ctx: BenchContext,
+    producer: Any,
+    process: subprocess.Popen,
+    pool: list[psutil.Process],
+    tenant: str,
+    conversations: list[Conversation],
+    memory: dict[str, float],
+    *,
+    rate: float | None,
+    profile: Path | None,
+    last: bool,
+) -> Run:
+    """One timed run of the stream under ``tenant`` on a warm worker: from the first
+    message queued until PostgreSQL holds every message; with ``profile``, py-spy's samples
+    of one pool process written there. The ``last`` run stops the worker
+    and reads PostgreSQL's counters (``Run.pg_transactions`` and the rest; None otherwise)."""
+    from memq.shared.connections import pg_owner_connect
+    from memq.worker_process import stop_worker
+
+    workers = len(pool)
+    total = sum(len(c.messages) for c in conversations)
+    log = ctx.out_dir / "bench-worker.log"
+    with pg_owner_connect(ctx.settings, autocommit=True) as conn:
+        wait_quiet(conn, say=ctx.console.print)
+        r0, p0, c0 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
+        t0 = time.perf_counter()
+        if rate:
+            paced(producer, tenant, conversations, rate)
+        else:
+            enqueue(producer, tenant, conversations)
+        for c in conversations:
+            producer.flush(c.id, tenant=tenant)
+        spy = _profile(pool[0].pid, 8, profile) if pool and profile else None
+        # wait on PostgreSQL (one cheap count, its transactions subtracted below), not on
+        # Redis: the bench's own polling must not count as the pipeline's Redis commands
+        polls, pss_at = 0, 0.0
+        while one_row(conn, _STORED, (tenant,))[0] < total:
+            polls += 1
+            pss = time.perf_counter() - pss_at >= PSS_EVERY
+            pss_at = time.perf_counter() if pss else pss_at
+            for p in pool:
+                _peak(memory, "pool_busy", p.pid, pss=pss)
+            time.sleep(0.05)
+        seconds = time.perf_counter() - t0
+        while not all(producer.status(c.id, tenant=tenant).idle for c in conversations):
+            time.sleep(0.05)  # the segments' Redis clean-up, just after their commit
+        r1, c1 = _redis_counters(producer.redis), _cpu(process)
+        # PostgreSQL's counters: a backend reports its statistics when idle, at most once a
+        # second, and at its exit; the workers keep theirs open between tasks and runs, so
+        # only the last run reads them, once the worker is stopped (its work is done). The
+        # work per message is the same in every run; only the time differs.
+        p1 = None
+        if last:
+            stop_worker(process)
+            p1 = _pg_counters(conn)
+        stored, episodes = one_row(
+            conn,
+            "SELECT (SELECT count(*) FROM episode_message WHERE tenant_id = %s), "
+            "(SELECT count(*) FROM episodic_memory WHERE tenant_id = %s)",
+            (tenant, tenant),
+        )
+        if stored != total:
+            raise RuntimeError(f"pipeline bench: {stored} of {total} messages stored; see {log}")
+        where: dict[str, float] = {}
+        if spy is not None:
+            spy.wait(timeout=60)
+            if profile is not None and profile.exists():
+                where = breakdown(profile.read_text())
+        idle_bytes, overlap_bytes, ttls = 0, 0, []
+        for c in conversations:
+            keys = producer.keys(c.id, tenant)
+            for key in keys.all():
+                if producer.redis.exists(key):
+                    idle_bytes += producer.redis.memory_usage(key) or 0
+                    ttls.append(producer.redis.ttl(key))
+            overlap_bytes += _overlap_bytes(producer.redis.hget(keys.state, "event"))
     return Run(
         tenant=tenant,
         workers=workers,
@@ -367,9 +413,10 @@ def pipeline_run(
         redis_cpu_seconds=r1[1] - r0[1],
         redis_input_bytes=r1[2] - r0[2],
         cpu_seconds={k: round(c1[k] - c0.get(k, 0.0), 2) for k in c1},
-        pg_transactions=p1[0] - p0[0] - polls - 3,  # less the bench's own reads and flush requests
-        pg_rows_written=p1[1] - p0[1],
-        pg_wal_bytes=p1[2] - p0[2],
+        # less the bench's own reads and flush requests
+        pg_transactions=None if p1 is None else p1[0] - p0[0] - polls - 3,
+        pg_rows_written=None if p1 is None else p1[1] - p0[1],
+        pg_wal_bytes=None if p1 is None else p1[2] - p0[2],
         episodes=int(episodes),
         profile=where,
         memory=memory,
@@ -417,9 +464,23 @@ def _ceiling(ctx: BenchContext, texts: list[str], when: str) -> tuple[float, dic
     return ceiling, shapes
 
 
-def _shown(name: str, r: Run) -> str:
+def best(runs: list[Run]) -> Run:
+    """The fastest of a shape's runs: the one this shared machine disturbed least (the
+    floor, too, is the better of two measurements)."""
+    return max(runs, key=lambda r: r.throughput)
+
+
+def throughputs(runs: list[Run]) -> list[float]:
+    """Each run's messages/s, in order, rounded for the JSON."""
+    return [round(r.throughput, 1) for r in runs]
+
+
+def _shown(name: str, r: Run, runs: list[Run] | None = None) -> str:
+    every = ""
+    if runs and len(runs) > 1:
+        every = f" (best of {len(runs)}: " + ", ".join(f"{t:,.0f}" for t in throughputs(runs)) + ")"
     return (
-        f"  {name}: {r.throughput:,.0f} messages/s ({r.episodes} episodes) in {r.seconds:.0f} s; CPU seconds: "
+        f"  {name}: {r.throughput:,.0f} messages/s{every} ({r.episodes} episodes) in {r.seconds:.0f} s; CPU seconds: "
         + ", ".join(f"{k} {v:.0f}" for k, v in r.cpu_seconds.items())
     )
 
@@ -432,22 +493,26 @@ def run(ctx: BenchContext) -> list[Measurement]:
     # what a second worker process adds (no shared bottleneck in Redis, PostgreSQL, locks),
     # not what a second core adds to one process' threads.
     default = default_shape(ctx.settings)
-    runs: dict[tuple[int, int], Run] = {}
+    tries: dict[tuple[int, int], list[Run]] = {}  # every timed run of each shape, in order
     made: list[Run] = []  # forgotten together at the end, whatever happens
     try:
         for shape in ((1, 1), (2, 1), default):
-            if shape not in runs:
-                runs[shape] = pipeline_run(ctx, shape[0], conversations, threads=shape[1])
-                made.append(runs[shape])
-                ctx.console.print(_shown(f"{shape[0]} worker process(es) x {shape[1]} thread(s)", runs[shape]))
+            if shape not in tries:
+                tries[shape] = pipeline_run(
+                    ctx, shape[0], conversations, threads=shape[1], repeats=ctx.scale.pipeline_repeats
+                )
+                made.extend(tries[shape])
+                ctx.console.print(
+                    _shown(f"{shape[0]} worker process(es) x {shape[1]} thread(s)", best(tries[shape]), tries[shape])
+                )
         # Where a busy pool process' time goes: py-spy samples one in a run of its own, not
         # timed, so that the sampler's CPU is not taken from the runs measured above.
-        profiled = pipeline_run(ctx, default[0], conversations, threads=default[1], profile=True)
+        [profiled] = pipeline_run(ctx, default[0], conversations, threads=default[1], profile=True)
         made.append(profiled)
         # Live traffic: the default worker, messages one at a time at half the rate it drains
         # a backlog (so drains hold one to a few messages): its CPU per message.
-        rate = runs[default].throughput / 2
-        live = pipeline_run(ctx, default[0], conversations, threads=default[1], rate=rate)
+        rate = best(tries[default]).throughput / 2
+        [live] = pipeline_run(ctx, default[0], conversations, threads=default[1], rate=rate)
         made.append(live)
         ctx.console.print(_shown(f"live traffic at {rate:,.0f} messages/s", live))
     finally:
@@ -455,12 +520,15 @@ def run(ctx: BenchContext) -> list[Measurement]:
     ctx.console.print(f"  the runs' conversations forgotten and their tables vacuumed in {settled:.0f} s")
     where = profiled.profile
     # The floor is measured again after the runs and the better of the two kept: on a
-    # shared machine one short measurement can come out low and flatter every ratio.
+    # shared machine one short measurement can come out low and flatter every ratio. The
+    # pipeline gets the same: the best of ``pipeline_repeats`` runs of each shape.
     again, shapes_after = _ceiling(ctx, texts, "after the runs")
     if again > ceiling:
         ceiling, shapes = again, shapes_after
-    ctx.shared["pipeline_run_1"] = runs[(1, 1)]  # its memory figures, for the resources family
-    one, two, used = runs[(1, 1)], runs[(2, 1)], runs[default]
+    ctx.shared["pipeline_run_1"] = tries[(1, 1)][-1]  # its memory figures, for the resources family
+    one, two, used = best(tries[(1, 1)]), best(tries[(2, 1)]), best(tries[default])
+    # the work per message is the same in every run: PostgreSQL's counters are read in the last
+    counted = tries[default][-1]
     common = {"messages": one.messages, "conversations": len(conversations), "episodes": one.episodes}
     found = [
         Measurement(
@@ -473,6 +541,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 **common,
                 "workers": default[0],
                 "threads": default[1],
+                "runs": throughputs(tries[default]),
                 "ceiling_shapes": shapes,
                 "cpu_seconds": used.cpu_seconds,
                 "profile": where,
@@ -481,19 +550,25 @@ def run(ctx: BenchContext) -> list[Measurement]:
         *(
             Measurement(
                 f"pipeline_{n}",
-                r.throughput,
+                best(tries[(n, 1)]).throughput,
                 "messages/s",
                 floor=ceiling,
-                params={**common, "workers": n, "threads": 1, "cpu_seconds": r.cpu_seconds},
+                params={
+                    **common,
+                    "workers": n,
+                    "threads": 1,
+                    "runs": throughputs(tries[(n, 1)]),
+                    "cpu_seconds": best(tries[(n, 1)]).cpu_seconds,
+                },
             )
-            for n, r in ((1, one), (2, two))
+            for n in (1, 2)
         ),
         Measurement(
             "scale_out_2",
             two.throughput / one.throughput,
             "x",
             target=1.8,
-            params={"workers": "2 vs 1", "threads": 1},
+            params={"workers": "2 vs 1", "threads": 1, "runs": ctx.scale.pipeline_repeats},
         ),
     ]
     cores = available_cpus()
@@ -513,14 +588,18 @@ def run(ctx: BenchContext) -> list[Measurement]:
             },
         )
     )
-    per = used.messages
+    per = counted.messages
+    assert counted.pg_transactions is not None and counted.pg_rows_written is not None
+    assert counted.pg_wal_bytes is not None  # the last run of a shape reads them (``_timed_run``)
     found += [
-        Measurement("redis_commands_per_message", used.redis_commands / per, "commands", higher_is_better=False),
-        Measurement("redis_cpu_us_per_message", used.redis_cpu_seconds / per * 1e6, "µs", higher_is_better=False),
-        Measurement("redis_input_bytes_per_message", used.redis_input_bytes / per, "bytes", higher_is_better=False),
-        Measurement("pg_transactions_per_message", used.pg_transactions / per, "transactions", higher_is_better=False),
-        Measurement("pg_rows_written_per_message", used.pg_rows_written / per, "rows", higher_is_better=False),
-        Measurement("pg_wal_bytes_per_message", used.pg_wal_bytes / per, "bytes", higher_is_better=False),
+        Measurement("redis_commands_per_message", counted.redis_commands / per, "commands", higher_is_better=False),
+        Measurement("redis_cpu_us_per_message", counted.redis_cpu_seconds / per * 1e6, "µs", higher_is_better=False),
+        Measurement("redis_input_bytes_per_message", counted.redis_input_bytes / per, "bytes", higher_is_better=False),
+        Measurement(
+            "pg_transactions_per_message", counted.pg_transactions / per, "transactions", higher_is_better=False
+        ),
+        Measurement("pg_rows_written_per_message", counted.pg_rows_written / per, "rows", higher_is_better=False),
+        Measurement("pg_wal_bytes_per_message", counted.pg_wal_bytes / per, "bytes", higher_is_better=False),
     ]
     if where:
         ctx.console.print(

@@ -190,7 +190,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
     # the pipeline family's one-process worker when it ran, else a short run of its own
     worker = ctx.shared.get("pipeline_run_1")
     if worker is None:
-        worker = pipeline_run(ctx, 1, conversations)
+        [worker] = pipeline_run(ctx, 1, conversations)
         forget(ctx, [worker], conversations)
     m = worker.memory
     model_once, model_twice = _model_alone(conversations)

@@ -13,6 +13,7 @@ from pathlib import Path
 import cluster_mode
 import pytest
 
+from memq.bench.context import SCALES
 from memq.bench.runner import FAMILIES
 
 pytestmark = pytest.mark.integration
@@ -42,3 +43,7 @@ def test_the_quick_bench_writes_every_named_figure(service_env, tmp_path):
     for m in document["measurements"]:
         assert set(m) >= {"name", "value", "unit", "floor", "ratio", "params"}
         assert isinstance(m["value"], (int, float)), m
+    # each worker shape ran the stream as often as the scale says, every run reported
+    runs = {m["name"]: m["params"].get("runs") for m in document["measurements"]}
+    for name in ("pipeline", "pipeline_1", "pipeline_2"):
+        assert len(runs[name]) == SCALES["quick"].pipeline_repeats, runs
