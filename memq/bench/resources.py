@@ -43,7 +43,7 @@ import httpx
 
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
-from memq.bench.pipeline import Conversation, enqueue, memory_mib, plan
+from memq.bench.pipeline import Conversation, enqueue, key_bytes, memory_mib, plan
 from memq.bench.sql import one_row
 
 # name -> target: a ratio to the floor where the measurement has one, else the value itself
@@ -120,7 +120,7 @@ def _redis_inbox_bytes(ctx: BenchContext, conversations: list[Conversation]) -> 
     held = 0
     for c in conversations:
         keys = producer.keys(c.id, tenant)
-        held += sum(producer.redis.memory_usage(k) or 0 for k in (keys.inbox, keys.state, keys.ids))
+        held += sum(key_bytes(producer.redis, k) for k in (keys.inbox, keys.state, keys.ids))
     for c in conversations:
         producer.redis.delete(*producer.keys(c.id, tenant).all())
         with contextlib.suppress(Exception):
