@@ -296,7 +296,7 @@ def pipeline_run(
     settings = ctx.settings
     name = f"pipeline{workers}x{threads}" + ("live" if rate else "profile" if profile else "")
     broker = redis_client(settings)
-    log = ctx.out_dir / "bench-worker.log"
+    log = _worker_log(ctx)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
     since = time.time()
     process = start_worker(
@@ -324,6 +324,7 @@ def pipeline_run(
                     ctx,
                     producer,
                     process,
+                    workers,
                     pool,
                     tenant,
                     conversations,
@@ -338,10 +339,16 @@ def pipeline_run(
     return runs
 
 
+def _worker_log(ctx: BenchContext) -> Path:
+    """Where the bench's workers write their output."""
+    return ctx.out_dir / "bench-worker.log"
+
+
 def _timed_run(
     ctx: BenchContext,
     producer: Any,
     process: subprocess.Popen,
+    workers: int,
     pool: list[psutil.Process],
     tenant: str,
     conversations: list[Conversation],
@@ -358,9 +365,7 @@ def _timed_run(
     from memq.shared.connections import pg_owner_connect
     from memq.worker_process import stop_worker
 
-    workers = len(pool)
     total = sum(len(c.messages) for c in conversations)
-    log = ctx.out_dir / "bench-worker.log"
     with pg_owner_connect(ctx.settings, autocommit=True) as conn:
         wait_quiet(conn, say=ctx.console.print)
         r0, p0, c0 = _redis_counters(producer.redis), _pg_counters(conn), _cpu(process)
@@ -401,7 +406,7 @@ def _timed_run(
             (tenant, tenant),
         )
         if stored != total:
-            raise RuntimeError(f"pipeline bench: {stored} of {total} messages stored; see {log}")
+            raise RuntimeError(f"pipeline bench: {stored} of {total} messages stored; see {_worker_log(ctx)}")
         where: dict[str, float] = {}
         if spy is not None:
             spy.wait(timeout=60)
