@@ -39,7 +39,7 @@ import psutil
 from memq.bench import embedding_ceiling
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
-from memq.bench.sql import one_row, wait_quiet
+from memq.bench.sql import one_row, table_messages, wait_quiet
 from memq.bench.texts import streams
 from memq.shared.embeddings import available_cpus
 from memq.worker_process import wait_warm
@@ -192,11 +192,13 @@ def _peak(memory: dict[str, float], name: str, pid: int, *, pss: bool = True) ->
 
 
 def _cpu(worker: subprocess.Popen) -> dict[str, float]:
-    """CPU seconds (user + system) so far of the worker's processes, of PostgreSQL's and of
-    Redis' on this machine: where the cores went while the pipeline ran."""
-    found = {"worker": 0.0, "postgres": 0.0, "redis": 0.0}
+    """CPU seconds (user + system) so far of the worker's processes (``worker_main``: of
+    which its main process, Celery's consumer), of PostgreSQL's and of Redis' on this
+    machine: where the cores went while the pipeline ran."""
+    found = {"worker": 0.0, "worker_main": 0.0, "postgres": 0.0, "redis": 0.0}
     with contextlib.suppress(psutil.Error):
         tree = psutil.Process(worker.pid)
+        found["worker_main"] = sum(tree.cpu_times()[:2])
         for p in [tree, *tree.children(recursive=True)]:
             with contextlib.suppress(psutil.Error):
                 found["worker"] += sum(p.cpu_times()[:2])
@@ -502,8 +504,14 @@ def _shown(name: str, r: Run, runs: list[Run] | None = None) -> str:
 
 
 def run(ctx: BenchContext) -> list[Measurement]:
+    from memq.shared.connections import pg_owner_connect
+
     conversations = plan(ctx, ctx.scale.pipeline_messages, ctx.scale.pipeline_conversations)
     texts = [m["content"] for c in conversations for m in c.messages]
+    # what the runs' messages are inserted into (a bench corpus left loaded counts): the
+    # HNSW insert, most of PostgreSQL's work per message, grows with it
+    with pg_owner_connect(ctx.settings, autocommit=True) as conn:
+        table = table_messages(conn)
     ceiling, shapes = _ceiling(ctx, texts, "before the runs")
     # Scale-out: one and two pool processes of one model thread each, so that the ratio is
     # what a second worker process adds (no shared bottleneck in Redis, PostgreSQL, locks),
@@ -545,7 +553,12 @@ def run(ctx: BenchContext) -> list[Measurement]:
     one, two, used = best(tries[(1, 1)]), best(tries[(2, 1)]), best(tries[default])
     # the work per message is the same in every run: PostgreSQL's counters are read in the last
     counted = tries[default][-1]
-    common = {"messages": one.messages, "conversations": len(conversations), "episodes": one.episodes}
+    common = {
+        "messages": one.messages,
+        "conversations": len(conversations),
+        "episodes": one.episodes,
+        "table_messages": table,
+    }
     found = [
         Measurement(
             "pipeline",

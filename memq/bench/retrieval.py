@@ -48,7 +48,7 @@ import psycopg
 from memq.bench import corpus
 from memq.bench.context import BenchContext
 from memq.bench.measurement import Measurement
-from memq.bench.sql import wait_quiet
+from memq.bench.sql import table_messages, wait_quiet
 from memq.bench.texts import questions, utterances
 
 SEED = 7
@@ -289,11 +289,6 @@ def _pool(ctx: BenchContext) -> corpus.Pool:
     return corpus.make_pool(texts, [u.role for u in pool], vectors, ctx.embedder.name)
 
 
-def _table_messages(conn: psycopg.Connection) -> int:
-    row = conn.execute("SELECT count(*) FROM episode_message").fetchone()
-    return int(row[0]) if row else 0
-
-
 def _buffers(conn: psycopg.Connection) -> dict[str, int]:
     """The server's ``shared_buffers`` and the message vector index's size, in MiB: a search
     whose graph does not fit copies its pages in from the OS cache (docs/operations.md)."""
@@ -360,7 +355,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 "tenants": len(plan.tenants),
                 "conversations": len(plan.conversations),
                 "largest_tenant_messages": plan.tenants[0],
-                "table_messages": _table_messages(conn),
+                "table_messages": table_messages(conn),
                 "ef_search": settings.hnsw_ef_search,
                 "ef_search_episodes": settings.hnsw_ef_search_episodes,
                 "split_legs": settings.retrieval_split_legs,

@@ -16,6 +16,12 @@ def one_row(conn: Any, sql: str, args: tuple[Any, ...] = ()) -> tuple[Any, ...]:
     return tuple(row)
 
 
+def table_messages(conn: Any) -> int:
+    """Rows in ``episode_message``, every tenant's: the size of the HNSW index a stored
+    message is inserted into and a search walks (one per table)."""
+    return int(one_row(conn, "SELECT count(*) FROM episode_message")[0])
+
+
 VACUUMING = "SELECT count(*) FROM pg_stat_progress_vacuum WHERE datname = current_database()"
 #: Longest wait for a vacuum in progress before a timed run (seconds); past it the run starts
 #: anyway.
