@@ -57,7 +57,7 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         # (which then reloads the embedding model) for nothing. Its unacknowledged message
         # may come back after the visibility timeout, a harmless duplicate.
         "worker_cancel_long_running_tasks_on_connection_loss": False,
-        "worker_send_task_events": True,
+        "worker_send_task_events": settings.task_events,
         "task_send_sent_event": settings.task_sent_events,
         "timezone": "UTC",
         "enable_utc": True,
