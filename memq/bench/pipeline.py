@@ -198,8 +198,8 @@ def _cpu(worker: subprocess.Popen) -> dict[str, float]:
     found = {"worker": 0.0, "worker_main": 0.0, "postgres": 0.0, "redis": 0.0}
     with contextlib.suppress(psutil.Error):
         tree = psutil.Process(worker.pid)
-        found["worker_main"] = sum(tree.cpu_times()[:2])
-        for p in [tree, *tree.children(recursive=True)]:
+        found["worker_main"] = found["worker"] = sum(tree.cpu_times()[:2])
+        for p in tree.children(recursive=True):
             with contextlib.suppress(psutil.Error):
                 found["worker"] += sum(p.cpu_times()[:2])
     for p in psutil.process_iter(["name"]):

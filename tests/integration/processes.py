@@ -11,18 +11,23 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def spawn_worker(env: dict[str, str], name: str, extra_env: dict[str, str] | None = None) -> subprocess.Popen:
+def spawn_worker(
+    env: dict[str, str],
+    name: str,
+    extra_env: dict[str, str] | None = None,
+    *,
+    host: str = "%h",
+    queue: str | None = None,
+) -> subprocess.Popen:
+    """A solo worker named ``name@host``, on memq's queues or on ``queue`` alone (one no
+    other worker of the session consumes)."""
     from memq.cli.worker_commands import worker_argv
 
+    argv = worker_argv(concurrency=1, hostname=f"{name}@{host}", pool="solo", loglevel="WARNING")
+    if queue is not None:
+        argv[argv.index("-Q") + 1] = queue
     full = {**os.environ, **env, **(extra_env or {})}
-    return subprocess.Popen(
-        worker_argv(concurrency=1, hostname=f"{name}@%h", pool="solo", loglevel="WARNING"),
-        cwd=ROOT,
-        env=full,
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
+    return subprocess.Popen(argv, cwd=ROOT, env=full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
 def wait_for_workers(app, names: set[str], timeout: float = 60.0) -> None:

@@ -7,8 +7,6 @@ its tasks, and runs ``sweep_stalled`` with an age nothing reaches (it changes no
 
 from __future__ import annotations
 
-import os
-import subprocess
 import threading
 import time
 import uuid
@@ -16,7 +14,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from processes import ROOT, stop_process
+from processes import spawn_worker, stop_process
 
 from memq.shared import tasks
 
@@ -29,7 +27,6 @@ class EventStream:
     """Every Celery event on the broker, captured from before the worker starts."""
 
     def __init__(self, app: Any):
-        self._app = app
         self._seen: list[dict] = []
         self._changed = threading.Condition()
         self._connection = app.connection_for_read()
@@ -73,10 +70,6 @@ class EventStream:
                 self._changed.wait(left)
             return result
 
-    def count(self) -> int:
-        with self._changed:
-            return len(self._seen)
-
     def snapshot(self) -> list[dict]:
         with self._changed:
             return list(self._seen)
@@ -89,16 +82,7 @@ def _of(host: str, kind: str, after: int = 0) -> Callable[[list[dict]], list[dic
     return found
 
 
-def _spawn(service_env: dict[str, str], name: str, queue: str, task_events: bool) -> subprocess.Popen:
-    from memq.cli.worker_commands import worker_argv
-
-    argv = worker_argv(concurrency=1, hostname=f"{name}@memq-test", pool="solo", loglevel="WARNING")
-    argv[argv.index("-Q") + 1] = queue  # its own queue: no other worker takes its tasks
-    env = {**os.environ, **service_env, "MEMQ_TASK_EVENTS": str(task_events).lower()}
-    return subprocess.Popen(argv, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-
-
-def _sweep_done(celery_app: Any, queue: str) -> str:
+def _publish_sweep(celery_app: Any, queue: str) -> str:
     """Publish one harmless task to ``queue``; its id."""
     sent = celery_app.send_task(tasks.SWEEP_STALLED, kwargs={"age": NOTHING_IS_THAT_OLD}, queue=queue)
     return str(sent.id)
@@ -111,7 +95,7 @@ def _after_a_heartbeat(events: EventStream, host: str, celery_app: Any) -> None:
     deadline = time.monotonic() + 120  # its first task may wait for the model to load
     while not celery_app.control.ping(destination=[host], timeout=2.0):
         assert time.monotonic() < deadline, f"{host} did not answer a ping"
-    mark = events.count()
+    mark = len(events.snapshot())
     events.wait(_of(host, "worker-heartbeat", mark), 30, f"a heartbeat of {host} after its ping")
 
 
@@ -121,11 +105,13 @@ def test_task_events_setting_and_enable_events(service_env, celery_app, task_eve
     host = f"{name}@memq-test"
     queue = f"memq.test-events-{name}"
     with EventStream(celery_app) as events:
-        worker = _spawn(service_env, name, queue, task_events)
+        worker = spawn_worker(
+            service_env, name, {"MEMQ_TASK_EVENTS": str(task_events).lower()}, host="memq-test", queue=queue
+        )
         try:
             # Online: its heartbeats (the "worker" group of events) flow whatever the setting.
             events.wait(_of(host, "worker-"), 120, f"an event of worker {host}")
-            first = _sweep_done(celery_app, queue)
+            first = _publish_sweep(celery_app, queue)
             _after_a_heartbeat(events, host, celery_app)
             theirs = _of(host, "task-")(events.snapshot())
             if task_events:
@@ -137,7 +123,7 @@ def test_task_events_setting_and_enable_events(service_env, celery_app, task_eve
                 # What Flower does every few seconds: ask for them.
                 replies = celery_app.control.enable_events(destination=[host], reply=True, timeout=10.0)
                 assert replies and "enabled" in str(replies[0][host]).lower(), replies
-                second = _sweep_done(celery_app, queue)
+                second = _publish_sweep(celery_app, queue)
                 succeeded = events.wait(_of(host, "task-succeeded"), 60, f"task-succeeded from {host}")
                 assert [e["uuid"] for e in succeeded] == [second]
         finally:
