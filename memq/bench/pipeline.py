@@ -25,11 +25,13 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import shutil
 import subprocess
 import sys
 import time
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -277,26 +279,47 @@ def _overlap_bytes(event: str | bytes | None) -> int:
     return len(json.dumps(overlap, separators=(",", ":")).encode()) if overlap else 0
 
 
+@dataclass(frozen=True)
+class RunKind:
+    """One run of the stream on a warm worker: queued at once (a backlog), or ``rate``
+    messages per second one at a time (``paced``); ``profile`` seconds of py-spy samples of
+    one pool process from its start (0: none)."""
+
+    rate: float | None = None
+    profile: int = 0
+    label: str = ""
+
+
+BACKLOG = RunKind()
+PROFILE_SECONDS = 8  # py-spy's window at most (a run shorter than that is sampled for its length)
+
+
+def profile_seconds(messages: int, throughput: float) -> int:
+    """py-spy's window for a run of ``messages`` at ``throughput``: the run's expected
+    length, whole seconds, between 1 and ``PROFILE_SECONDS`` (sampling on after the run ends
+    would hold the bench up for nothing: an idle process gives no samples)."""
+    return max(1, min(PROFILE_SECONDS, math.ceil(messages / max(throughput, 1e-9))))
+
+
 def pipeline_run(
     ctx: BenchContext,
     workers: int,
     conversations: list[Conversation],
+    kinds: Sequence[RunKind] = (BACKLOG,),
     *,
     threads: int = 0,
-    profile: bool = False,
-    rate: float | None = None,
-    repeats: int = 1,
 ) -> list[Run]:
     """``workers`` pool processes of one worker, each with ``threads`` model threads (0:
-    what the worker decides, its share of the cores); the messages queued at once, or
-    ``rate`` per second one at a time (``paced``). ``repeats`` timed runs of the stream on
-    the same warm worker, each under a tenant of its own: a run each, in order."""
+    what the worker decides, its share of the cores), and a run of the stream per kind in
+    ``kinds``, in order, on that same warm worker, each under a tenant of its own: a
+    ``Run`` each. The worker is started once (each start loads the model in every pool
+    process) and stopped by the last run (``_timed_run``)."""
     from memq.producer.client import Producer
     from memq.shared.connections import redis_client
     from memq.worker_process import start_worker, stop_worker
 
     settings = ctx.settings
-    name = f"pipeline{workers}x{threads}" + ("live" if rate else "profile" if profile else "")
+    name = f"pipeline{workers}x{threads}"
     broker = redis_client(settings)
     log = _worker_log(ctx)
     ctx.out_dir.mkdir(parents=True, exist_ok=True)
@@ -318,9 +341,9 @@ def pipeline_run(
         for p in pool:
             _peak(memory, "pool_idle", p.pid)
         producer = Producer(settings)
-        for i in range(repeats):
-            tenant = ctx.tenant(name if repeats == 1 else f"{name}-{i + 1}")
-            spy = ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed" if profile and i == 0 else None
+        for i, kind in enumerate(kinds):
+            tenant = ctx.tenant(f"{name}-{kind.label or i + 1}")
+            spy = ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed" if kind.profile else None
             runs.append(
                 _timed_run(
                     ctx,
@@ -331,9 +354,9 @@ def pipeline_run(
                     tenant,
                     conversations,
                     memory,
-                    rate=rate,
-                    profile=spy,
-                    last=i == repeats - 1,
+                    rate=kind.rate,
+                    profile=(spy, kind.profile) if spy else None,
+                    last=i == len(kinds) - 1,
                 )
             )
     finally:
@@ -357,12 +380,12 @@ def _timed_run(
     memory: dict[str, float],
     *,
     rate: float | None,
-    profile: Path | None,
+    profile: tuple[Path, int] | None,
     last: bool,
 ) -> Run:
     """One timed run of the stream under ``tenant`` on a warm worker: from the first
-    message queued until PostgreSQL holds every message; with ``profile``, py-spy's samples
-    of one pool process written there. The ``last`` run stops the worker
+    message queued until PostgreSQL holds every message; with ``profile`` (a file, seconds),
+    py-spy's samples of one pool process written there. The ``last`` run stops the worker
     and reads PostgreSQL's counters (``Run.pg_transactions`` and the rest; None otherwise)."""
     from memq.shared.connections import pg_owner_connect
     from memq.worker_process import stop_worker
@@ -378,7 +401,7 @@ def _timed_run(
             enqueue(producer, tenant, conversations)
         for c in conversations:
             producer.flush(c.id, tenant=tenant)
-        spy = _profile(pool[0].pid, 8, profile) if pool and profile else None
+        spy = _profile(pool[0].pid, profile[1], profile[0]) if pool and profile else None
         # wait on PostgreSQL (one cheap count, its transactions subtracted below), not on
         # Redis: the bench's own polling must not count as the pipeline's Redis commands
         polls, pss_at = 0, 0.0
@@ -412,8 +435,8 @@ def _timed_run(
         where: dict[str, float] = {}
         if spy is not None:
             spy.wait(timeout=60)
-            if profile is not None and profile.exists():
-                where = breakdown(profile.read_text())
+            if profile is not None and profile[0].exists():
+                where = breakdown(profile[0].read_text())
         idle_bytes, overlap_bytes, ttls = 0, 0, []
         for c in conversations:
             keys = producer.keys(c.id, tenant)
@@ -523,21 +546,29 @@ def run(ctx: BenchContext) -> list[Measurement]:
         for shape in ((1, 1), (2, 1), default):
             if shape not in tries:
                 tries[shape] = pipeline_run(
-                    ctx, shape[0], conversations, threads=shape[1], repeats=ctx.scale.pipeline_repeats
+                    ctx, shape[0], conversations, [BACKLOG] * ctx.scale.pipeline_repeats, threads=shape[1]
                 )
                 made.extend(tries[shape])
                 ctx.console.print(
                     _shown(f"{shape[0]} worker process(es) x {shape[1]} thread(s)", best(tries[shape]), tries[shape])
                 )
         # Where a busy pool process' time goes: py-spy samples one in a run of its own, not
-        # timed, so that the sampler's CPU is not taken from the runs measured above.
-        [profiled] = pipeline_run(ctx, default[0], conversations, threads=default[1], profile=True)
-        made.append(profiled)
-        # Live traffic: the default worker, messages one at a time at half the rate it drains
+        # timed, so that the sampler's CPU is not taken from the runs measured above. Then
+        # live traffic on the same worker: messages one at a time at half the rate it drains
         # a backlog (so drains hold one to a few messages): its CPU per message.
-        rate = best(tries[default]).throughput / 2
-        [live] = pipeline_run(ctx, default[0], conversations, threads=default[1], rate=rate)
-        made.append(live)
+        fastest = best(tries[default]).throughput
+        rate = fastest / 2
+        profiled, live = pipeline_run(
+            ctx,
+            default[0],
+            conversations,
+            [
+                RunKind(profile=profile_seconds(len(texts), fastest), label="profile"),
+                RunKind(rate=rate, label="live"),
+            ],
+            threads=default[1],
+        )
+        made += [profiled, live]
         ctx.console.print(_shown(f"live traffic at {rate:,.0f} messages/s", live))
     finally:
         settled = forget(ctx, made, conversations)

@@ -1,12 +1,12 @@
-"""The pipeline family's pure parts: which run of a shape is reported, and where a
-profiled pool process' samples go."""
+"""The pipeline family's pure parts: which run of a shape is reported, how long a profiled
+run is sampled, and where a profiled pool process' samples go."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.bench.pipeline import Run, best, breakdown, throughputs
+from memq.bench.pipeline import PROFILE_SECONDS, Run, best, breakdown, profile_seconds, throughputs
 
 
 def _run(seconds: float, tenant: str = "t") -> Run:
@@ -53,3 +53,19 @@ def test_a_profile_is_shared_out_by_the_innermost_known_frame():
     )
     shares = breakdown(collapsed)
     assert shares == {"embedding model": 0.6, "PostgreSQL": 0.2, "waiting": 0.1, "segmentation policy": 0.1}
+
+
+@given(st.integers(min_value=1, max_value=100_000), st.floats(min_value=0.01, max_value=10_000))
+def test_a_profile_covers_the_expected_run_within_its_bounds(messages, throughput):
+    seconds = profile_seconds(messages, throughput)
+    assert isinstance(seconds, int)
+    assert 1 <= seconds <= PROFILE_SECONDS
+    # the whole expected run is sampled, unless it is longer than the window
+    assert seconds >= min(PROFILE_SECONDS, messages / throughput)
+    # and no more than a second beyond it
+    assert seconds < max(1, messages / throughput) + 1
+
+
+def test_a_quick_run_is_sampled_for_its_length_and_a_long_one_for_the_window():
+    assert profile_seconds(120, 110.0) == 2  # the quick scale's stream: ~1.1 s
+    assert profile_seconds(1500, 110.0) == PROFILE_SECONDS  # the default scale's: ~14 s
