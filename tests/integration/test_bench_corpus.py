@@ -6,12 +6,16 @@ from __future__ import annotations
 
 import threading
 
+import cluster_mode
 import pytest
 
 from memq.bench.corpus import compact
 from memq.bench.sql import one_row
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(cluster_mode.enabled(), reason="PostgreSQL only; once is enough"),
+]
 
 COUNT = "SELECT count(*) FROM episode_message"
 
