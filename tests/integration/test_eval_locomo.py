@@ -8,12 +8,18 @@ from __future__ import annotations
 import json
 import uuid
 
+import cluster_mode
 import pytest
 from click.testing import CliRunner
 
 from memq.cli import main
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    # the evaluation's subject is its report; the pipeline over a clustered mailbox is the
+    # subject of the cluster pass' own tests
+    pytest.mark.skipif(cluster_mode.enabled(), reason="the evaluation harness runs once"),
+]
 
 SESSION_1 = [
     ("Ada", "Hi Ben! I just got back from a week in Lisbon with my sister."),
