@@ -93,9 +93,10 @@ def test_a_folder_whose_server_runs_on_another_port_is_not_given_a_second_server
         first.stop()
 
 
-def test_each_port_but_the_default_has_a_folder_of_its_own(tmp_path):
+def test_each_port_but_the_default_has_a_folder_of_its_own(tmp_path, monkeypatch):
     from memq.shared.embedded.services import embedded_redis
 
+    monkeypatch.delenv("MEMQ_EMBEDDED_REDIS_PORT", raising=False)  # the default, whatever the shell set
     default = embedded_redis(Settings(data_dir=tmp_path))
     other = embedded_redis(Settings(data_dir=tmp_path, embedded_redis_port=6411))
     assert default.folder == tmp_path / "redis" and other.folder == tmp_path / "redis-6411"
