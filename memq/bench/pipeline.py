@@ -343,7 +343,7 @@ def pipeline_run(
         producer = Producer(settings)
         for i, kind in enumerate(kinds):
             tenant = ctx.tenant(f"{name}-{kind.label or i + 1}")
-            spy = ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed" if kind.profile else None
+            spy = (ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed", kind.profile) if kind.profile else None
             runs.append(
                 _timed_run(
                     ctx,
@@ -355,7 +355,7 @@ def pipeline_run(
                     conversations,
                     memory,
                     rate=kind.rate,
-                    profile=(spy, kind.profile) if spy else None,
+                    profile=spy,
                     last=i == len(kinds) - 1,
                 )
             )
