@@ -6,6 +6,7 @@ bearer key (``auth.py``); the MCP server (streamable HTTP, stateless, JSON answe
 
 from __future__ import annotations
 
+import asyncio
 import json
 from contextlib import asynccontextmanager
 
@@ -53,12 +54,22 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         own = services is None
         svc = services if services is not None else await anyio.to_thread.run_sync(Services.start, settings)
         holder["services"] = app.state.services = svc
-        if not await anyio.to_thread.run_sync(lambda: svc.producer.worker_answers(timeout=1.0)):
-            log.warning("no_worker", hint=NO_WORKER)  # accepted messages wait until one runs
+
+        async def warn_without_worker() -> None:  # accepted messages wait until one runs
+            answered = await anyio.to_thread.run_sync(
+                lambda: svc.producer.worker_answers(timeout=1.0), abandon_on_cancel=True
+            )
+            if not answered:
+                log.warning("no_worker", hint=NO_WORKER)
+
+        # beside serving: with no worker up (one deployed after the API), the ping's full
+        # wait would hold the API's readiness back
+        pinging = asyncio.ensure_future(warn_without_worker())
         try:
             async with mcp.session_manager.run():
                 yield
         finally:
+            pinging.cancel()
             if own:
                 svc.close()
 

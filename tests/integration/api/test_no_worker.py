@@ -3,11 +3,19 @@ its start-up log and in the flush answer."""
 
 from __future__ import annotations
 
+import logging
+import time
+
 import pytest
 
 from memq.producer.client import NO_WORKER
 
 pytestmark = pytest.mark.integration
+
+
+def start_up_warnings(caplog) -> list[object]:
+    # structlog hands its events to stdlib logging (``memq.shared.logging``)
+    return [r.msg for r in caplog.records if r.name == "memq.api" and "no_worker" in str(r.msg)]
 
 
 def test_the_api_warns_when_no_worker_answers(own_redis, settings, auth, caplog):
@@ -22,14 +30,22 @@ def test_the_api_warns_when_no_worker_answers(own_redis, settings, auth, caplog)
     svc = Services.start(alone, load_model=False)
     try:
         app = create_app(alone, services=svc)
+        # the process' first create_app configures logging, replacing the root logger's
+        # handlers: caplog's is put back, or this test would pass only after another
+        logging.getLogger().addHandler(caplog.handler)
         with TestClient(app) as client:
             url = "/v1/conversations/quiet/"
             one = {"role": "user", "content": "Is anyone there to remember this?", "message_id": "q1"}
             assert client.post(url + "messages", json=one, headers=auth).status_code == 202
             flushed = client.post(url + "flush", headers=auth).json()
+            # the start-up ping runs beside serving (the API is ready at once): its warning
+            # comes once the ping's wait is over
+            deadline = time.monotonic() + 30
+            while not start_up_warnings(caplog) and time.monotonic() < deadline:
+                time.sleep(0.05)
         assert flushed == {"conversation_id": "quiet", "flushed": True, "warning": NO_WORKER}
-        # structlog hands its events to stdlib logging (``memq.shared.logging``)
-        start_up = [r.msg for r in caplog.records if r.name == "memq.api" and "no_worker" in str(r.msg)]
+        start_up = start_up_warnings(caplog)
         assert len(start_up) == 1 and "memq worker" in str(start_up[0])  # once, at start-up
     finally:
+        logging.getLogger().removeHandler(caplog.handler)
         svc.close()
