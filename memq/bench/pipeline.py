@@ -25,8 +25,8 @@ from __future__ import annotations
 
 import contextlib
 import json
-import math
 import shutil
+import signal
 import subprocess
 import sys
 import time
@@ -127,6 +127,7 @@ class Run:
     idle_overlap_bytes: float  # of which its overlap tail (the next episode's context) as stored
     idle_ttl_days: float  # after which it keeps nothing
     keys_without_ttl: int
+    rate: float | None = None  # messages/s of a paced run (None: a backlog)
 
     @property
     def throughput(self) -> float:
@@ -219,19 +220,31 @@ def _pool_processes(process: subprocess.Popen) -> list[psutil.Process]:
     return []
 
 
-def _profile(pid: int, seconds: float, out: Path) -> subprocess.Popen | None:
-    """py-spy sampling one pool process (collapsed stacks), or None when py-spy is absent."""
+def _profile(pid: int, out: Path) -> subprocess.Popen | None:
+    """py-spy sampling one pool process (collapsed stacks) for at most ``PROFILE_SECONDS``,
+    or None when py-spy is absent. ``_end_profile`` stops it sooner."""
     spy = str(Path(sys.executable).with_name("py-spy"))  # installed with memq[dev], next to this Python
     if not Path(spy).exists():
         spy = shutil.which("py-spy") or spy
     if not Path(spy).exists():
         return None
-    argv = [spy, "record", "--pid", str(pid), "--duration", str(max(1, int(seconds))), "--format", "raw"]
+    argv = [spy, "record", "--pid", str(pid), "--duration", str(PROFILE_SECONDS), "--format", "raw"]
     return subprocess.Popen(
         [*argv, "--output", str(out), "--nonblocking", "--rate", "50"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,
     )
+
+
+def _end_profile(spy: subprocess.Popen) -> None:
+    """Stop py-spy now (on SIGINT it writes what it sampled) and wait for its file."""
+    if spy.poll() is None:
+        spy.send_signal(signal.SIGINT)
+    try:
+        spy.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        spy.kill()
+        spy.wait()
 
 
 # Where a sample's time goes: the first of these found in its stack, innermost first.
@@ -281,24 +294,43 @@ def _overlap_bytes(event: str | bytes | None) -> int:
 
 @dataclass(frozen=True)
 class RunKind:
-    """One run of the stream on a warm worker: queued at once (a backlog), or ``rate``
-    messages per second one at a time (``paced``); ``profile`` seconds of py-spy samples of
-    one pool process from its start (0: none)."""
+    """One run of the stream on a warm worker: queued at once (a backlog, ``pace`` 0), or
+    one message at a time at ``pace`` x the fastest run before it on the same worker; with
+    ``profile``, py-spy samples one pool process from the run's start to its end (at most
+    ``PROFILE_SECONDS``). Only plain backlogs are timed runs (``timed``)."""
 
-    rate: float | None = None
-    profile: int = 0
+    pace: float = 0.0
+    profile: bool = False
     label: str = ""
+
+    @property
+    def timed(self) -> bool:
+        return not self.pace and not self.profile
 
 
 BACKLOG = RunKind()
-PROFILE_SECONDS = 8  # py-spy's window at most (a run shorter than that is sampled for its length)
+PROFILED = RunKind(profile=True, label="profile")
+# live traffic: messages one at a time at half the rate the worker drains a backlog, so
+# that drains hold one to a few messages
+LIVE = RunKind(pace=0.5, label="live")
+PROFILE_SECONDS = 8  # py-spy's window at most; a shorter run is sampled until it ends
 
 
-def profile_seconds(messages: int, throughput: float) -> int:
-    """py-spy's window for a run of ``messages`` at ``throughput``: the run's expected
-    length, whole seconds, between 1 and ``PROFILE_SECONDS`` (sampling on after the run ends
-    would hold the bench up for nothing: an idle process gives no samples)."""
-    return max(1, min(PROFILE_SECONDS, math.ceil(messages / max(throughput, 1e-9))))
+def shape_kinds(repeats: int, *, default: bool) -> list[RunKind]:
+    """The runs on one worker shape: ``repeats`` timed backlogs; on the default shape first
+    the profiled run and then live traffic (paced on the profiled run), so that the last
+    run, which reads PostgreSQL's counters once the worker stops, is a timed backlog, and
+    the profile and live runs cost no worker start of their own."""
+    return ([PROFILED, LIVE] if default else []) + [BACKLOG] * repeats
+
+
+def pace_rate(kind: RunKind, before: Sequence[Run]) -> float | None:
+    """Messages/s of a paced run after the runs ``before`` it on its worker (None: a backlog)."""
+    if not kind.pace:
+        return None
+    if not before:
+        raise ValueError("a paced run follows a run on the same worker: its rate is a share of the fastest")
+    return kind.pace * max(r.throughput for r in before)
 
 
 def pipeline_run(
@@ -312,8 +344,8 @@ def pipeline_run(
     """``workers`` pool processes of one worker, each with ``threads`` model threads (0:
     what the worker decides, its share of the cores), and a run of the stream per kind in
     ``kinds``, in order, on that same warm worker, each under a tenant of its own: a
-    ``Run`` each. The worker is started once (each start loads the model in every pool
-    process) and stopped by the last run (``_timed_run``)."""
+    ``Run`` each (a paced run's rate: ``pace_rate``). The worker is started once (each start
+    loads the model in every pool process) and stopped by the last run (``_timed_run``)."""
     from memq.producer.client import Producer
     from memq.shared.connections import redis_client
     from memq.worker_process import start_worker, stop_worker
@@ -343,7 +375,7 @@ def pipeline_run(
         producer = Producer(settings)
         for i, kind in enumerate(kinds):
             tenant = ctx.tenant(f"{name}-{kind.label or i + 1}")
-            spy = (ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed", kind.profile) if kind.profile else None
+            spy = ctx.out_dir / f"pipeline-{workers}x{threads}.collapsed" if kind.profile else None
             runs.append(
                 _timed_run(
                     ctx,
@@ -354,7 +386,7 @@ def pipeline_run(
                     tenant,
                     conversations,
                     memory,
-                    rate=kind.rate,
+                    rate=pace_rate(kind, runs),
                     profile=spy,
                     last=i == len(kinds) - 1,
                 )
@@ -380,12 +412,12 @@ def _timed_run(
     memory: dict[str, float],
     *,
     rate: float | None,
-    profile: tuple[Path, int] | None,
+    profile: Path | None,
     last: bool,
 ) -> Run:
     """One timed run of the stream under ``tenant`` on a warm worker: from the first
-    message queued until PostgreSQL holds every message; with ``profile`` (a file, seconds),
-    py-spy's samples of one pool process written there. The ``last`` run stops the worker
+    message queued until PostgreSQL holds every message; with ``profile`` (a file), py-spy's
+    samples of one pool process over the run written there. The ``last`` run stops the worker
     and reads PostgreSQL's counters (``Run.pg_transactions`` and the rest; None otherwise)."""
     from memq.shared.connections import pg_owner_connect
     from memq.worker_process import stop_worker
@@ -401,7 +433,7 @@ def _timed_run(
             enqueue(producer, tenant, conversations)
         for c in conversations:
             producer.flush(c.id, tenant=tenant)
-        spy = _profile(pool[0].pid, profile[1], profile[0]) if pool and profile else None
+        spy = _profile(pool[0].pid, profile) if pool and profile else None
         # wait on PostgreSQL (one cheap count, its transactions subtracted below), not on
         # Redis: the bench's own polling must not count as the pipeline's Redis commands
         polls, pss_at = 0, 0.0
@@ -413,6 +445,8 @@ def _timed_run(
                 _peak(memory, "pool_busy", p.pid, pss=pss)
             time.sleep(0.05)
         seconds = time.perf_counter() - t0
+        if spy is not None:
+            _end_profile(spy)
         while not all(producer.status(c.id, tenant=tenant).idle for c in conversations):
             time.sleep(0.05)  # the segments' Redis clean-up, just after their commit
         r1, c1 = _redis_counters(producer.redis), _cpu(process)
@@ -433,10 +467,8 @@ def _timed_run(
         if stored != total:
             raise RuntimeError(f"pipeline bench: {stored} of {total} messages stored; see {_worker_log(ctx)}")
         where: dict[str, float] = {}
-        if spy is not None:
-            spy.wait(timeout=60)
-            if profile is not None and profile[0].exists():
-                where = breakdown(profile[0].read_text())
+        if spy is not None and profile is not None and profile.exists():
+            where = breakdown(profile.read_text())
         idle_bytes, overlap_bytes, ttls = 0, 0, []
         for c in conversations:
             keys = producer.keys(c.id, tenant)
@@ -465,6 +497,7 @@ def _timed_run(
         idle_overlap_bytes=overlap_bytes / len(conversations),
         idle_ttl_days=max(ttls, default=0) / 86_400,
         keys_without_ttl=sum(1 for t in ttls if t < 0),
+        rate=rate,
     )
 
 
@@ -495,8 +528,8 @@ def default_shape(settings: Any) -> tuple[int, int]:
     return processes, settings.embedding_threads or threads_per_process(available_cpus(), processes)
 
 
-def _ceiling(ctx: BenchContext, texts: list[str], when: str) -> tuple[float, dict[str, float]]:
-    ceiling, shapes = embedding_ceiling.ceiling(ctx.embedder, texts)
+def _ceiling(ctx: BenchContext, measure: embedding_ceiling.Ceiling, when: str) -> tuple[float, dict[str, float]]:
+    ceiling, shapes = measure(ctx.embedder)
     ctx.console.print(
         f"  embedding ceiling {when} {ceiling:,.0f} messages/s (processes x threads: "
         + ", ".join(f"{k} {v:,.0f}" for k, v in shapes.items())
@@ -535,49 +568,40 @@ def run(ctx: BenchContext) -> list[Measurement]:
     # HNSW insert, most of PostgreSQL's work per message, grows with it
     with pg_owner_connect(ctx.settings, autocommit=True) as conn:
         table = table_messages(conn)
-    ceiling, shapes = _ceiling(ctx, texts, "before the runs")
-    # Scale-out: one and two pool processes of one model thread each, so that the ratio is
-    # what a second worker process adds (no shared bottleneck in Redis, PostgreSQL, locks),
-    # not what a second core adds to one process' threads.
-    default = default_shape(ctx.settings)
-    tries: dict[tuple[int, int], list[Run]] = {}  # every timed run of each shape, in order
-    made: list[Run] = []  # forgotten together at the end, whatever happens
-    try:
-        for shape in ((1, 1), (2, 1), default):
-            if shape not in tries:
-                tries[shape] = pipeline_run(
-                    ctx, shape[0], conversations, [BACKLOG] * ctx.scale.pipeline_repeats, threads=shape[1]
-                )
-                made.extend(tries[shape])
+    # the floor's one-thread processes are started once and measured before and after the
+    # runs (each start loads the model); idle in between, they take no CPU from the runs
+    with embedding_ceiling.Ceiling(texts) as measure:
+        ceiling, shapes = _ceiling(ctx, measure, "before the runs")
+        # Scale-out: one and two pool processes of one model thread each, so that the ratio
+        # is what a second worker process adds (no shared bottleneck in Redis, PostgreSQL,
+        # locks), not what a second core adds to one process' threads.
+        default = default_shape(ctx.settings)
+        tries: dict[tuple[int, int], list[Run]] = {}  # every timed run of each shape, in order
+        made: list[Run] = []  # forgotten together at the end, whatever happens
+        try:
+            for shape in dict.fromkeys(((1, 1), (2, 1), default)):
+                # On the default shape, before its timed runs: where a busy pool process' time
+                # goes (py-spy samples one in a run of its own, not timed, so that the
+                # sampler's CPU is not taken from the timed runs), then live traffic, its CPU
+                # per message.
+                kinds = shape_kinds(ctx.scale.pipeline_repeats, default=shape == default)
+                runs = pipeline_run(ctx, shape[0], conversations, kinds, threads=shape[1])
+                made += runs
+                tries[shape] = [r for r, kind in zip(runs, kinds, strict=True) if kind.timed]
+                if shape == default:
+                    profiled, live = (r for r, kind in zip(runs, kinds, strict=True) if not kind.timed)
+                    ctx.console.print(_shown(f"live traffic at {live.rate or 0:,.0f} messages/s", live))
                 ctx.console.print(
                     _shown(f"{shape[0]} worker process(es) x {shape[1]} thread(s)", best(tries[shape]), tries[shape])
                 )
-        # Where a busy pool process' time goes: py-spy samples one in a run of its own, not
-        # timed, so that the sampler's CPU is not taken from the runs measured above. Then
-        # live traffic on the same worker: messages one at a time at half the rate it drains
-        # a backlog (so drains hold one to a few messages): its CPU per message.
-        fastest = best(tries[default]).throughput
-        rate = fastest / 2
-        profiled, live = pipeline_run(
-            ctx,
-            default[0],
-            conversations,
-            [
-                RunKind(profile=profile_seconds(len(texts), fastest), label="profile"),
-                RunKind(rate=rate, label="live"),
-            ],
-            threads=default[1],
-        )
-        made += [profiled, live]
-        ctx.console.print(_shown(f"live traffic at {rate:,.0f} messages/s", live))
-    finally:
-        settled = forget(ctx, made, conversations)
-    ctx.console.print(f"  the runs' conversations forgotten and their tables vacuumed in {settled:.0f} s")
-    where = profiled.profile
-    # The floor is measured again after the runs and the better of the two kept: on a
-    # shared machine one short measurement can come out low and flatter every ratio. The
-    # pipeline gets the same: the best of ``pipeline_repeats`` runs of each shape.
-    again, shapes_after = _ceiling(ctx, texts, "after the runs")
+        finally:
+            settled = forget(ctx, made, conversations)
+        ctx.console.print(f"  the runs' conversations forgotten and their tables vacuumed in {settled:.0f} s")
+        where = profiled.profile
+        # The floor is measured again after the runs and the better of the two kept: on a
+        # shared machine one short measurement can come out low and flatter every ratio. The
+        # pipeline gets the same: the best of ``pipeline_repeats`` runs of each shape.
+        again, shapes_after = _ceiling(ctx, measure, "after the runs")
     if again > ceiling:
         ceiling, shapes = again, shapes_after
     ctx.shared["pipeline_run_1"] = tries[(1, 1)][-1]  # its memory figures, for the resources family
@@ -640,7 +664,7 @@ def run(ctx: BenchContext) -> list[Measurement]:
             floor=cores / ceiling * 1000,  # the model's own CPU per message, in the floor's shape
             higher_is_better=False,
             params={
-                "rate": round(rate, 1),
+                "rate": round(live.rate or 0, 1),
                 "workers": default[0],
                 "threads": default[1],
                 "seconds": round(live.seconds, 1),

@@ -36,7 +36,9 @@ import contextlib
 import json
 import subprocess
 import sys
+import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -78,23 +80,30 @@ print(json.dumps(rss))
 """
 
 
-def _model_alone(conversations: list[Conversation]) -> tuple[float, float]:
-    """RSS in MiB of a bare Python process holding the configured embedding model once it
-    has embedded the run's texts (the least any process that embeds holds), and of the same
-    process with a second copy loaded and used."""
-    texts = [m["content"] for c in conversations for m in c.messages]
-    out = subprocess.run(
-        [sys.executable, "-c", _MODEL_ALONE],
-        input=json.dumps(texts),
-        capture_output=True,
-        text=True,
-        timeout=600,
-        check=False,
-    )
-    if out.returncode != 0:
-        raise RuntimeError(f"the bare model process failed: {out.stderr[-2000:]}")
-    one, two = json.loads(out.stdout.strip().splitlines()[-1])
-    return one / (1024 * 1024), two / (1024 * 1024)
+def _model_alone(conversations: list[Conversation]) -> Callable[[], tuple[float, float]]:
+    """Starts a bare Python process that loads the configured embedding model and embeds the
+    run's texts, then a second copy; the returned call waits for it and gives its RSS in MiB
+    with one copy (the least any process that embeds holds) and with two. Started before
+    the API, the two load their models at the same time."""
+    with tempfile.TemporaryFile("w+") as texts:  # its stdin: a pipe would block this process until it reads
+        json.dump([m["content"] for c in conversations for m in c.messages], texts)
+        texts.seek(0)
+        process = subprocess.Popen(
+            [sys.executable, "-c", _MODEL_ALONE], stdin=texts, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+        )
+
+    def result() -> tuple[float, float]:
+        try:
+            stdout, stderr = process.communicate(timeout=600)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            raise RuntimeError("the bare model process did not finish in 600 s") from None
+        if process.returncode != 0:
+            raise RuntimeError(f"the bare model process failed: {stderr[-2000:]}")
+        one, two = json.loads(stdout.strip().splitlines()[-1])
+        return one / (1024 * 1024), two / (1024 * 1024)
+
+    return result
 
 
 def _payload_bytes(conversations: list[Conversation]) -> float:
@@ -193,9 +202,12 @@ def run(ctx: BenchContext) -> list[Measurement]:
         [worker] = pipeline_run(ctx, 1, conversations)
         forget(ctx, [worker], conversations)
     m = worker.memory
-    model_once, model_twice = _model_alone(conversations)
-    tables = _table_bytes(ctx)
-    api_ready, api_served = _api(ctx)
+    alone_rss = _model_alone(conversations)
+    try:
+        tables = _table_bytes(ctx)
+        api_ready, api_served = _api(ctx)
+    finally:
+        model_once, model_twice = alone_rss()
     mib = "MiB"
     alone = {"model_once_rss": round(model_once, 1), "model_twice_rss": round(model_twice, 1)}
 

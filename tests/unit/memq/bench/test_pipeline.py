@@ -1,12 +1,13 @@
-"""The pipeline family's pure parts: which run of a shape is reported, how long a profiled
-run is sampled, and where a profiled pool process' samples go."""
+"""The pipeline family's pure parts: which run of a shape is reported, which runs a worker
+shape gets and at what rate a paced one goes, and where a profiled pool process' samples go."""
 
 from __future__ import annotations
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.bench.pipeline import PROFILE_SECONDS, Run, best, breakdown, profile_seconds, throughputs
+from memq.bench.pipeline import BACKLOG, LIVE, PROFILED, Run, best, breakdown, pace_rate, shape_kinds, throughputs
 
 
 def _run(seconds: float, tenant: str = "t") -> Run:
@@ -55,17 +56,25 @@ def test_a_profile_is_shared_out_by_the_innermost_known_frame():
     assert shares == {"embedding model": 0.6, "PostgreSQL": 0.2, "waiting": 0.1, "segmentation policy": 0.1}
 
 
-@given(st.integers(min_value=1, max_value=100_000), st.floats(min_value=0.01, max_value=10_000))
-def test_a_profile_covers_the_expected_run_within_its_bounds(messages, throughput):
-    seconds = profile_seconds(messages, throughput)
-    assert isinstance(seconds, int)
-    assert 1 <= seconds <= PROFILE_SECONDS
-    # the whole expected run is sampled, unless it is longer than the window
-    assert seconds >= min(PROFILE_SECONDS, messages / throughput)
-    # and no more than a second beyond it
-    assert seconds < max(1, messages / throughput) + 1
+@given(st.integers(min_value=1, max_value=5), st.booleans())
+def test_a_shape_ends_on_its_timed_runs_and_only_the_default_one_is_profiled_and_paced(repeats, default):
+    kinds = shape_kinds(repeats, default=default)
+    assert [k for k in kinds if k.timed] == [BACKLOG] * repeats
+    # the last run reads PostgreSQL's counters once the worker stops: a timed backlog's
+    assert kinds[-repeats:] == [BACKLOG] * repeats
+    assert (PROFILED in kinds, LIVE in kinds) == (default, default)
+    if default:  # live traffic is paced on a run before it on the same worker
+        assert kinds.index(PROFILED) < kinds.index(LIVE)
 
 
-def test_a_quick_run_is_sampled_for_its_length_and_a_long_one_for_the_window():
-    assert profile_seconds(120, 110.0) == 2  # the quick scale's stream: ~1.1 s
-    assert profile_seconds(1500, 110.0) == PROFILE_SECONDS  # the default scale's: ~14 s
+@given(st.lists(st.floats(min_value=0.5, max_value=600), min_size=1, max_size=5))
+def test_live_traffic_goes_at_half_the_fastest_run_before_it(seconds):
+    before = [_run(s) for s in seconds]
+    assert pace_rate(LIVE, before) == pytest.approx(0.5 * 1500 / min(seconds))
+    assert pace_rate(BACKLOG, before) is None
+    assert pace_rate(PROFILED, before) is None
+
+
+def test_a_paced_run_first_on_its_worker_is_refused():
+    with pytest.raises(ValueError, match="follows a run"):
+        pace_rate(LIVE, [])
