@@ -538,6 +538,15 @@ def _ceiling(ctx: BenchContext, measure: embedding_ceiling.Ceiling, when: str) -
     return ceiling, shapes
 
 
+UNSTEADY = 0.15  # the floor's two measurements further apart than this: the machine's speed changed
+
+
+def floor_drift(before: float, after: float) -> float:
+    """How far apart the floor's two measurements are, as a share of the higher: 0 on a
+    steady machine; the pipeline's runs happened somewhere in between."""
+    return abs(before - after) / max(before, after, 1e-9)
+
+
 def best(runs: list[Run]) -> Run:
     """The fastest of a shape's runs: the one this shared machine disturbed least (the
     floor, too, is the better of two measurements)."""
@@ -602,8 +611,15 @@ def run(ctx: BenchContext) -> list[Measurement]:
         # shared machine one short measurement can come out low and flatter every ratio. The
         # pipeline gets the same: the best of ``pipeline_repeats`` runs of each shape.
         again, shapes_after = _ceiling(ctx, measure, "after the runs")
+    before, drift = ceiling, floor_drift(ceiling, again)
     if again > ceiling:
         ceiling, shapes = again, shapes_after
+    if drift > UNSTEADY:
+        ctx.console.print(
+            f"  [yellow]the floor moved by {drift:.0%} between its two measurements[/]: this machine's speed "
+            "changed during the runs, so the pipeline's ratios are less certain than usual; compare them "
+            "with a steadier run"
+        )
     ctx.shared["pipeline_run_1"] = tries[(1, 1)][-1]  # its memory figures, for the resources family
     one, two, used = best(tries[(1, 1)]), best(tries[(2, 1)]), best(tries[default])
     # the work per message is the same in every run: PostgreSQL's counters are read in the last
@@ -627,6 +643,9 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 "threads": default[1],
                 "runs": throughputs(tries[default]),
                 "ceiling_shapes": shapes,
+                "floor_before": round(before, 1),
+                "floor_after": round(again, 1),
+                "floor_drift": round(drift, 3),
                 "cpu_seconds": used.cpu_seconds,
                 "profile": where,
             },

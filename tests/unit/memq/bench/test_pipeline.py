@@ -7,7 +7,18 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.bench.pipeline import BACKLOG, LIVE, PROFILED, Run, best, breakdown, pace_rate, shape_kinds, throughputs
+from memq.bench.pipeline import (
+    BACKLOG,
+    LIVE,
+    PROFILED,
+    Run,
+    best,
+    breakdown,
+    floor_drift,
+    pace_rate,
+    shape_kinds,
+    throughputs,
+)
 
 
 def _run(seconds: float, tenant: str = "t") -> Run:
@@ -78,3 +89,16 @@ def test_live_traffic_goes_at_half_the_fastest_run_before_it(seconds):
 def test_a_paced_run_first_on_its_worker_is_refused():
     with pytest.raises(ValueError, match="follows a run"):
         pace_rate(LIVE, [])
+
+
+@given(st.floats(min_value=1, max_value=1e4), st.floats(min_value=1, max_value=1e4))
+def test_the_floors_drift_is_symmetric_and_a_share_of_the_higher(before, after):
+    drift = floor_drift(before, after)
+    assert 0 <= drift < 1
+    assert drift == floor_drift(after, before)
+    assert drift == pytest.approx(1 - min(before, after) / max(before, after))
+
+
+def test_a_floor_measured_at_203_then_123_moved_by_two_fifths():
+    assert floor_drift(203.0, 123.0) == pytest.approx(0.394, abs=1e-3)
+    assert floor_drift(150.0, 150.0) == 0
