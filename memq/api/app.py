@@ -64,7 +64,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
 
         # beside serving: with no worker up (one deployed after the API), the ping's full
         # wait would hold the API's readiness back
-        pinging = asyncio.ensure_future(warn_without_worker())
+        pinging = asyncio.create_task(warn_without_worker())
         try:
             async with mcp.session_manager.run():
                 yield
