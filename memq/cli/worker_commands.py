@@ -13,7 +13,7 @@ from memq.shared import tasks
 
 # What the Celery app imports when it loads (the memq[worker] extra); checked before exec so
 # that a producer-only install says which extra is missing instead of Celery's traceback.
-WORKER_STACK = ("psycopg", "pgvector", "torch", "sentence_transformers", "litellm", "fsrs", "redbeat")
+WORKER_STACK = ("psycopg", "pgvector", "torch", "tokenizers", "litellm", "fsrs", "redbeat")
 
 
 def require(*modules: str) -> None:

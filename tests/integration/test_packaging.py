@@ -37,7 +37,8 @@ pytestmark = [
 # What the producer must not drag into a backend that only enqueues.
 NOT_IN_THE_THIN_INSTALL = (
     "torch",
-    "sentence_transformers",
+    "tokenizers",
+    "safetensors",
     "psycopg",
     "pgvector",
     "litellm",
