@@ -91,6 +91,15 @@ class LocalMiniLM:
         self.max_padding = math.inf if max_padding is None else max_padding
         self._lock = threading.Lock()  # torch modules are not safe to call from threads at once
 
+    def warm_up(self) -> None:
+        """One forward pass of a largest batch (``batch_size`` texts at the model's word-piece
+        limit), not counted as embedding work: the kernels are set up and the working memory
+        of the largest batch is held before a first task, so that a first message waits for
+        neither and a process that lacks the memory fails at its start, not under load."""
+        with self._lock:
+            self._model.encode(["warm up"] * self.batch_size)
+            self._model.encode(["warm " * self._model.max_tokens] * self.batch_size)
+
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)

@@ -15,7 +15,7 @@ import psycopg
 from memq.shared.celery_config import soft_time_limit
 from memq.shared.connections import MailboxClient, mailbox_client, pg_connect, pg_owner_connect
 from memq.shared.db.tenant_scope import scope, unscope
-from memq.shared.embeddings import Embedder, available_cpus, get_embedder
+from memq.shared.embeddings import Embedder, LocalMiniLM, available_cpus, get_embedder
 from memq.shared.mailbox.scripts import Scripts
 from memq.shared.settings import Settings, get_settings
 from memq.worker.conversation_store import ConversationStore
@@ -182,6 +182,8 @@ def warm_up() -> None:
 
     s = settings()
     model = embedder()
+    if isinstance(model, LocalMiniLM):  # a remote model is not called before a task needs it
+        model.warm_up()
     detector()
     count_tokens("warm up", s.tokenizer_encoding)
     if s.llm_enabled:
