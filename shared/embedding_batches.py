@@ -1,45 +1,38 @@
-"""How the local model's texts are cut into batches (pure).
+"""How the local model's texts are cut into forward passes (pure).
 
-A transformer runs a batch padded to its longest text, so a batch of a 10-word greeting
-and a 200-word answer costs as much as two 200-word answers. Sorted by length and cut
-with a fixed size (sentence-transformers' own way), one drain's 20-32 messages of mixed
-lengths were padded to about 1.5 times their real length, against 1.0-1.2 for the same
-texts embedded all at once (the bench's embedding ceiling): the worker did half as much
-work again as the model needed. Here a batch also ends where padding each of its texts to
-the longest would add more than ``max_padding`` of their own length: more, smaller
-batches for far less padding (counted in word pieces on the bench's pipeline stream, in
-drains of 20: 1.51x with batches of 8, 1.26x at 0.3 with 43% more batches).
+A pass runs its texts packed, without padding (``memq.shared.minilm``), so what a pass
+costs is its word pieces plus one read of the model's layer weights, ~42 MB, which a pass
+of a few short texts spends most of its time on. A pass is therefore filled with texts up
+to a budget of word pieces; past the budget, the pass' activations leave the CPU's caches
+and each word piece costs more. Longest first, so that the texts of a pass are of similar
+lengths: attention still lays each text out padded to the pass' longest.
 
-Lengths are characters (what the caller has without tokenising; a word piece is ~4 of
-them, plus a constant for the two special tokens every text gets).
+Measured on real dialogue messages (the bench's stream, one thread, drain-shaped calls of 30
+texts; docs/benchmarks.md): passes of 512 word pieces ran ~20 % faster than the batches of 8
+texts padded to their longest that this replaced; 256, 384 and 768 were between the two.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-SPECIAL_TOKENS_CHARS = 8  # [CLS] and [SEP], counted as ~2 word pieces of ~4 characters
 
-
-def length_groups(lengths: Sequence[int], max_batch: int, max_padding: float) -> list[list[int]]:
-    """The indices of ``lengths`` in batches, longest first: a batch ends at ``max_batch``
-    texts, or before a text that would make the padded batch (its count times its longest)
-    exceed its texts' total length by more than ``max_padding`` (0.3: 30 %). Every index
-    appears exactly once."""
-    if max_batch < 1:
-        raise ValueError("max_batch must be at least 1")
+def token_passes(lengths: Sequence[int], budget: int) -> list[list[int]]:
+    """The indices of ``lengths`` (word pieces per text) in passes, longest first: a pass
+    takes the next text while its word pieces stay within ``budget``; a text longer than
+    the budget has a pass of its own. Every index appears exactly once."""
+    if budget < 1:
+        raise ValueError("budget must be at least 1 word piece")
     order = sorted(range(len(lengths)), key=lambda i: -lengths[i])
-    groups: list[list[int]] = []
+    passes: list[list[int]] = []
     current: list[int] = []
     total = 0
     for i in order:
-        size = lengths[i] + SPECIAL_TOKENS_CHARS
-        longest = lengths[current[0]] + SPECIAL_TOKENS_CHARS if current else size
-        if current and (len(current) >= max_batch or (len(current) + 1) * longest > (1 + max_padding) * (total + size)):
-            groups.append(current)
+        if current and total + lengths[i] > budget:
+            passes.append(current)
             current, total = [], 0
         current.append(i)
-        total += size
+        total += lengths[i]
     if current:
-        groups.append(current)
-    return groups
+        passes.append(current)
+    return passes

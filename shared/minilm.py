@@ -9,6 +9,15 @@ all; the tokenizer (``tokenizers``, in Rust) and the weights (``safetensors``) i
 ~0.01 s. The vectors are sentence-transformers' own to float rounding:
 ``tests/unit/shared/test_minilm.py`` compares the two on texts of every kind.
 
+**Packed passes.** A call's texts run in forward passes of at most ``pass_tokens`` real
+word pieces (``memq.shared.embedding_batches.token_passes``), without padding: every step
+but attention works on each token alone, so the pass' tokens go through it as one matrix,
+and only attention sees each text apart (its rows padded to the pass' longest, masked).
+Each pass reads the model's ~42 MB of layer weights once: many small padded batches (a
+drain's 30 messages cut by length into batches of 8) read them many times over for little
+work each. On real dialogue messages, one thread, this ran drain-shaped calls ~20 % faster
+than batches of 8 texts padded to their longest (docs/benchmarks.md).
+
 The layout is checked when the model loads (a BERT encoder, absolute positions, mean
 pooling, normalised): files of another layout raise ``ValueError`` instead of giving other
 vectors silently.
@@ -24,6 +33,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
+
+from memq.shared.embedding_batches import token_passes
 
 if TYPE_CHECKING:
     import torch
@@ -81,11 +92,9 @@ class MiniLM:
         self._eps = float(config["layer_norm_eps"])
         self._tokenizer = Tokenizer.from_file(str(path / "tokenizer.json"))
         # sentence-transformers' call: truncated to max_seq_length (its special tokens
-        # counted), padded to the batch's longest
+        # counted); no padding, passes are packed
         self._tokenizer.enable_truncation(max_length=self.max_tokens)
-        pad_id = int(config.get("pad_token_id", 0))
-        pad_token = self._tokenizer.id_to_token(pad_id)
-        self._tokenizer.enable_padding(pad_id=pad_id, pad_token=pad_token or "[PAD]")
+        self._tokenizer.no_padding()
         w = load_file(str(path / "model.safetensors"))
         prefix = "bert." if "bert.embeddings.word_embeddings.weight" in w else ""
 
@@ -115,57 +124,70 @@ class MiniLM:
                 )
             )
 
-    def tokenize(self, texts: Sequence[str]) -> tuple[np.ndarray, np.ndarray]:
-        """Word-piece ids and attention mask, (len(texts), longest) int64 each."""
-        encodings = self._tokenizer.encode_batch(list(texts))
-        ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        return ids, mask
+    def tokenize(self, texts: Sequence[str]) -> list[list[int]]:
+        """Each text's word-piece ids, its special tokens included, cut at ``max_tokens``."""
+        return [e.ids for e in self._tokenizer.encode_batch(list(texts))]
 
-    def encode(self, texts: Sequence[str]) -> np.ndarray:
-        """(len(texts), dim) float32, unit-normalised, the texts run as one batch."""
+    def encode(self, texts: Sequence[str], pass_tokens: int = 512) -> np.ndarray:
+        """(len(texts), dim) float32, unit-normalised: the texts, longest first, in packed
+        passes of at most ``pass_tokens`` word pieces (a longer text in a pass of its own)."""
         import torch
 
+        vectors = np.empty((len(texts), self.dim), dtype=np.float32)
         if not texts:
-            return np.zeros((0, self.dim), dtype=np.float32)
-        ids, mask = self.tokenize(texts)
+            return vectors
+        ids = self.tokenize(texts)
         with torch.inference_mode():
-            pooled = self._forward(torch.from_numpy(ids), torch.from_numpy(mask))
-        vectors: np.ndarray = pooled.numpy()
+            for chosen in token_passes([len(i) for i in ids], pass_tokens):
+                vectors[chosen] = self._forward([ids[i] for i in chosen]).numpy()
         return vectors
 
-    def _forward(self, ids: torch.Tensor, mask: torch.Tensor) -> torch.Tensor:
+    def _forward(self, texts: list[list[int]]) -> torch.Tensor:
+        """One packed pass: (len(texts), dim), normalised."""
         import torch
         from torch.nn import functional as F
 
-        length = ids.shape[1]
-        x = self._words[ids]
+        lengths = np.array([len(t) for t in texts])
+        longest = int(lengths.max())
+        seq = np.repeat(np.arange(len(texts)), lengths)  # each token's text
+        pos = np.arange(len(seq)) - np.repeat(np.cumsum(lengths) - lengths, lengths)  # its position there
+        tokens = torch.from_numpy(np.concatenate(texts).astype(np.int64))
+        x = self._words[tokens]
         x += self._token_type
-        x += self._positions[:length]
+        x += self._positions[torch.from_numpy(pos)]
         x = F.layer_norm(x, (self.dim,), *self._embedding_norm, eps=self._eps)
-        keep = mask[:, None, None, :].bool()  # (batch, 1, 1, length): every query sees the real keys
+        # attention's layout: each text a row padded to the longest, the padding masked
+        slots = None if (lengths == longest).all() else torch.from_numpy(seq * longest + pos)
+        keep = (torch.arange(longest)[None, :] < torch.from_numpy(lengths)[:, None])[:, None, None, :]
         for layer in self._layers:
-            x = self._attention(layer, x, keep)
+            x = self._attention(layer, x, slots, keep)
             x = self._feed_forward(layer, x)
-        real = mask.unsqueeze(-1).to(x.dtype)
-        pooled = (x * real).sum(dim=1) / torch.clamp(real.sum(dim=1), min=1e-9)
-        return F.normalize(pooled, p=2.0, dim=1)
+        sums = torch.zeros(len(texts), self.dim, dtype=x.dtype).index_add_(0, torch.from_numpy(seq), x)
+        return F.normalize(sums / torch.from_numpy(lengths).to(x.dtype)[:, None], p=2.0, dim=1)
 
     # Each step in a function of its own, so that its intermediate tensors are freed when it
-    # returns: a pool process' busiest memory is one batch's largest step, not the sum of a
-    # layer's (a batch of 64 texts of 256 word pieces holds ~100 MB per 1,536-wide tensor).
+    # returns: a process' busiest memory is one pass' largest step, not the sum of a layer's.
 
-    def _attention(self, layer: _Layer, x: torch.Tensor, keep: torch.Tensor) -> torch.Tensor:
+    def _attention(
+        self, layer: _Layer, x: torch.Tensor, slots: torch.Tensor | None, keep: torch.Tensor
+    ) -> torch.Tensor:
         from torch.nn import functional as F
 
-        batch, length, hidden = x.shape
+        texts, longest = keep.shape[0], keep.shape[-1]
+        hidden = self.dim
         size = hidden // self._heads
-        qkv = F.linear(x, layer.qkv_weight, layer.qkv_bias).view(batch, length, 3, self._heads, size)
-        q, k, v = qkv.permute(2, 0, 3, 1, 4)  # each (batch, heads, length, head size)
+        qkv = F.linear(x, layer.qkv_weight, layer.qkv_bias)  # (tokens, 3 x hidden)
+        if slots is not None:  # into attention's padded layout
+            qkv = qkv.new_zeros(texts * longest, 3 * hidden).index_copy_(0, slots, qkv)
+        q, k, v = qkv.view(texts, longest, 3, self._heads, size).permute(2, 0, 3, 1, 4)
         attended = F.scaled_dot_product_attention(q, k, v, attn_mask=keep, scale=1.0 / math.sqrt(size))
         del qkv, q, k, v
-        out = F.linear(attended.transpose(1, 2).reshape(batch, length, hidden), *layer.attention_out)
+        rows = attended.transpose(1, 2).reshape(texts * longest, hidden)
         del attended
+        if slots is not None:  # back to the packed tokens
+            rows = rows.index_select(0, slots)
+        out = F.linear(rows, *layer.attention_out)
+        del rows
         out += x
         return F.layer_norm(out, (hidden,), *layer.attention_norm, eps=self._eps)
 

@@ -1,33 +1,36 @@
-"""The local model's batches: every text once, longest first, within the size and padding bounds."""
+"""The local model's passes: every text once, longest first, within the word-piece budget."""
 
 from __future__ import annotations
 
+from itertools import pairwise
+
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.shared.embedding_batches import SPECIAL_TOKENS_CHARS, length_groups
+from memq.shared.embedding_batches import token_passes
 
 
-def _padded(lengths, group):
-    sizes = [lengths[i] + SPECIAL_TOKENS_CHARS for i in group]
-    return max(sizes) * len(sizes), sum(sizes)
-
-
-@given(st.lists(st.integers(0, 2000), max_size=80), st.integers(1, 40), st.floats(0, 3))
-def test_every_text_once_within_the_bounds(lengths, max_batch, max_padding):
-    groups = length_groups(lengths, max_batch, max_padding)
-    flat = [i for g in groups for i in g]
+@given(st.lists(st.integers(2, 256), max_size=80), st.integers(1, 2048))
+def test_every_text_once_longest_first_within_the_budget(lengths, budget):
+    passes = token_passes(lengths, budget)
+    flat = [i for p in passes for i in p]
     assert sorted(flat) == list(range(len(lengths)))
-    assert [lengths[i] for i in flat] == sorted(lengths, reverse=True)  # longest first, as the model sorts
-    for group in groups:
-        assert 1 <= len(group) <= max_batch
-        padded, real = _padded(lengths, group)
-        # a group of several texts stays within the padding bound (a single text never pads)
-        assert len(group) == 1 or padded <= (1 + max_padding) * real + 1e-9
+    assert [lengths[i] for i in flat] == sorted(lengths, reverse=True)
+    for chosen in passes:
+        # a pass of several texts stays within the budget; a longer text goes alone
+        assert len(chosen) == 1 or sum(lengths[i] for i in chosen) <= budget
+    # and no pass could have taken the next one's first text
+    for chosen, following in pairwise(passes):
+        assert sum(lengths[i] for i in chosen) + lengths[following[0]] > budget
 
 
-def test_similar_lengths_share_a_batch_and_a_short_one_does_not_join_long_ones():
-    lengths = [400, 30, 390, 35, 410, 28]
-    groups = length_groups(lengths, 8, 0.3)
-    assert groups == [[4, 0, 2], [3, 1, 5]]
-    assert length_groups(lengths, 2, 10.0) == [[4, 0], [2, 3], [1, 5]]  # the size bound alone
+def test_short_texts_share_a_pass_and_a_long_one_fills_its_own():
+    assert token_passes([10, 300, 12, 11, 250], 512) == [[1], [4, 2, 3, 0]]
+    assert token_passes([10, 10, 10], 20) == [[0, 1], [2]]
+    assert token_passes([], 512) == []
+
+
+def test_a_budget_below_one_word_piece_is_refused():
+    with pytest.raises(ValueError, match="at least 1"):
+        token_passes([3], 0)

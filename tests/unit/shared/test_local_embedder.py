@@ -11,7 +11,7 @@ TEXTS = ["hello there", "what did we decide about the trip to Lisbon?", "ok"]
 
 
 def test_warming_up_counts_no_texts_and_changes_no_vector():
-    model = LocalMiniLM(batch_size=8, threads=1, max_padding=0.3)
+    model = LocalMiniLM(pass_tokens=512, threads=1)
     before = model.embed(TEXTS)
     counted = metrics().embedding_texts._value.get()
     batches = metrics().embedding_batches._value.get()
