@@ -102,8 +102,7 @@ class LocalMiniLM:
             return np.zeros((0, self.dim), dtype=np.float32)
         cut = [t[: self.max_chars] for t in texts]
         with self._lock, measured(len(texts)):
-            vectors = self._model.encode(cut, self.pass_tokens)
-        return _normalise(vectors)
+            return self._model.encode(cut, self.pass_tokens)  # float32, unit-normalised already
 
 
 class LiteLLMEmbedder:

@@ -43,8 +43,7 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class _Layer:
     # (weight, bias) pairs
-    qkv_weight: torch.Tensor  # query, key and value stacked: one product instead of three
-    qkv_bias: torch.Tensor
+    qkv: tuple[torch.Tensor, torch.Tensor]  # query, key and value stacked: one product instead of three
     attention_out: tuple[torch.Tensor, torch.Tensor]
     attention_norm: tuple[torch.Tensor, torch.Tensor]
     intermediate: tuple[torch.Tensor, torch.Tensor]
@@ -114,8 +113,10 @@ class MiniLM:
             parts = ("query", "key", "value")
             self._layers.append(
                 _Layer(
-                    qkv_weight=torch.cat([get(f"{at}attention.self.{p}.weight") for p in parts]),
-                    qkv_bias=torch.cat([get(f"{at}attention.self.{p}.bias") for p in parts]),
+                    qkv=(
+                        torch.cat([get(f"{at}attention.self.{p}.weight") for p in parts]),
+                        torch.cat([get(f"{at}attention.self.{p}.bias") for p in parts]),
+                    ),
                     attention_out=pair(f"{at}attention.output.dense"),
                     attention_norm=pair(f"{at}attention.output.LayerNorm"),
                     intermediate=pair(f"{at}intermediate.dense"),
@@ -176,7 +177,7 @@ class MiniLM:
         texts, longest = keep.shape[0], keep.shape[-1]
         hidden = self.dim
         size = hidden // self._heads
-        qkv = F.linear(x, layer.qkv_weight, layer.qkv_bias)  # (tokens, 3 x hidden)
+        qkv = F.linear(x, *layer.qkv)  # (tokens, 3 x hidden)
         if slots is not None:  # into attention's padded layout
             qkv = qkv.new_zeros(texts * longest, 3 * hidden).index_copy_(0, slots, qkv)
         q, k, v = qkv.view(texts, longest, 3, self._heads, size).permute(2, 0, 3, 1, 4)
