@@ -14,10 +14,11 @@ from pathlib import Path
 from typing import Any
 
 import annotated_types
-from pydantic import AliasChoices, BaseModel
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from memq.shared.settings import GROUPS, Settings
+from memq.shared.settings.environment import variables_of
 
 
 @dataclass(frozen=True)
@@ -31,13 +32,7 @@ class Setting:
 
 
 def env_name(name: str, info: FieldInfo) -> str:
-    alias = info.validation_alias
-    if isinstance(alias, AliasChoices):
-        first = alias.choices[0]
-        return str(first)
-    if isinstance(alias, str):
-        return alias
-    return "MEMQ_" + name.upper()
+    return variables_of(name, info)[0]
 
 
 def _allowed(info: FieldInfo) -> str:
@@ -101,6 +96,9 @@ def markdown() -> str:
         "",
         "Every setting is an environment variable, read once when a process starts and",
         "validated then (a bad value stops the process with a message naming the variable).",
+        "A `MEMQ_` variable that sets nothing, misspelt or removed by a release, would be",
+        "ignored: each process logs it at its start (`setting_unrecognised`, with the setting",
+        "probably meant), and `memq config --check` checks an environment and fails on it.",
         "The defaults suit a developer machine; `MEMQ_ENV=production` for everything deployed.",
         "Designs the defaults come from (Plast Mem, MIRA, agent-memory, episodic_agent) are",
         "described in [architecture.md](architecture.md).",

@@ -8,6 +8,7 @@ to task and conversation ids.
 
 from __future__ import annotations
 
+import os
 import warnings
 from collections.abc import Sequence
 from typing import Any
@@ -21,6 +22,7 @@ from memq.shared.celery_config import celery_config
 from memq.shared.connections import redis_url
 from memq.shared.logging import configure_logging
 from memq.shared.settings import get_settings
+from memq.shared.settings.environment import report_unrecognised
 from memq.worker import metrics_export
 from memq.worker.broker_recovery import SweepAfterReconnect
 from memq.worker.watchdog import WatchdogStep
@@ -29,6 +31,7 @@ from memq.worker.watchdog import WatchdogStep
 def create_app() -> Celery:
     settings = get_settings()
     configure_logging(settings)
+    report_unrecognised(os.environ)
     app = Celery(
         "memq",
         include=[

@@ -8,6 +8,7 @@ a command whose extra is not installed says which extra to install instead of fa
 from __future__ import annotations
 
 import importlib
+import os
 import sys
 
 import click
@@ -155,9 +156,14 @@ def service_down(exc: BaseException) -> str | None:
 
 @click.group(cls=_Group)
 @click.version_option(package_name="memq")
-def main() -> None:
+@click.pass_context
+def main(ctx: click.Context) -> None:
     """memq: turn live conversations into long-term memory for LLM agents."""
+    if ctx.invoked_subcommand == "config":  # it validates the settings itself, or only lists them
+        return
     from memq.shared.logging import configure_logging
     from memq.shared.settings import get_settings
+    from memq.shared.settings.environment import report_unrecognised
 
     configure_logging(get_settings())  # MEMQ_LOG_LEVEL / MEMQ_LOG_FORMAT for every command
+    report_unrecognised(os.environ)  # a misspelt or removed MEMQ_ variable, said once

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import sys
+
 import click
 
 
@@ -14,8 +17,36 @@ import click
     show_default=True,
     help="markdown: the reference (docs/configuration.md); env: an env file of the defaults.",
 )
-def config_cmd(fmt: str) -> None:
-    """Print every setting: its environment variable, default, allowed values and meaning."""
+@click.option(
+    "--check",
+    is_flag=True,
+    help="Instead: check this environment's MEMQ_ variables, and fail on any that is no setting "
+    "(misspelt or removed; the settings ignore such a variable).",
+)
+def config_cmd(fmt: str, check: bool) -> None:
+    """Print every setting: its environment variable, default, allowed values and meaning
+    (whatever the environment holds), or check the environment's (``--check``)."""
+    if check:
+        _check()
+        return
     from memq.configuration import env_file, markdown
 
     click.echo(markdown() if fmt == "markdown" else env_file(), nl=False)
+
+
+def _check() -> None:
+    """Validate the settings (a ``ConfigError`` says what is wrong), then say which MEMQ_
+    variables are set and whether any is no setting."""
+    from memq.shared.settings import get_settings
+    from memq.shared.settings.environment import setting_variables, unrecognised
+
+    get_settings()
+    variables = set(setting_variables())
+    found = unrecognised(os.environ, variables)
+    used = sorted(name for name in os.environ if name.upper() in variables)
+    for item in found:
+        click.secho(f"error: {item}", fg="red", err=True)
+    if found:
+        click.echo("`memq config` lists every setting; unset or rename these.", err=True)
+        sys.exit(1)
+    click.echo(f"ok: the settings are valid; {len(used)} set here" + (f" ({', '.join(used)})" if used else ""))

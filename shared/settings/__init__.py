@@ -134,8 +134,17 @@ class Settings(
 
 @functools.lru_cache(maxsize=1)
 def get_settings() -> Settings:
-    """The process-wide settings, read once from the environment."""
-    return Settings()
+    """The process-wide settings, read once from the environment. A refused environment
+    raises ``ConfigError`` naming each variable and what is wrong with it."""
+    from pydantic import ValidationError
+
+    from memq.shared.errors import ConfigError
+    from memq.shared.settings.environment import invalid_message
+
+    try:
+        return Settings()
+    except ValidationError as exc:
+        raise ConfigError(invalid_message(exc.errors())) from None
 
 
 def reset_settings() -> None:
