@@ -31,10 +31,6 @@ class Setting:
     section: str
 
 
-def env_name(name: str, info: FieldInfo) -> str:
-    return variables_of(name, info)[0]
-
-
 def _allowed(info: FieldInfo) -> str:
     choices = typing.get_args(info.annotation) if typing.get_origin(info.annotation) is typing.Literal else ()
     if choices:
@@ -68,7 +64,7 @@ def settings() -> list[Setting]:
     return [
         Setting(
             name,
-            env_name(name, info),
+            variables_of(name, info)[0],  # the documented one
             info.get_default(call_default_factory=True),
             _allowed(info),
             " ".join((info.description or "").split()),
