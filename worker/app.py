@@ -22,7 +22,7 @@ from memq.shared.celery_config import celery_config
 from memq.shared.connections import redis_url
 from memq.shared.logging import configure_logging
 from memq.shared.settings import get_settings
-from memq.shared.settings.environment import report_unrecognised
+from memq.shared.settings.environment import report_openings, report_unrecognised
 from memq.worker import metrics_export
 from memq.worker.broker_recovery import SweepAfterReconnect
 from memq.worker.watchdog import WatchdogStep
@@ -32,6 +32,7 @@ def create_app() -> Celery:
     settings = get_settings()
     configure_logging(settings)
     report_unrecognised(os.environ)
+    report_openings(settings)
     app = Celery(
         "memq",
         include=[

@@ -38,11 +38,12 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     """``services``: already started ones (tests); by default they start with the app."""
     from memq.mcp_server import build_server
     from memq.shared.logging import configure_logging
-    from memq.shared.settings.environment import report_unrecognised
+    from memq.shared.settings.environment import report_openings, report_unrecognised
 
     settings = settings or get_settings()
     configure_logging(settings)
     report_unrecognised(os.environ)
+    report_openings(settings)
     holder: dict[str, Services] = {}
     mcp = build_server(_Late(holder))
     mcp.streamable_http_app(

@@ -21,6 +21,7 @@ from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from memq.shared.errors import BatchIncomplete, BatchRejected, Busy, NotFound, ServiceError, ValidationError
+from memq.shared.webhooks.destinations import DestinationRefused
 
 log = structlog.get_logger("memq.api")
 
@@ -126,6 +127,8 @@ def install(app: FastAPI) -> None:
             field = f"messages[{exc.index}]" + (f".{exc.field}" if exc.field else "")
         if isinstance(exc, BatchRejected):
             return error(409, "rejected", str(exc), field, results=_results(exc.results))
+        if isinstance(exc, DestinationRefused):  # a webhook URL to a non-public address
+            return error(400, "destination_refused", str(exc), field, rule=exc.rule)
         return error(400, "validation", str(exc), field)
 
     @app.exception_handler(BatchIncomplete)

@@ -163,7 +163,8 @@ def main(ctx: click.Context) -> None:
         return
     from memq.shared.logging import configure_logging
     from memq.shared.settings import get_settings
-    from memq.shared.settings.environment import report_unrecognised
+    from memq.shared.settings.environment import report_openings, report_unrecognised
 
     configure_logging(get_settings())  # MEMQ_LOG_LEVEL / MEMQ_LOG_FORMAT for every command
     report_unrecognised(os.environ)  # a misspelt or removed MEMQ_ variable, said once
+    report_openings(get_settings())  # what the settings open that is closed by default

@@ -32,6 +32,22 @@ def config_cmd(fmt: str, check: bool) -> None:
     from memq.configuration import env_file, markdown
 
     click.echo(markdown() if fmt == "markdown" else env_file(), nl=False)
+    _say_openings()
+
+
+def _say_openings() -> None:
+    """On stderr, below the listing: what this environment opens that is closed by default
+    (nothing when its settings are invalid: ``--check`` says what is wrong)."""
+    from memq.shared.errors import ConfigError
+    from memq.shared.settings import get_settings
+    from memq.shared.settings.environment import openings
+
+    try:
+        settings = get_settings()
+    except ConfigError:
+        return
+    for line in openings(settings):
+        click.secho(f"note: this environment's {line}", fg="yellow", err=True)
 
 
 def _check() -> None:
@@ -49,4 +65,5 @@ def _check() -> None:
     if found:
         click.echo("`memq config` lists every setting; unset or rename these.", err=True)
         sys.exit(1)
+    _say_openings()
     click.echo(f"ok: the settings are valid; {len(used)} set here" + (f" ({', '.join(used)})" if used else ""))

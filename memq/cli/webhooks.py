@@ -25,13 +25,16 @@ def add_cmd(url: str, tenant: str | None, events: tuple[str, ...], content: bool
     """Register URL and print its signing secret once."""
     from memq.shared.connections import pg_connect
     from memq.shared.db.migrate import upgrade
+    from memq.shared.webhooks.destinations import Destinations
     from memq.shared.webhooks.endpoints import add_endpoint
 
     settings = get_settings()
     upgrade(settings)
     wanted = [e.strip() for item in events for e in item.split(",") if e.strip()]
     with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
-        endpoint, secret = add_endpoint(conn, tenant or settings.tenant, url, wanted or None, content)
+        endpoint, secret = add_endpoint(
+            conn, tenant or settings.tenant, url, Destinations(settings.webhook_allowance), wanted or None, content
+        )
     click.echo(json.dumps({**endpoint.to_json(), "secret": secret}, indent=2))
     click.echo("Keep the secret: it is not shown again (it verifies the memq-signature header).", err=True)
 

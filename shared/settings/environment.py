@@ -12,10 +12,13 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable, Mapping
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from pydantic import AliasChoices
 from pydantic.fields import FieldInfo
+
+if TYPE_CHECKING:
+    from memq.shared.settings import Settings
 
 PREFIX = "MEMQ_"
 
@@ -117,4 +120,33 @@ def report_unrecognised(environ: Mapping[str, str]) -> list[Unrecognised]:
             log = structlog.get_logger("memq.settings")
             for item in found:
                 log.warning("setting_unrecognised", variable=item.variable, hint=item.hint, settings="memq config")
+    return found
+
+
+def openings(settings: Settings) -> list[str]:
+    """What these settings open that memq keeps closed by default, one line each (for
+    ``memq config`` and the start-up log): today the webhook destinations that are not
+    public (``MEMQ_WEBHOOK_ALLOW_DESTINATIONS``)."""
+    opened = settings.webhook_allowance.describe()
+    if not opened:
+        return []
+    return ["MEMQ_WEBHOOK_ALLOW_DESTINATIONS lets webhooks reach, also over plain http://: " + "; ".join(opened)]
+
+
+_opened_reported = False
+
+
+def report_openings(settings: Settings) -> list[str]:
+    """Log ``openings`` once per process as a warning (``setting_opens``); call it after
+    logging is configured."""
+    global _opened_reported
+    found = openings(settings)
+    if not _opened_reported:
+        _opened_reported = True
+        if found:
+            import structlog
+
+            log = structlog.get_logger("memq.settings")
+            for line in found:
+                log.warning("setting_opens", what=line, settings="memq config --check")
     return found

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, Field, field_validator
+
+from memq.shared.webhooks.destinations import Allowance
 
 
 class WebhookSettings(BaseModel):
@@ -34,3 +36,21 @@ class WebhookSettings(BaseModel):
         gt=0,
         description="A pending delivery whose task was due this long ago and has not run is published again.",
     )
+    webhook_allow_destinations: str = Field(
+        default="",
+        description="For development and tests only: host names, addresses and networks (CIDR), comma-separated, "
+        "that webhooks may reach although they are not public (loopback, private, link-local ...), and over plain "
+        "http://. Empty: webhooks reach only public addresses over https:// (docs/webhooks.md). Every process that "
+        "delivers or registers webhooks logs what it opens (`webhook_destinations_opened`), and `memq config "
+        "--check` says it.",
+    )
+
+    @field_validator("webhook_allow_destinations")
+    @classmethod
+    def _allowance_parses(cls, value: str) -> str:
+        Allowance.parse(value)  # a ValueError names the entry
+        return value
+
+    @property
+    def webhook_allowance(self) -> Allowance:
+        return Allowance.parse(self.webhook_allow_destinations)

@@ -11,7 +11,8 @@ from typing import Any
 import psycopg
 
 from memq.shared.errors import ValidationError
-from memq.shared.webhooks.signing import check_url, new_secret
+from memq.shared.webhooks.destinations import Destinations
+from memq.shared.webhooks.signing import new_secret
 
 EPISODE_CREATED = "episode.created"
 FACT_CREATED = "fact.created"
@@ -65,10 +66,18 @@ def check_events(events: Sequence[str] | None) -> tuple[str, ...]:
 
 
 def add_endpoint(
-    conn: psycopg.Connection, tenant: str, url: str, events: Sequence[str] | None = None, content: bool = False
+    conn: psycopg.Connection,
+    tenant: str,
+    url: str,
+    destinations: Destinations,
+    events: Sequence[str] | None = None,
+    content: bool = False,
 ) -> tuple[Endpoint, str]:
-    """Register an endpoint; returns it and its secret (shown once, kept to sign)."""
-    url, wanted, secret = check_url(url), check_events(events), new_secret()
+    """Register an endpoint whose URL ``destinations`` allows (every address its host
+    resolves to now is public, or opened for development); returns it and its secret
+    (shown once, kept to sign)."""
+    destinations.check(url)
+    wanted, secret = check_events(events), new_secret()
     row = conn.execute(
         f"INSERT INTO webhook_endpoint (id, tenant_id, url, events, content, secret) VALUES (%s, %s, %s, %s, %s, %s) "
         f"RETURNING {_COLUMNS}",

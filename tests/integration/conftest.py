@@ -46,6 +46,8 @@ def _prepare_environment() -> dict[str, str]:
         "MEMQ_STALLED_AFTER_SECONDS": "30",
         "MEMQ_LLM_TIMEOUT_SECONDS": "2",
         "MEMQ_LLM_MAX_RETRIES": "1",
+        # The suite's webhook receivers listen on this machine: opened here, closed by default.
+        "MEMQ_WEBHOOK_ALLOW_DESTINATIONS": "127.0.0.1",
     }
     if cluster_mode.enabled():  # MEMQ_TEST_REDIS_CLUSTER=1: the mailbox on a 3-node Redis Cluster
         env.update(cluster_mode.prepare(base))
@@ -194,3 +196,33 @@ def empty_database(service_env):
     yield url
     with psycopg.connect(admin, autocommit=True) as conn:
         conn.execute(f'DROP DATABASE "{name}" WITH (FORCE)')
+
+
+@pytest.fixture
+def resolver(monkeypatch) -> dict[str, list[str]]:
+    """Webhook name resolution as the test says: ``destinations.system_resolver`` replaced
+    by this table (host -> addresses; a name not in it does not resolve). ``example.com``
+    is a public address, so registering it works offline; a delivery to any address but
+    loopback is refused before it connects (the suite reaches nothing outside)."""
+    import socket
+
+    from memq.shared.webhooks import destinations, sending
+
+    connect = sending._connect
+
+    def loopback_only(addresses, port, timeout):
+        if not all(a.is_loopback for a in addresses):
+            raise ConnectionRefusedError("the test suite connects to no address outside this machine")
+        return connect(addresses, port, timeout)
+
+    monkeypatch.setattr(sending, "_connect", loopback_only)
+
+    table = {"example.com": ["93.184.215.14"]}
+
+    def resolve(host: str, port: int) -> list[str]:
+        if host not in table:
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return table[host]
+
+    monkeypatch.setattr(destinations, "system_resolver", resolve)
+    return table

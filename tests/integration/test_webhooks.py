@@ -19,10 +19,14 @@ import pytest
 from click.testing import CliRunner
 
 from memq.shared.webhooks import events
+from memq.shared.webhooks.destinations import Allowance, Destinations
 from memq.shared.webhooks.endpoints import add_endpoint
 from memq.shared.webhooks.signing import verify
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("resolver")]
+
+# The suite's allowance (MEMQ_WEBHOOK_ALLOW_DESTINATIONS): its receivers listen on 127.0.0.1.
+OPEN = Destinations(Allowance.parse("127.0.0.1"))
 
 
 class Receiver:
@@ -119,8 +123,8 @@ def talk(producer, conv: str, n: int = 4) -> None:
 
 
 def test_an_episode_is_delivered_signed_with_content_only_when_opted_in(worker, producer, db, tenant, receiver):
-    _, plain_secret = add_endpoint(db, tenant, receiver.url + "?plain", ["episode.created"])
-    _, content_secret = add_endpoint(db, tenant, receiver.url + "?content", ["episode.created"], content=True)
+    _, plain_secret = add_endpoint(db, tenant, receiver.url + "?plain", OPEN, ["episode.created"])
+    _, content_secret = add_endpoint(db, tenant, receiver.url + "?content", OPEN, ["episode.created"], content=True)
     talk(producer, "hike")
     producer.wait_idle("hike", timeout=60)
     wait_for(lambda: len(receiver.requests) >= 2 and receiver.requests)
@@ -147,7 +151,7 @@ def test_an_episode_is_delivered_signed_with_content_only_when_opted_in(worker, 
 def test_a_500_is_retried_until_delivered(worker, db, tenant, fast_retries):
     receiver = Receiver(500, 503)
     try:
-        add_endpoint(db, tenant, receiver.url, ["fact.created"])
+        add_endpoint(db, tenant, receiver.url, OPEN, ["fact.created"])
         with db.transaction():
             events.emit(db, "fact.created", tenant, {"fact_id": "f1"}, conversation_id="c")
         wait_for(lambda: [(s, n) for _, s, n, _ in statuses(db, tenant)] == [("delivered", 3)])
@@ -157,12 +161,50 @@ def test_a_500_is_retried_until_delivered(worker, db, tenant, fast_retries):
         receiver.close()
 
 
+def test_a_delivery_goes_to_the_address_checked_with_the_host_named(worker, db, tenant, receiver, resolver):
+    """The name resolves only through the test's table (the system resolver knows nothing of
+    it): the delivery arriving proves it connected to the checked address."""
+    resolver["hooks.pinned.test"] = ["127.0.0.1"]
+    port = receiver.server.server_address[1]
+    add_endpoint(db, tenant, f"http://hooks.pinned.test:{port}/hook", OPEN, ["fact.created"])
+    with db.transaction():
+        events.emit(db, "fact.created", tenant, {"fact_id": "f1"}, conversation_id="c")
+    wait_for(lambda: [s for _, s, _, _ in statuses(db, tenant)] == ["delivered"])
+    assert [h["host"] for h, _ in receiver.requests] == [f"hooks.pinned.test:{port}"]
+
+
+@pytest.mark.parametrize(
+    ("address", "rule"),
+    [
+        ("10.0.0.7", "private"),
+        ("169.254.169.254", "link-local"),
+        ("::ffff:127.0.0.2", "loopback"),
+        ("fd00::5", "private"),
+    ],
+)
+def test_a_name_that_starts_resolving_to_a_forbidden_address_is_refused_at_delivery(
+    worker, db, tenant, receiver, resolver, address, rule
+):
+    resolver["hooks.rebind.test"] = ["127.0.0.1"]  # opened for the suite when registered
+    url = f"http://hooks.rebind.test:{receiver.server.server_address[1]}/hook"
+    add_endpoint(db, tenant, url, OPEN, ["fact.created"])
+    resolver["hooks.rebind.test"] = [address]  # then the name moves
+    with db.transaction():
+        events.emit(db, "fact.created", tenant, {"fact_id": "f1"}, conversation_id="c")
+    ((_, status, attempts, error),) = wait_for(
+        lambda: (rows := statuses(db, tenant)) and rows[0][1] != "pending" and rows
+    )
+    assert (status, attempts) == ("failed", 1)  # refused at once, never retried
+    assert error.startswith("refused: hooks.rebind.test resolves to") and rule in error, error
+    assert receiver.requests == []
+
+
 def test_a_dead_endpoint_fails_after_its_retries_without_slowing_episodes_and_can_be_retried(
     worker, producer, db, tenant, fast_retries, receiver
 ):
     from memq.cli import main
 
-    add_endpoint(db, tenant, dead_url(), ["episode.created"])
+    add_endpoint(db, tenant, dead_url(), OPEN, ["episode.created"])
     for conv in ("dead-1", "dead-2", "dead-3"):
         talk(producer, conv)
     for conv in ("dead-1", "dead-2", "dead-3"):
@@ -191,7 +233,7 @@ def test_a_forgotten_conversations_pending_deliveries_carry_no_content(worker, p
     saved = settings.webhook_retry_backoff_seconds
     settings.webhook_retry_backoff_seconds = 60.0
     try:
-        add_endpoint(db, tenant, receiver.url, ["episode.created", "conversation.forgotten"], content=True)
+        add_endpoint(db, tenant, receiver.url, OPEN, ["episode.created", "conversation.forgotten"], content=True)
         talk(producer, "secret-plans")
         producer.wait_idle("secret-plans", timeout=60)
         pending = wait_for(lambda: [r for r in statuses(db, tenant) if r[2] == 1])
@@ -218,8 +260,9 @@ def test_fact_events_carry_the_text_only_when_opted_in(worker, db, tenant, recei
 
     from memq.shared.db.facts import add_fact, reinforce_fact, retire_fact
 
-    add_endpoint(db, tenant, receiver.url + "?content", ["fact.created", "fact.updated", "fact.invalidated"], True)
-    add_endpoint(db, tenant, receiver.url + "?plain", ["fact.created"])
+    wanted = ["fact.created", "fact.updated", "fact.invalidated"]
+    add_endpoint(db, tenant, receiver.url + "?content", OPEN, wanted, True)
+    add_endpoint(db, tenant, receiver.url + "?plain", OPEN, ["fact.created"])
     at, vector = datetime.now(UTC), np.ones(384, dtype=np.float32) / np.sqrt(384)
     common = {"tenant": tenant, "conversation_id": "facts", "at": at, "run_id": str(uuid.uuid4())}
     with db.transaction():
@@ -268,7 +311,7 @@ def test_a_quarantined_message_is_announced_with_ids_only(worker, producer, db, 
     monkeypatch.setattr(resources, "detector", lambda: Allergic())
     monkeypatch.setattr(resources.settings(), "retry_backoff_seconds", 0.1)
     monkeypatch.setattr(resources.settings(), "retry_backoff_max_seconds", 0.5)
-    add_endpoint(db, tenant, receiver.url, ["conversation.quarantined"], content=True)
+    add_endpoint(db, tenant, receiver.url, OPEN, ["conversation.quarantined"], content=True)
     texts = ["hello there, a first message", "POISON pill here", "a third message"]
     producer.add_messages(
         [{"role": "user", "content": t, "message_id": f"q{i}"} for i, t in enumerate(texts)], conversation_id="q"
@@ -283,7 +326,7 @@ def test_a_quarantined_message_is_announced_with_ids_only(worker, producer, db, 
 def test_forgetting_a_user_is_announced(producer, db, settings, tenant):
     from memq.shared.users import forget_user
 
-    add_endpoint(db, tenant, "https://example.com/hook", ["user.forgotten"])
+    add_endpoint(db, tenant, "https://example.com/hook", OPEN, ["user.forgotten"])
     forget_user(producer.redis, db, settings, tenant=tenant, user_id="zed")
     (row,) = db.execute("SELECT event, payload FROM webhook_delivery WHERE tenant_id = %s", (tenant,)).fetchall()
     assert row[0] == "user.forgotten"
@@ -298,7 +341,7 @@ def test_a_quarantine_while_postgresql_is_down_is_announced_once_it_answers(prod
     from memq.shared.mailbox.scripts import Scripts
     from memq.shared.webhooks import deferred
 
-    add_endpoint(db, tenant, "https://example.com/hook", ["conversation.quarantined"])
+    add_endpoint(db, tenant, "https://example.com/hook", OPEN, ["conversation.quarantined"])
     with socket.socket() as s:  # a port nothing listens on: PostgreSQL refuses at once
         s.bind(("127.0.0.1", 0))
         dead_port = s.getsockname()[1]

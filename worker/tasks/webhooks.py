@@ -19,7 +19,8 @@ import structlog
 
 from memq.shared import publisher, tasks
 from memq.shared.webhooks import deferred, deliveries
-from memq.shared.webhooks.sending import classify, send
+from memq.shared.webhooks.destinations import DestinationRefused, Destinations, HostUnresolved
+from memq.shared.webhooks.sending import Attempt, classify, send
 from memq.worker import resources
 from memq.worker.app import app
 from memq.worker.failures import backoff_seconds, describe, is_transient
@@ -35,18 +36,13 @@ def webhook_delivery(delivery_id: str) -> dict[str, Any]:
             sending = deliveries.claim(conn, str(delivery_id))
             if sending is None:  # delivered, failed, gone, or another attempt holds it
                 return {"status": "skipped"}
-            attempt = send(
-                sending.url,
-                sending.secret,
-                sending.event,
-                sending.event_id,
-                sending.payload,
-                settings.webhook_timeout_seconds,
-            )
-            outcome = classify(attempt)
+            destinations = Destinations(settings.webhook_allowance)
+            attempt, outcome = _attempt(sending, destinations, settings.webhook_timeout_seconds)
             error = attempt.error or ""
             delay = 0.0
-            if outcome == "delivered":
+            if outcome == "refused":
+                deliveries.mark_failed(conn, sending.id, error, None)
+            elif outcome == "delivered":
                 deliveries.mark_delivered(conn, sending.id, attempt.status or 200)
             elif outcome == "permanent" or sending.attempts + 1 >= settings.webhook_max_attempts:
                 deliveries.mark_failed(conn, sending.id, error, attempt.status)
@@ -63,7 +59,7 @@ def webhook_delivery(delivery_id: str) -> dict[str, Any]:
         return {"status": "postponed"}  # still pending: the sweep publishes it again
     if outcome == "retry":
         publisher.webhook_delivery(app, sending.id, countdown=delay)
-    log.info(
+    (log.warning if outcome == "refused" else log.info)(
         "webhook_" + outcome,
         delivery_id=sending.id,
         webhook_event=sending.event,
@@ -72,6 +68,21 @@ def webhook_delivery(delivery_id: str) -> dict[str, Any]:
         attempt=sending.attempts + 1,
     )
     return {"status": outcome, "http_status": attempt.status}
+
+
+def _attempt(sending: deliveries.Sending, destinations: Destinations, timeout: float) -> tuple[Attempt, str]:
+    """One attempt and its outcome. The URL is checked again first (its host may resolve
+    elsewhere since it was registered) and the request goes to the addresses checked: a
+    destination that is no longer public is ``refused`` (failed at once, never retried); a
+    host that does not resolve now is tried again like an endpoint that does not answer."""
+    try:
+        target = destinations.check(sending.url)
+    except DestinationRefused as exc:
+        return Attempt(None, f"refused: {exc.reason}"[:500]), "refused"
+    except HostUnresolved as exc:
+        return Attempt(None, str(exc)[:500]), "retry"
+    attempt = send(target, sending.secret, sending.event, sending.event_id, sending.payload, timeout)
+    return attempt, classify(attempt)
 
 
 @app.task(name=tasks.WEBHOOK_SWEEP, acks_late=True)

@@ -13,13 +13,17 @@ from memq.api.auth import caller, services
 from memq.api.services import Services
 from memq.shared.errors import NotFound
 from memq.shared.webhooks.deliveries import list_deliveries, reopen
+from memq.shared.webhooks.destinations import Destinations
 from memq.shared.webhooks.endpoints import EVENTS, add_endpoint, list_endpoints, remove_endpoint
 
 router = APIRouter(tags=["webhooks"])
 
 
 class WebhookIn(BaseModel):
-    url: str = Field(description="https:// (http:// only to 127.0.0.1 or localhost, for development)")
+    url: str = Field(
+        description="https:// to a public address (every address its host resolves to; loopback, private, "
+        "link-local and other non-public addresses are refused unless MEMQ_WEBHOOK_ALLOW_DESTINATIONS opens them)"
+    )
     events: list[str] | None = Field(default=None, description=f"Some of {', '.join(EVENTS)}; all when omitted.")
     content: bool = Field(default=False, description="Send titles, summaries and fact texts, not only ids.")
 
@@ -71,7 +75,9 @@ class WebhookDeletedOut(BaseModel):
 @router.post("/v1/webhooks", response_model=WebhookCreatedOut, status_code=201, summary="Register a webhook endpoint")
 def create(body: WebhookIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
     with svc.conn(tenant) as conn:
-        endpoint, secret = add_endpoint(conn, tenant, body.url, body.events, body.content)
+        endpoint, secret = add_endpoint(
+            conn, tenant, body.url, Destinations(svc.settings.webhook_allowance), body.events, body.content
+        )
     return {**endpoint.to_json(), "secret": secret}
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-pytestmark = pytest.mark.integration
+pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("resolver")]
 
 
 def test_register_list_and_remove_a_webhook(client, auth, stranger):
@@ -38,12 +38,41 @@ def test_a_bad_url_or_event_is_refused_clearly(client, auth, body, message):
     assert 400 <= refused.status_code < 500 and message in refused.json()["error"]["message"], refused.text
 
 
+@pytest.mark.parametrize(
+    ("url", "rule"),
+    [
+        ("https://metadata.internal.test/latest", "link-local"),  # resolves to 169.254.169.254
+        ("https://db.internal.test:5432/", "private"),  # resolves to 10.0.0.5 and a public address
+        # loopback but 127.0.0.1 (which the suite opens for its receivers)
+        ("https://[::ffff:7f00:2]:6379/", "loopback"),
+        ("https://2130706434/", "loopback"),
+        ("https://[fd00::1]/", "private"),
+        ("https://0.0.0.0:8765/v1/keys", "unspecified"),
+    ],
+)
+def test_a_webhook_to_a_non_public_address_is_refused_naming_the_rule(client, auth, resolver, db, tenant, url, rule):
+    resolver["metadata.internal.test"] = ["169.254.169.254"]
+    resolver["db.internal.test"] = ["93.184.215.14", "10.0.0.5"]
+    refused = client.post("/v1/webhooks", json={"url": url}, headers=auth)
+    assert refused.status_code == 400, refused.text
+    error = refused.json()["error"]
+    assert (error["type"], error["field"], error["rule"]) == ("destination_refused", "url", rule)
+    assert "MEMQ_WEBHOOK_ALLOW_DESTINATIONS" in error["message"]
+    assert db.execute("SELECT count(*) FROM webhook_endpoint WHERE tenant_id = %s", (tenant,)).fetchone()[0] == 0
+
+
+def test_a_webhook_host_that_does_not_resolve_is_refused(client, auth):
+    refused = client.post("/v1/webhooks", json={"url": "https://nowhere.invalid/hook"}, headers=auth)
+    assert refused.status_code == 400 and "does not resolve" in refused.json()["error"]["message"], refused.text
+
+
 def test_deliveries_are_listed_and_a_failed_one_sent_again(client, auth, stranger, db, tenant):
     from memq.shared.webhooks.deliveries import insert_deliveries, mark_failed
+    from memq.shared.webhooks.destinations import Destinations
     from memq.shared.webhooks.endpoints import add_endpoint
     from memq.shared.webhooks.events import payload
 
-    add_endpoint(db, tenant, "https://example.com/hook", ["episode.created"], False)
+    add_endpoint(db, tenant, "https://example.com/hook", Destinations(), ["episode.created"], False)
     for conv in ("a", "b"):
         insert_deliveries(db, tenant, "episode.created", conv, payload("episode.created", tenant, {"x": conv}), None)
     rows = db.execute(

@@ -71,6 +71,7 @@ def _plant(settings, name: str) -> Tenant:
     from memq.shared.retrieval.service import retrieve_memory
     from memq.shared.users import move_conversation
     from memq.shared.webhooks import events
+    from memq.shared.webhooks.destinations import Allowance, Destinations
     from memq.shared.webhooks.endpoints import add_endpoint
 
     run = uuid.uuid4().hex[:8]
@@ -80,7 +81,8 @@ def _plant(settings, name: str) -> Tenant:
     start = datetime.now(UTC) - timedelta(hours=6)
     with pg_connect(settings, tenant=name, autocommit=True) as conn:
         # nothing listens there: the delivery stays pending or failed, a row either way
-        add_endpoint(conn, name, "http://127.0.0.1:9/hook", ["episode.created", "fact.created"])
+        opened = Destinations(Allowance.parse("127.0.0.1"))
+        add_endpoint(conn, name, "http://127.0.0.1:9/hook", opened, ["episode.created", "fact.created"])
         producer.add_messages(_messages(TALK, start, user), conversation_id=conv)
         producer.flush(conv)
         producer.wait_idle(conv, timeout=240)
