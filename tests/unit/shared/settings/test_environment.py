@@ -160,3 +160,26 @@ def test_another_command_refuses_an_invalid_environment_in_one_clear_line():
     result = _cli("status", env={"MEMQ_RETRIEVAL_LIMIT": "many"})
     assert result.exit_code == 2
     assert result.output.startswith("error: invalid settings")
+
+
+def test_what_the_webhook_allowance_opens_is_said_by_config_and_logged_once(monkeypatch):
+    opened = {"MEMQ_WEBHOOK_ALLOW_DESTINATIONS": "127.0.0.1,receiver.test"}
+    checked = _cli("config", "--check", env=opened)
+    assert checked.exit_code == 0, checked.output
+    assert (
+        "note: this environment's MEMQ_WEBHOOK_ALLOW_DESTINATIONS lets webhooks reach, also over plain http://: "
+        "127.0.0.1/32 (loopback addresses); receiver.test (whatever it resolves to)"
+    ) in checked.output
+    reset_settings()
+    listed = _cli("config", "--format", "env", env=opened)
+    assert "127.0.0.1/32 (loopback addresses)" in listed.output
+    reset_settings()
+    assert "lets webhooks reach" not in _cli("config", "--check", env={}).output  # nothing opened by default
+
+    monkeypatch.setattr(environment, "_opened_reported", False)
+    settings = Settings(webhook_allow_destinations="10.0.0.0/8")
+    with capture_logs() as logs:
+        environment.report_openings(settings)
+        environment.report_openings(settings)
+    assert [(e["event"], e["log_level"]) for e in logs] == [("setting_opens", "warning")]
+    assert "10.0.0.0/8 (private (RFC 1918) addresses)" in logs[0]["what"]
