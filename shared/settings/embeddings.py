@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, Field
 
 
@@ -37,4 +39,9 @@ class EmbeddingSettings(BaseModel):
         ge=100,
         description="Text is cut to this many characters before embedding: all-MiniLM-L6-v2 reads 256 word "
         "pieces anyway, and a remote model refuses input beyond its context (a message may be 100,000 characters).",
+    )
+    embedding_precision: Literal["auto", "float32", "bfloat16"] = Field(
+        default="auto",
+        description="The local model's arithmetic: auto is bfloat16 where the CPU multiplies it natively "
+        "(AVX512-BF16, AMX; about 1.8x the throughput, vectors within a cosine of 0.996 of float32's), else float32.",
     )
