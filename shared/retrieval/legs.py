@@ -190,28 +190,30 @@ def _ranked_union(request: RetrievalRequest, legs: tuple[str, ...], id_type: str
                 SELECT e.id, {distance_sql(request, "e")} AS d FROM episodic_memory e
                 WHERE {e_scope} ORDER BY d, e.id LIMIT %(k)s) v""",
         "episode_lexical": f"""
-            SELECT 'episode_lexical', id{cast}, NULL::bigint, row_number() OVER (ORDER BY r DESC, id), NULL::text FROM (
+            SELECT 'episode_lexical' AS leg, id{cast} AS id, NULL::bigint AS seq,
+                   row_number() OVER (ORDER BY r DESC, id) AS rank, NULL::text AS conv FROM (
                 SELECT e.id, ts_rank_cd(e.search, q.q, 1) AS r FROM episodic_memory e, q
                 WHERE {e_scope} AND e.search @@ q.q ORDER BY r DESC, e.id LIMIT %(k)s) l""",
         "message_vector": f"""
-            SELECT 'message_vector', episode_id{cast}, seq, row_number() OVER (ORDER BY d, conversation_id, seq),
-                   conversation_id FROM (
+            SELECT 'message_vector' AS leg, episode_id{cast} AS id, seq,
+                   row_number() OVER (ORDER BY d, conversation_id, seq) AS rank, conversation_id AS conv FROM (
                 SELECT m.episode_id, m.seq, m.conversation_id, {distance_sql(request, "m")} AS d FROM episode_message m
                 WHERE {m_scope} AND m.embedding IS NOT NULL ORDER BY d, m.conversation_id, m.seq LIMIT %(k)s) mv""",
         "message_lexical": f"""
-            SELECT 'message_lexical', episode_id{cast}, seq, row_number() OVER (ORDER BY r DESC, conversation_id, seq),
-                   conversation_id FROM (
+            SELECT 'message_lexical' AS leg, episode_id{cast} AS id, seq,
+                   row_number() OVER (ORDER BY r DESC, conversation_id, seq) AS rank, conversation_id AS conv FROM (
                 SELECT m.episode_id, m.seq, m.conversation_id, ts_rank_cd(m.search, q.q, 1) AS r
                 FROM episode_message m, q
                 WHERE {m_scope} AND m.search @@ q.q ORDER BY r DESC, m.conversation_id, m.seq LIMIT %(k)s) ml""",
     }
     if _wide(request):
         parts["episode_lexical"] = f"""
-            SELECT 'episode_lexical', id{cast}, NULL::bigint, row_number() OVER (ORDER BY tier, r DESC, id), NULL::text
+            SELECT 'episode_lexical' AS leg, id{cast} AS id, NULL::bigint AS seq,
+                   row_number() OVER (ORDER BY tier, r DESC, id) AS rank, NULL::text AS conv
             FROM ({_tiers(request, "episode_lexical", views)[1]}) l ORDER BY tier, r DESC, id LIMIT %(k)s"""
         parts["message_lexical"] = f"""
-            SELECT 'message_lexical', episode_id{cast}, seq,
-                   row_number() OVER (ORDER BY tier, r DESC, conversation_id, seq), conversation_id
+            SELECT 'message_lexical' AS leg, episode_id{cast} AS id, seq,
+                   row_number() OVER (ORDER BY tier, r DESC, conversation_id, seq) AS rank, conversation_id AS conv
             FROM ({_tiers(request, "message_lexical", views)[1]}) ml
             ORDER BY tier, r DESC, conversation_id, seq LIMIT %(k)s"""
     return " UNION ALL ".join(f"({parts[leg]})" for leg in legs)
@@ -346,6 +348,44 @@ _SHOWN_MESSAGES = (
     "LATERAL (SELECT * FROM episode_message m "
     "WHERE m.episode_id = near.episode_id AND m.seq = near.seq AND m.tenant_id = %(tenant)s LIMIT 1) m"
 )
+
+
+def word_counts_sql(request: RetrievalRequest, views: bool) -> str:
+    """Each of ``%(words)s`` (in order) with each of its lexemes (``english``, as the lexical
+    legs stem it) and how many of the scope's messages hold it, counted up to
+    ``%(share)s`` of the scope's messages (at least ``%(least)s``) and one more (a common
+    word is found common without reading all its rows), and the scope's message count
+    (its conversations' ``message_count``)."""
+    table = _searched(request, views)[1]
+    scope = _scope(request, "m", "ts", "ts")
+    lexeme = "quote_literal(d.l)::tsquery"
+    match = _matches("m", lexeme) if _wide(request) else f"m.search @@ {lexeme}"
+    chosen = "" if request.conversation_ids is None else " AND c.conversation_id = ANY(%(conversations)s)"
+    return f"""WITH n AS (SELECT coalesce(sum(c.message_count), 0)::bigint AS n FROM conversation c
+            WHERE c.tenant_id = %(tenant)s{chosen})
+        SELECT w.ord, w.w, d.l, (SELECT count(*) FROM (SELECT 1 FROM {table} m WHERE {scope} AND {match}
+                LIMIT greatest(floor(n.n * %(share)s)::bigint, %(least)s) + 1) x), n.n
+        FROM n, unnest(%(words)s::text[]) WITH ORDINALITY AS w(w, ord)
+        LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', w.w))) AS d(l) ON true
+        ORDER BY w.ord"""
+
+
+def word_counts(
+    conn: psycopg.Connection, request: RetrievalRequest, words: list[str], share: float, least: int
+) -> tuple[list[tuple[str, list[int]]], int]:
+    """(each word with its lexemes' document counts in the request's scope, counted up to
+    ``share`` of its messages or ``least``, whichever is more, and one more; the scope's
+    message count): what ``common_words.informative_text`` decides from."""
+    args = {**params(request, np.zeros(1, dtype=np.float32), 0), "words": words, "share": share, "least": least}
+    rows = _execute(conn, args, 1, "force_custom_plan", lambda views: word_counts_sql(request, views))
+    counted: dict[int, tuple[str, list[int]]] = {}
+    total = 0
+    for ord_, word, lexeme, count, n in rows:
+        entry = counted.setdefault(int(ord_), (word, []))
+        if lexeme is not None:
+            entry[1].append(int(count))
+        total = int(n)
+    return [counted[i] for i in sorted(counted)], total
 
 
 def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode: str = "auto") -> bool:
