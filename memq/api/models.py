@@ -262,6 +262,11 @@ class MemoryMessageOut(BaseModel):
     vector_rank: int | None
     lexical_rank: int | None
     speaker_named: bool
+    excerpt: bool = Field(
+        default=False,
+        description="content is an excerpt of a long message (its sentences nearest the query, … where text is "
+        "left out); the whole message comes when the budget has room (MEMQ_MESSAGE_LONG_TOKENS)",
+    )
 
 
 class MemoryOut(BaseModel):

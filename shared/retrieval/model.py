@@ -17,6 +17,7 @@ class MessageView:
     relevance: float = 0.0  # the priority it competes for the budget with (``relevance.py``)
     ranks: Mapping[str, int] = field(default_factory=dict)  # "vector" / "lexical" -> 1-based rank in the message legs
     speaker_match: bool = False  # said by a participant the query names
+    excerpt: bool = False  # ``content`` is an excerpt of the message (``excerpts.py``), not all of it
 
     @property
     def who(self) -> str:

@@ -236,6 +236,7 @@ def hit_record(hit: EpisodeHit, shown: Sequence[MessageView], summary_shown: boo
                 "vector_rank": m.ranks.get("vector"),
                 "lexical_rank": m.ranks.get("lexical"),
                 "speaker_named": m.speaker_match,
+                "excerpt": m.excerpt,
             }
             for m in sorted(shown, key=lambda m: m.seq)
         ],

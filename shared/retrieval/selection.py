@@ -17,11 +17,13 @@ under one header, so the next episode of a stretch of talk costs no second heade
 from __future__ import annotations
 
 import bisect
+import heapq
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
+from memq.shared.retrieval.excerpts import excerpt, query_keys
 from memq.shared.retrieval.model import EpisodeHit, MessageView
 from memq.shared.retrieval.render import (
     GAP,
@@ -55,6 +57,16 @@ class SelectionParams:
     # episodes of one sitting (``sittings.py``, this the longest pause within one) show their
     # messages under one header; None: each episode under its own (MEMQ_SITTING_BLOCKS)
     sitting_gap: timedelta | None = None
+    # a message whose line counts more than ``long_tokens`` is shown first as an excerpt of
+    # at most ``excerpt_tokens`` (``excerpts.py``), and whole at ``full_weight`` x its
+    # priority, once what ranks above that is in; 0 shows every message whole
+    # (MEMQ_MESSAGE_LONG_TOKENS, MEMQ_MESSAGE_EXCERPT_TOKENS, MEMQ_MESSAGE_FULL_WEIGHT)
+    long_tokens: int = 0
+    excerpt_tokens: int = 40
+    full_weight: float = 0.5
+    # roles whose messages a leg found are shown whole at once, however long: the query
+    # asks what that side said (``participants.asks_what_the_assistant_said``)
+    whole_roles: frozenset[str] = frozenset()
 
 
 @dataclass
@@ -142,6 +154,14 @@ class _Costs:
         return self.count(f"Summary: {summary}") + 1 if summary else 0
 
 
+@dataclass(frozen=True)
+class _Whole:
+    """A heap item's payload: the whole of a message shown as its excerpt."""
+
+    message: MessageView
+    excerpt_line: int  # what the excerpt's line costs
+
+
 @dataclass
 class _Block:
     """The shown messages of one episode, or of the episodes of one sitting, under one
@@ -191,6 +211,12 @@ class _Block:
         is shown, with ``gaps`` markers then."""
         return frame.head + self.message_cost + line + len(self.seqs) + 1 + gaps * (costs.gap + 1) + costs.separator
 
+    def widen(self, s: Selected, whole: MessageView, extra: int) -> None:
+        """Show all of ``whole`` where its excerpt is shown: ``extra`` tokens more."""
+        s.shown[next(i for i, m in enumerate(s.shown) if m.seq == whole.seq)] = whole
+        self.message_cost += extra
+        self.total += extra
+
     def add(self, s: Selected, frame: _Block, m: MessageView, line: int, gaps: int, cost: int) -> None:
         """Show ``m`` (of ``s``) in ``frame``: the block's cost is then ``cost``; the
         summary of the best ranked member heads it, the others show none."""
@@ -234,11 +260,13 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
         return shorten(text, p.summary_tokens_with_messages)
 
     smallest = count("- a: b") + 1
+    keys = query_keys(query) if p.long_tokens > 0 else frozenset()
     # items sort as (-priority, rank, seq): episode ranks are distinct and an episode's
-    # seqs too (a header's is -1), so the hit and message after them are never compared
-    message_items: list[tuple[float, int, int, EpisodeHit, MessageView]] = []
-    first_headers: list[tuple[float, int, int, EpisodeHit, None]] = []  # compete at their score
-    last_headers: list[tuple[float, int, int, EpisodeHit, None]] = []  # after every message
+    # seqs too (a header's is -1; a message's whole, after its excerpt, seq + 0.5), so the
+    # hit and payload after them are never compared
+    message_items: list[tuple[float, int, float, EpisodeHit, MessageView]] = []
+    first_headers: list[tuple[float, int, float, EpisodeHit, None]] = []  # compete at their score
+    last_headers: list[tuple[float, int, float, EpisodeHit, None]] = []  # after every message
     caps = {hit.id: message_cap(hit, p) for hit in hits}  # (at auto, a walk over the hit's messages)
     for hit in hits:
         cap = caps[hit.id]
@@ -263,6 +291,7 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     ]
     items.sort()
     items += sorted(h for h in first_headers if h[0] > 0) + sorted(last_headers)
+    # a heap from here (a sorted list is one): a message shown as its excerpt pushes its whole
 
     # the episodes that may show messages, by the block their messages go to: one per
     # sitting (``sittings.py``) when ``p.sitting_gap`` is set, else one per episode
@@ -273,12 +302,21 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     added: list[str] = []  # the entry each message went to, in order, to undo the last ones
     used = 0
     misses = 0  # items in a row that did not fit: past a few dozen, nothing later will
-    for _, _, _, hit, message in items:
+    while items:
+        priority, _, order, hit, message = heapq.heappop(items)
         if p.max_tokens - used < smallest:
             break
         if misses > 48 and message is not None:
             continue  # past a few dozen misses in a row no message fits; a header alone still may
         entry = entries.get(hit.id)
+        if isinstance(message, _Whole):  # its excerpt is shown: all of it now, if it fits
+            assert entry is not None
+            block = blocks[block_of[hit.id]]
+            extra = count(message_line(message.message)) - message.excerpt_line
+            if used + extra <= p.max_tokens:
+                block.widen(entry, message.message, extra)
+                used += extra
+            continue
         if message is None:
             if entry is not None:
                 continue  # its header came with one of its messages
@@ -300,6 +338,15 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             used += cost
         else:
             line = count(message_line(message))
+            whole = None
+            # long: its excerpt first, all of it later; but a found message of a role the query
+            # asks about is the answer itself ("the dish you recommended"): whole
+            answer = message.role in p.whole_roles and bool(message.ranks)
+            if 0 < p.long_tokens < line and not answer:
+                full = message
+                message = replace(full, content=excerpt(full.content, keys, p.excerpt_tokens, count), excerpt=True)
+                line = count(message_line(message))
+                whole = _Whole(full, line)
             if used + line - costs.gap > p.max_tokens:  # a message adds at least its line less one closed ``…``
                 misses += 1
                 continue
@@ -318,6 +365,8 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             block.add(entry, frame, message, line, gaps, cost)
             blocks[key] = block
             added.append(hit.id)
+            if whole is not None:
+                heapq.heappush(items, (priority * p.full_weight, hit.rank, order + 0.5, hit, whole))
         misses = 0
         entries[hit.id] = entry
 

@@ -26,10 +26,11 @@ from memq.shared.db.reviews import Retrieved, ReviewNote
 from memq.shared.errors import ValidationError
 from memq.shared.metrics import metrics
 from memq.shared.retrieval import legs
+from memq.shared.retrieval.common_words import MIN_COMMON, informative_text
 from memq.shared.retrieval.facts_section import fact_record, facts_block
 from memq.shared.retrieval.fusion import rrf
 from memq.shared.retrieval.model import EpisodeHit, MessageView
-from memq.shared.retrieval.participants import query_terms
+from memq.shared.retrieval.participants import asks_what_the_assistant_said, query_terms
 from memq.shared.retrieval.relevance import (
     EpisodeRelevance,
     RelevanceParams,
@@ -220,6 +221,12 @@ def attach_messages(
         ]
 
 
+def excerpt_size(settings: Settings, max_tokens: int) -> int:
+    """How long a long message's excerpt may be: ``MEMQ_MESSAGE_EXCERPT_TOKENS``, and at most
+    ``MEMQ_MESSAGE_EXCERPT_SHARE`` of the budget (a small budget holds more, shorter ones)."""
+    return max(1, min(settings.message_excerpt_tokens, int(max_tokens * settings.message_excerpt_share)))
+
+
 def message_reach(max_tokens: int, settings: Settings) -> int:
     """How deep in each message leg messages are read for showing: max_tokens /
     MEMQ_MESSAGE_REACH_TOKENS (a little deeper than the messages a budget holds), at
@@ -290,6 +297,11 @@ def retrieve(
         vector = np.asarray(embed(terms.search_text), dtype=np.float32)
         t2 = time.perf_counter()
         timings["embed"] = (t2 - t1) * 1000
+        lexical_text = _lexical_text(c, request, terms.search_text, settings)
+        t2b = time.perf_counter()
+        if t2b - t2 >= 1e-4:
+            timings["common_words"] = (t2b - t2) * 1000
+        t2 = t2b
         found = legs.run_legs(
             c,
             request,
@@ -297,7 +309,7 @@ def retrieve(
             settings.legs,
             settings.retrieval_candidates,
             settings.hnsw_ef_search,
-            query_text=terms.search_text,
+            query_text=lexical_text,
             full=True,
             reach=message_reach(request.max_tokens, settings),
             facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None,
@@ -333,6 +345,10 @@ def retrieve(
             header_weight=settings.message_episode_weight,
             title_words=settings.display_title_words,
             sitting_gap=timedelta(minutes=settings.time_gap_minutes) if settings.sitting_blocks else None,
+            long_tokens=settings.message_long_tokens,
+            excerpt_tokens=excerpt_size(settings, request.max_tokens),
+            full_weight=settings.message_full_weight,
+            whole_roles=frozenset({"assistant"}) if asks_what_the_assistant_said(request.query) else frozenset(),
         )
         if request.detail != "none" and hits:
             shown = found.shown
@@ -393,6 +409,19 @@ def retrieve(
     return RetrievalResult(
         request, text, tokens, returned, chosen, named, timings, recorded, sorted(terms.named), fact_records
     )
+
+
+def _lexical_text(conn: psycopg.Connection, request: RetrievalRequest, text: str, settings: Settings) -> str:
+    """What the lexical legs search by: the query without its common words
+    (``common_words.py``), or as it is."""
+    share = settings.lexical_common_share
+    if share <= 0 or not any(leg.endswith("_lexical") for leg in settings.legs):
+        return text
+    words = text.split()
+    if len(words) < 2:
+        return text
+    counted, total = legs.word_counts(conn, request, words, share, MIN_COMMON)
+    return informative_text(counted, total, share) or text
 
 
 def _facts(

@@ -126,6 +126,38 @@ class RetrievalSettings(BaseModel):
         description="When messages are shown, the summary above them is cut to this many tokens (0: left out; "
         "measured on LoCoMo, the budget is better spent on messages).",
     )
+    lexical_common_share: float = Field(
+        default=0.15,
+        ge=0,
+        le=1,
+        description="A query word held by more than this share of the searched messages is left out of the lexical "
+        "legs (it says nothing of which message is meant: BM25's inverse document frequency, as a cut); the query "
+        "vector still reads it. 0: every word.",
+    )
+    message_long_tokens: int = Field(
+        default=150,
+        ge=0,
+        description="A message longer than this many tokens (an assistant's essay) is shown first as an excerpt (its "
+        "sentences sharing the most words with the query, or its opening) and whole only when the budget has room "
+        "after what ranks above MEMQ_MESSAGE_FULL_WEIGHT x its priority, so that it does not crowd out the short "
+        "messages around it. 0: every message whole.",
+    )
+    message_excerpt_tokens: int = Field(
+        default=40, ge=10, description="The longest excerpt of a long message (MEMQ_MESSAGE_LONG_TOKENS)."
+    )
+    message_excerpt_share: float = Field(
+        default=0.1,
+        gt=0,
+        le=1,
+        description="An excerpt takes at most this share of the token budget (a small budget shows shorter ones).",
+    )
+    message_full_weight: float = Field(
+        default=0.5,
+        gt=0,
+        le=1,
+        description="The whole of a message shown as its excerpt competes for the rest of the budget at this x the "
+        "excerpt's priority.",
+    )
     message_episode_weight: float = Field(
         default=0.1,
         ge=0,

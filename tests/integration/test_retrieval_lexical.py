@@ -276,3 +276,49 @@ def test_the_rerank_reach_bounds_what_re_ranking_can_do(settings):
     assert rerank_reach(base, None) == 1.0
     assert rerank_reach(base.model_copy(update={"time_boost": 1.5}), named) == pytest.approx(1 / 1.5)
     assert rerank_reach(base.model_copy(update={"retrievability_influence": 1.0}), None) == 1.0
+
+
+@pytest.mark.parametrize("conversation", [None, "c-lessons"])
+def test_words_most_of_the_scope_holds_are_left_out_of_the_lexical_legs(db, settings, tenant, conversation):
+    """BM25's inverse document frequency, as a cut (``common_words.py``): "time" and
+    "lesson" are in twelve of the thirteen messages, so the lexical legs search "pottery"
+    alone and the one message holding it ranks first. Searching every word, the twelve
+    messages holding two of them fill the wide leg's first tier and the pottery message is
+    never read (one conversation: ranked below them by cover density)."""
+    from memq.shared.retrieval.service import _lexical_text
+
+    start = NOW - timedelta(days=2)
+    lessons = [("user", f"lesson time again, lesson {i} of the time I have", axis(10 + i)) for i in range(12)]
+    pottery = ("user", "I signed up for pottery on Thursdays", axis(30))
+    episode = write_episode(
+        db,
+        settings,
+        tenant,
+        "c-lessons",
+        title="Weekly plan",
+        summary="Plans.",
+        vector=axis(9),
+        messages=[*lessons, pottery],
+        start=start,
+    )
+    request = build_request(
+        settings, tenant=tenant, query="what time is my pottery lesson", conversation_id=conversation, now=NOW
+    )
+    counted, total = legs.word_counts(db, request, request.query.split(), settings.lexical_common_share, 5)
+    assert total == 13
+    # counted up to max(15 % of 13, 5) + 1: enough to tell a common word
+    assert dict(counted) == {"what": [], "time": [6], "is": [], "my": [], "pottery": [1], "lesson": [6]}
+    searched = _lexical_text(db, request, request.query, settings)
+    assert searched == "what is my pottery"
+    ranks = legs.run_legs(
+        db, request, axis(7), ("message_lexical",), 10, settings.hnsw_ef_search, query_text=searched
+    ).messages
+    assert ranks[episode][13]["lexical"] == 1
+
+    everything = legs.run_legs(
+        db, request, axis(7), ("message_lexical",), 10, settings.hnsw_ef_search, query_text=request.query
+    ).messages
+    assert everything[episode].get(13, {}).get("lexical", 99) > 10
+    assert _lexical_text(db, request, request.query, settings.model_copy(update={"lexical_common_share": 0.0})) == (
+        request.query
+    )

@@ -33,3 +33,23 @@ def test_a_query_that_is_only_names_is_searched_as_it_is():
 def test_no_participants_leaves_the_query_alone():
     assert query_terms("what did we decide?", []).search_text == "what did we decide?"
     assert query_terms("what did we decide?", ["", "  "]).named == frozenset()
+
+
+def test_a_question_about_what_the_assistant_said_or_a_past_chat_is_told_apart_from_a_request():
+    from memq.shared.retrieval.participants import asks_what_the_assistant_said
+
+    about = [
+        "What was the name of that Jamaican dish you recommended I try?",
+        "You mentioned some great resources for guided imagery, can you list them again?",
+        "remind me of the Mayo Clinic video you recommended",
+        "the two sad songs you created for me",
+        "In our previous conversation about language apps, which one was free?",
+    ]
+    requests = [
+        "Can you recommend some recent publications?",
+        "could you suggest a cocktail for Saturday",
+        "What did I say about my sister's wedding?",
+        "Any tips on rearranging my bedroom?",
+    ]
+    assert [asks_what_the_assistant_said(q) for q in about] == [True] * len(about)
+    assert [asks_what_the_assistant_said(q) for q in requests] == [False] * len(requests)

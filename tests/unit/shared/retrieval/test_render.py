@@ -242,5 +242,6 @@ def test_hit_record_has_every_score_and_is_json_ready():
         "vector_rank": 2,
         "lexical_rank": None,
         "speaker_named": False,
+        "excerpt": False,
     }
     assert json.loads(json.dumps(record)) == record

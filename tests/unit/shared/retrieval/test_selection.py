@@ -164,9 +164,23 @@ def hit_lists(draw) -> list[EpisodeHit]:
     low=st.integers(1, 5),
     summary_tokens=st.integers(0, 80),
     sitting_gap=st.sampled_from([None, timedelta(minutes=15)]),
+    long_tokens=st.sampled_from([0, 15, 60]),
+    excerpt_tokens=st.integers(10, 40),
 )
-@example(hits=[], detail="auto", max_tokens=50, query="tomato " * 300, low=3, summary_tokens=40, sitting_gap=None)
-def test_the_budget_is_never_exceeded(hits, detail, max_tokens, query, low, summary_tokens, sitting_gap):
+@example(
+    hits=[],
+    detail="auto",
+    max_tokens=50,
+    query="tomato " * 300,
+    low=3,
+    summary_tokens=40,
+    sitting_gap=None,
+    long_tokens=0,
+    excerpt_tokens=40,
+)
+def test_the_budget_is_never_exceeded(
+    hits, detail, max_tokens, query, low, summary_tokens, sitting_gap, long_tokens, excerpt_tokens
+):
     chosen, out = run(
         hits,
         detail,
@@ -175,10 +189,15 @@ def test_the_budget_is_never_exceeded(hits, detail, max_tokens, query, low, summ
         low_messages=low,
         summary_tokens_with_messages=summary_tokens,
         sitting_gap=sitting_gap,
+        long_tokens=long_tokens,
+        excerpt_tokens=excerpt_tokens,
     )
     assert count_tokens(out) <= max_tokens
-    for s in chosen:  # every message chosen is in the text
+    for s in chosen:  # every message chosen is in the text, each once, whole or as its excerpt
         assert all(message_line(m) in out for m in s.shown)
+        assert len({m.seq for m in s.shown}) == len(s.shown)
+        whole = {m.seq: m.content for m in s.hit.messages}
+        assert all(m.excerpt or m.content == whole[m.seq] for m in s.shown)
     ranks = [s.hit.rank for s in chosen]
     assert ranks == sorted(set(ranks))  # shown in rank order, each once
     allowed = {"none": 0, "low": low}
@@ -456,3 +475,49 @@ def test_an_episode_shown_alone_is_priced_apart_from_its_sittings_block():
     chosen, out = run([second, first, other], "high", budget, sitting_gap=FIFTEEN, summary_tokens_with_messages=0)
     assert shown(chosen) == {"c2": [2, 3], "c1": []}
     assert "other" not in {s.hit.id for s in chosen} and count_tokens(out) <= budget
+
+
+# --- long messages: an excerpt first, all of it when there is room --------------------
+
+ESSAY = (
+    "Chicago! The Windy City! "
+    + " ".join(f"Paragraph {i} describes the weather in month {i} with many numbers." for i in range(30))
+    + " Rachel moved to the Lincoln Park neighbourhood last spring."
+)
+
+
+def _long_episode() -> EpisodeHit:
+    """A question, a long answer holding one relevant sentence, and a short user message."""
+    hit = episode(1, messages=3)
+    contents = ["where did Rachel move to?", ESSAY, "She loves Lincoln Park, the lake is close."]
+    relevances = [0.05, 0.045, 0.04]
+    roles = ["user", "assistant", "user"]
+    hit.messages = [
+        replace(m, content=c, relevance=r, role=role)
+        for m, c, r, role in zip(hit.messages, contents, relevances, roles)
+    ]
+    return hit
+
+
+def test_a_long_message_is_first_an_excerpt_around_the_query_and_the_short_one_after_it_fits():
+    chosen, out = run([_long_episode()], "high", 120, query="Rachel moved", long_tokens=60, excerpt_tokens=30)
+    (s,) = chosen
+    assert [m.seq for m in s.shown] == [0, 1, 2]  # without excerpts, the essay alone would not fit
+    essay = s.shown[1]
+    assert essay.excerpt and "Rachel moved to the Lincoln Park" in essay.content and essay.content.startswith(GAP)
+    assert count_tokens(essay.content) <= 30 and ESSAY not in out
+    assert not s.shown[0].excerpt and not s.shown[2].excerpt
+
+
+def test_the_whole_message_replaces_its_excerpt_when_the_budget_has_room():
+    chosen, out = run([_long_episode()], "high", 4000, query="Rachel moved", long_tokens=60, excerpt_tokens=30)
+    (s,) = chosen
+    assert [(m.seq, m.excerpt) for m in s.shown] == [(0, False), (1, False), (2, False)]
+    assert " ".join(ESSAY.split()) in out and GAP not in out
+
+
+def test_without_a_long_message_limit_every_message_is_whole():
+    chosen, _ = run([_long_episode()], "high", 4000, query="Rachel moved", long_tokens=0)
+    assert not any(m.excerpt for s in chosen for m in s.shown)
+    chosen, _ = run([_long_episode()], "high", 120, query="Rachel moved", long_tokens=0)
+    assert [m.seq for s in chosen for m in s.shown] == [0, 2]  # the essay does not fit whole

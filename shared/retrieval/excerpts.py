@@ -1,0 +1,110 @@
+"""Excerpts of long messages (pure): the part of a message worth its tokens.
+
+An assistant's answer runs to hundreds of tokens where a question's answer is often one
+sentence; shown whole, one such message takes most of a small budget and crowds out the
+short messages around it that hold what was asked (on LongMemEval, 70 % of what retrieval
+returned at 1,000 tokens was assistant text, while the evidence is mostly in the user's
+turns). So a long message is first shown as an excerpt: its sentences that share the most
+words with the query, or its opening when none does (an answer leads with its point), a
+``…`` where text is left out; the whole message comes later, when what ranks above it is
+in (``selection.py``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+GAP = "…"
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# the end of a sentence, a line break, or the start of a list item ("* ", "- ", "2. ")
+_BREAK = re.compile(r"(?<=[.!?:;])\s+|\s*\n\s*|\s+(?=(?:[*•]|-|\d{1,2}[.)])\s)")
+STEM = 5  # words are compared by their first letters: "recommended" ~ "recommend"
+
+# Function words, and what a question to a memory says around its subject ("what did I say
+# about", "remind me"): they tell nothing of what it is about.
+_STOP = frozenset(
+    """a about after again all also am an and any are as at be been before being both but by can
+    could did do does doing done for from get got had has have having he her here hers him his
+    how i i'd i'm i've if in into is it it's its just me more most my no not now of on once one
+    only or other our out over own please same she should so some such than that the their them
+    then there these they this those through to too under up very was we were what when where
+    which while who whom why will with would you your yours say said tell told remind know remember
+    mention mentioned talk talked""".split()  # noqa: SIM905 (a word list reads best as words)
+)
+
+
+def _keys(text: str) -> set[str]:
+    return {w[:STEM] for w in (m.group().lower() for m in _WORD.finditer(text)) if w not in _STOP and len(w) > 1}
+
+
+def query_keys(query: str) -> frozenset[str]:
+    """What the query is about, as excerpts compare it: its words but function words, by
+    their first ``STEM`` letters."""
+    return frozenset(_keys(query))
+
+
+_MARKER = re.compile(r"(?:[*•-]|\d{1,2}[.)])")
+
+
+def sentences(text: str) -> list[str]:
+    """The text's sentences, lines and list items, in order (whitespace folded); a list
+    item's marker ("2.", "*") stays with its item."""
+    out: list[str] = []
+    marker = ""
+    for part in _BREAK.split(text):
+        part = " ".join(part.split()) if part else ""
+        if not part:
+            continue
+        if _MARKER.fullmatch(part):
+            marker = f"{marker} {part}".strip()
+            continue
+        out.append(f"{marker} {part}" if marker else part)
+        marker = ""
+    if marker:
+        out.append(marker)
+    return out
+
+
+def _cut(text: str, tokens: int, count: Callable[[str], int]) -> str:
+    """The longest prefix of ``text``'s words that, with `` …``, counts at most ``tokens``."""
+    words = text.split()
+    lo, hi = 0, len(words)
+    while lo < hi:
+        mid = (lo + hi + 1) // 2
+        if count(" ".join(words[:mid]) + " " + GAP) <= tokens:
+            lo = mid
+        else:
+            hi = mid - 1
+    return " ".join(words[:lo])
+
+
+def excerpt(text: str, keys: frozenset[str], tokens: int, count: Callable[[str], int]) -> str:
+    """At most ``tokens`` tokens of ``text``: the sentence sharing the most query ``keys``
+    (the first such; the first sentence when none shares any), then its neighbours, the
+    following first, while they fit; ``…`` before and after what is left out. The whole
+    text when it fits."""
+    folded = " ".join(text.split())
+    if count(folded) <= tokens:
+        return folded
+    parts = sentences(folded) or [folded]
+    scores = [len(_keys(s) & keys) for s in parts]
+    best = max(range(len(parts)), key=lambda i: (scores[i], -i))
+    start = end = best  # the window [start, end]
+
+    def render(lo: int, hi: int) -> str:
+        body = " ".join(parts[lo : hi + 1])
+        return (f"{GAP} " if lo > 0 else "") + body + (f" {GAP}" if hi < len(parts) - 1 else "")
+
+    if count(render(start, end)) > tokens:  # the best sentence alone is too long: its opening
+        lead = f"{GAP} " if start > 0 else ""
+        cut = _cut(parts[start], tokens - count(lead) if lead else tokens, count)
+        return f"{lead}{cut} {GAP}" if cut else GAP
+    grown = True
+    while grown:
+        grown = False
+        for lo, hi in ((start, end + 1), (start - 1, end)):
+            if lo >= 0 and hi < len(parts) and count(render(lo, hi)) <= tokens:
+                start, end, grown = lo, hi, True
+                break
+    return render(start, end)
