@@ -73,12 +73,17 @@ check-deps: install
 	$(MEMQ) check-deps
 
 # Quality (DATA=<dir>, default ../shared/eval): segmentation of every detector profile next to
-# baselines, then retrieval on LoCoMo through the real producer, workers and database
-# (evidence recall at 250-2,000 tokens vs single-turn / 8-turn / session baselines, latency;
-# JSON and PNG in .memq/eval/).
+# baselines; retrieval on LoCoMo through the real producer, workers and database (evidence
+# recall at 250-2,000 tokens and the field's session measures, next to baselines; latency);
+# one person's memory across conversations on LongMemEval (the field's session and turn
+# measures and evidence recall at a budget, memq next to four baselines; ~25 min), and what
+# the LLM path costs per 1,000 messages with a scripted LLM (5 questions). JSON and PNG in
+# .memq/eval/.
 eval: install
 	$(MEMQ) eval $(DATA)
 	$(MEMQ) eval-locomo $(DATA) --ablations
+	$(MEMQ) eval-longmemeval $(DATA)
+	$(MEMQ) eval-longmemeval $(DATA) --scripted-llm --limit 5
 
 worker: migrate
 	$(MEMQ) worker

@@ -35,6 +35,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "demo": ("memq.cli.demo", "demo_cmd"),
     "eval": ("memq.cli.evaluate", "eval_cmd"),
     "eval-locomo": ("memq.cli.evaluate", "eval_locomo_cmd"),
+    "eval-longmemeval": ("memq.cli.evaluate", "eval_longmemeval_cmd"),
     "soak": ("memq.cli.soak", "soak_cmd"),
     "bench": ("memq.cli.bench", "bench_cmd"),
     "check-deps": ("memq.cli.deps", "check_deps_cmd"),

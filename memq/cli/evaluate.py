@@ -1,9 +1,12 @@
 """``memq eval [DATA]``: segmentation quality of every detector profile (Pk,
-WindowDiff, boundary F1) next to trivial baselines, per labelled file."""
+WindowDiff, boundary F1) next to trivial baselines, per labelled file; ``memq
+eval-locomo`` and ``memq eval-longmemeval``: retrieval quality through the real pipeline."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
+from typing import TypeVar
 
 import click
 from rich.console import Console
@@ -201,6 +204,31 @@ def _train(
     console.print(f"wrote {path}: {fitted}high={m.high:.2f} low={m.low:.2f} train Pk={m.info['train_pk']}")
 
 
+T = TypeVar("T")
+
+
+def with_progress(console: Console, work: Callable[[Callable[[str, int, int], None], Callable[[str], None]], T]) -> T:
+    """Run ``work(progress, note)`` under progress bars, one per label (``progress(label,
+    done, total)``), with ``note(text)`` printed dim above them; a missing data file or a
+    refused argument is a one-line error."""
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+
+    tasks: dict[str, TaskID] = {}
+    try:
+        with Progress(
+            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
+        ) as bars:
+
+            def progress(label: str, done: int, total: int) -> None:
+                if label not in tasks:
+                    tasks[label] = bars.add_task(label, total=total)
+                bars.update(tasks[label], completed=done, total=total)
+
+            return work(progress, lambda m: bars.console.print(f"[dim]… {m}[/]"))
+    except (FileNotFoundError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from None
+
+
 @click.command("eval-locomo")
 @click.argument("data", type=click.Path(path_type=Path), default=DEFAULT_DATA)
 @click.option("--tenant", default="eval-locomo", show_default=True, help="Tenant the conversations are replayed into.")
@@ -223,8 +251,6 @@ def eval_locomo_cmd(
     through the producer to real workers, ask every question of categories 1-4 through
     retrieve_memory and through single-turn / 8-turn / session baselines, and report
     evidence recall at 250 / 500 / 1,000 / 2,000 returned tokens."""
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
-
     from memq.evaluation.locomo.report import print_report, write_chart, write_json
     from memq.evaluation.locomo.runner import EvalConfig, run
     from memq.shared.ids import check_tenant
@@ -232,27 +258,103 @@ def eval_locomo_cmd(
 
     settings = get_settings()
     console = Console(width=150)
+    folder = out or settings.data_path / "eval"
     config = EvalConfig(
-        data=data, tenant=check_tenant(tenant), reuse=reuse, workers=workers, ablations=ablations, files=files
+        data=data,
+        tenant=check_tenant(tenant),
+        reuse=reuse,
+        workers=workers,
+        ablations=ablations,
+        files=files,
+        cache_dir=folder / "locomo-embeddings",
     )
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
     console.print(f"[bold]memq eval-locomo[/] data={data} tenant={tenant} {llm} embeddings={settings.embedding_model}")
-    tasks: dict[str, TaskID] = {}
-    try:
-        with Progress(
-            TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(), console=console
-        ) as bars:
-
-            def progress(label: str, done: int, total: int) -> None:
-                if label not in tasks:
-                    tasks[label] = bars.add_task(label, total=total)
-                bars.update(tasks[label], completed=done, total=total)
-
-            result = run(settings, config, progress, lambda m: bars.console.print(f"[dim]… {m}[/]"))
-    except FileNotFoundError as exc:
-        raise click.ClickException(str(exc)) from None
+    result = with_progress(console, lambda progress, note: run(settings, config, progress, note))
     print_report(result, console)
-    folder = out or settings.data_path / "eval"
     write_json(result, folder / "locomo-report.json")
     write_chart(result, folder / "locomo-recall.png")
     console.print(f"wrote {folder / 'locomo-report.json'} and {folder / 'locomo-recall.png'}")
+
+
+@click.command("eval-longmemeval")
+@click.argument("data", type=click.Path(path_type=Path), default=DEFAULT_DATA)
+@click.option("--limit", type=int, default=None, help="Only the first N questions (after --types).")
+@click.option(
+    "--types",
+    default=None,
+    help="Only these question types, comma-separated (single-session-user, single-session-assistant, "
+    "single-session-preference, multi-session, temporal-reasoning, knowledge-update).",
+)
+@click.option("--reuse", is_flag=True, help="Ask again without replaying the haystacks already stored.")
+@click.option("--workers", type=int, default=2, show_default=True, help="Worker processes for the replay.")
+@click.option(
+    "--prefix",
+    default=None,
+    help="Each question is replayed into the tenant PREFIX<question id> (default lme-; lmellm- with --scripted-llm).",
+)
+@click.option(
+    "--scripted-llm",
+    is_flag=True,
+    help="Instead: replay with a scripted LLM on 127.0.0.1 (and an agent's retrieval at the start of each session) "
+    "and report the LLM calls and prompt tokens per 1,000 messages by stage; no questions are asked.",
+)
+@click.option("--json", "json_path", type=click.Path(path_type=Path), default=None, help="Write the report here too.")
+@click.option(
+    "--out",
+    type=click.Path(path_type=Path),
+    default=None,
+    help="Folder for longmemeval-report.json and longmemeval.png (default <MEMQ_DATA_DIR>/eval).",
+)
+def eval_longmemeval_cmd(
+    data: Path,
+    limit: int | None,
+    types: str | None,
+    reuse: bool,
+    workers: int,
+    prefix: str | None,
+    scripted_llm: bool,
+    json_path: Path | None,
+    out: Path | None,
+) -> None:
+    """One person's memory across many conversations, on LongMemEval_S: each question's
+    haystack replayed as one user's conversations (one per session) through the real
+    producer, workers and database into a tenant of its own, then the question asked
+    user-wide at its own date through retrieve_memory and through four baselines (BM25
+    and embeddings over whole sessions, embeddings over turns, a BM25 + vector hybrid
+    over turns); the field's session and turn measures and evidence recall at 250 /
+    500 / 1,000 / 2,000 returned tokens, side by side."""
+    from memq.evaluation.longmemeval.report import print_report, write_chart, write_json
+    from memq.evaluation.longmemeval.runner import LmeConfig, run
+    from memq.shared.ids import check_tenant
+    from memq.shared.settings import get_settings
+
+    settings = get_settings()
+    console = Console(width=200)
+    wanted = tuple(t.strip() for t in types.split(",") if t.strip()) if types else None
+    folder = out or settings.data_path / "eval"
+    prefix = prefix if prefix is not None else ("lmellm-" if scripted_llm else "lme-")
+    check_tenant(prefix + "x")
+    config = LmeConfig(
+        data=data,
+        limit=limit,
+        types=wanted,
+        reuse=reuse,
+        workers=workers,
+        prefix=prefix,
+        cache_dir=folder / "embeddings",
+        scripted_llm=scripted_llm,
+    )
+    llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
+    console.print(f"[bold]memq eval-longmemeval[/] data={data} {llm} embeddings={settings.embedding_model}")
+    result = with_progress(console, lambda progress, note: run(settings, config, progress, note))
+    print_report(result, console)
+    name = "longmemeval-llm-cost" if scripted_llm else "longmemeval"
+    write_json(result, folder / f"{name}-report.json")
+    if json_path is not None:
+        write_json(result, json_path)
+    if not scripted_llm:
+        write_chart(result, folder / f"{name}.png")
+    console.print(
+        f"wrote {folder / f'{name}-report.json'}" + ("" if scripted_llm else f" and {folder / f'{name}.png'}")
+    )

@@ -3,11 +3,10 @@ switched into failing: HTTP 500s, 429s, timeouts, malformed JSON."""
 
 from __future__ import annotations
 
-import hashlib
 import itertools
-import json
 from typing import Any
 
+from memq.testing.scripted_answers import valid_answer
 from memq.testing.scripted_llm import Reply, ScriptedLLM
 
 MODES = ("ok", "http_500", "http_429", "timeout", "malformed")
@@ -52,27 +51,4 @@ class SoakLLM:
 
     @staticmethod
     def _valid(request: dict) -> Any:
-        schema = ((request.get("response_format") or {}).get("json_schema") or {}).get("name", "")
-        text = "\n".join(str(m.get("content", "")) for m in request.get("messages", []))
-        digest = int(hashlib.sha1(text.encode("utf-8", "replace")).hexdigest(), 16)
-        if schema == "Consolidation":  # the chain goes on: nothing lasting in soak chatter
-            return {"actions": []}
-        if schema == "MemoryRatings":
-            shown = [line.split("]", 1)[0][1:] for line in text.splitlines() if line.startswith("[")]
-            return {"ratings": [{"memory": int(n), "rating": "good", "reason": "soak"} for n in shown if n.isdigit()]}
-        if schema == "TopicShift":
-            shift = digest % 5 == 0
-            return {
-                "is_boundary": shift,
-                "confidence": 0.9 if shift else 0.4,
-                "signals": {"topic_shift": 0.8 if shift else 0.2, "intent_shift": 0.3, "temporal_marker": 0.0},
-                "updated_event_model": "The conversation continues on the same subject.",
-            }
-        words = [w for w in text.split() if w.isalpha()][:40]
-        topic = " ".join(words[-6:]) or "a conversation"
-        return json.dumps(
-            {
-                "title": f"Soak episode about {' '.join(words[:4]) or 'messages'} and more",
-                "summary": f"The user and the assistant exchanged messages about {topic}.",
-            }
-        )
+        return valid_answer(request)

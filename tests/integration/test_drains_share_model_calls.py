@@ -119,7 +119,9 @@ def test_a_drain_embeds_waiting_fronts_and_their_drains_use_them(isolated):
 
     for raw in items:
         message = decode_inbox_item(raw)
-        assert np.allclose(stored[message.id], model.model.embed([message.content])[0], atol=1e-5)
+        # the model's vector of it (to within its arithmetic: bfloat16 rounds a text a little
+        # differently in another pass' company)
+        assert float(np.dot(stored[message.id], model.model.embed([message.content])[0])) > 0.999
 
     # Its front is embedded: another drain does not take it again, and its own drain
     # calls the model for none of its messages.

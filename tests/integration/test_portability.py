@@ -302,7 +302,9 @@ def test_cut_files_newer_versions_other_models_and_the_conversation_goes_on(
     for (seq, mine), (_, original) in zip(
         db.execute(vector_sql, (moved, TRIP)).fetchall(), db.execute(vector_sql, (tenant, TRIP)).fetchall(), strict=True
     ):
-        assert np.allclose(mine.to_numpy(), original.to_numpy(), atol=1e-4), seq
+        # the same text, embedded again in another pass: the same vector to within the model's
+        # arithmetic (bfloat16 where the CPU has it rounds differently in another pass' company)
+        assert float(np.dot(mine.to_numpy(), original.to_numpy())) > 0.999, seq
     models = db.execute("SELECT DISTINCT embedding_model FROM episodic_memory WHERE tenant_id = %s", (moved,))
     assert [r[0] for r in models] == [settings.embedding_model]
     assert answers(db, settings, moved) == answers(db, settings, tenant)

@@ -55,11 +55,10 @@ def test_every_message_is_embedded_once_and_nothing_is_left_in_redis(worker, pro
     assert [c for c, _ in stored] == contents
     model = resources.embedder()  # (counted from here on: the counts were checked above)
     for content, vector in stored:  # the model's vector of the content (segmentation's, carried)
-        assert np.allclose(
-            np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector),
-            model.embed([content])[0],
-            atol=1e-5,
-        )
+        carried = np.asarray(vector.to_numpy() if hasattr(vector, "to_numpy") else vector)
+        # to within the model's arithmetic: bfloat16, where the CPU has it, rounds a text a
+        # little differently in another pass' company (another text's vector is far below)
+        assert float(np.dot(carried, model.embed([content])[0])) > 0.999
 
 
 def test_a_look_ahead_message_is_not_embedded_again_by_the_drain_that_decides_it(worker, producer, embedded):

@@ -1,5 +1,6 @@
 """The LoCoMo run's report: terminal tables, a JSON file and a PNG chart of recall
-against budget (one line per memory unit kind)."""
+against budget (one line per memory unit kind); and the session-level figures of memq and
+LongMemEval's session baselines (``sessions.py``) in a table and a JSON key of their own."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from rich.console import Console
 from rich.table import Table
 
+from memq.evaluation.locomo import sessions as sessions_mod
 from memq.evaluation.locomo.runner import ABLATIONS, MAIN, EvalRun, categories_present, category_name
 
 if TYPE_CHECKING:
@@ -37,6 +39,12 @@ def to_json(run: EvalRun) -> dict[str, Any]:
         "stages_seconds": {k: round(v, 2) for k, v in run.stages_s.items()},
         "latency_ms": {k: round(v, 3) if isinstance(v, float) else v for k, v in run.latency_ms.items()},
         "targets": targets(run),
+        "sessions": sessions_mod.summary(run.sessions),
+        "sessions_published": {
+            "note": "LoCoMo's published no-LLM session recall@10 on all ten conversations: not comparable as such",
+            **sessions_mod.PUBLISHED,
+        },
+        "sessions_embedded_texts": run.sessions_embedded,
     }
 
 
@@ -54,10 +62,12 @@ def targets(run: EvalRun) -> dict[str, Any]:
     """The issues' targets: recall at 1,000 tokens at least ``TARGET_BASELINES`` above each
     single-turn baseline present, and at or above it at every budget; recall at
     ``TARGET_RECALL``; with the ablations, at or above memq without FSRS re-ranking at
-    every budget (decay never costs recall); retrieval's latency within twice its legs' SQL."""
+    every budget (decay never costs recall); retrieval's latency within twice its legs' SQL;
+    memq's session ``recall_any@10`` at least ``sessions.TARGET_MARGIN`` above the best
+    session baseline's (``sessions.target``), when the session figures were measured."""
     overall = run.table()
     if MAIN.name not in overall:
-        return {}
+        return _session_target(run)
     memq = overall[MAIN.name]
     lat = run.latency_ms
     out: dict[str, Any] = {
@@ -91,7 +101,39 @@ def targets(run: EvalRun) -> dict[str, Any]:
                 behind[f"{with_} @{b}"] = round(overall[without][b].recall - overall[with_][b].recall, 4)
     if compared:
         out["fsrs_never_behind_no_fsrs"] = {"met": not behind, "behind_by": behind}
+    out.update(_session_target(run))
     return out
+
+
+def _session_target(run: EvalRun) -> dict[str, Any]:
+    """``{"session_recall_any@10": sessions.target(...)}`` when the session figures of memq
+    and a baseline were measured, else nothing."""
+    found = sessions_mod.target(sessions_mod.summary(run.sessions))
+    return {} if found is None else {"session_recall_any@10": found}
+
+
+def print_sessions(run: EvalRun, console: Console) -> None:
+    """The session-level figures, one row per system (each column's best in bold green),
+    LoCoMo's published figures on a line under it."""
+    rows = sessions_mod.summary(run.sessions)
+    if not rows:
+        return
+    table = Table(title=f"LoCoMo session ranking and evidence at the top k items ({rows[0]['questions']} questions)")
+    table.add_column("system")
+    for m in sessions_mod.SHOWN:
+        table.add_column(m.removeprefix("session_").replace("evidence_recall", "evidence"), justify="right")
+    best = {m: max(r.get(m, 0.0) for r in rows) for m in sessions_mod.SHOWN}
+    for r in rows:
+        cells = [
+            f"[bold green]{r[m]:.3f}[/]" if r[m] == best[m] else f"{r[m]:.3f}" for m in sessions_mod.SHOWN if m in r
+        ]
+        table.add_row(r["name"], *cells)
+    console.print(table)
+    console.print(
+        "[dim]published on all ten conversations (no LLM; not comparable as such): session recall@10 "
+        + ", ".join(f"{v:.3f} {name}" for name, v in sessions_mod.PUBLISHED.items())
+        + "[/]"
+    )
 
 
 def print_report(run: EvalRun, console: Console) -> None:
@@ -114,6 +156,7 @@ def print_report(run: EvalRun, console: Console) -> None:
             cells += [f"{s[b].all_found:.3f}" for b in budgets]
             table.add_row(method, *cells, f"{s[budgets[-1]].tokens:.0f}")
         console.print(table)
+    print_sessions(run, console)
 
     e = run.episodes
     console.print(
@@ -167,6 +210,13 @@ def print_report(run: EvalRun, console: Console) -> None:
             console.print(
                 "[bold]target[/] FSRS re-ranking at or above no FSRS at every budget and limit: "
                 f"{mark[f['met']]}" + (f" (behind by {behind})" if behind else "")
+            )
+        if "session_recall_any@10" in t:
+            s = t["session_recall_any@10"]
+            console.print(
+                f"[bold]target vs {s['best_baseline']}[/] (best session baseline): session recall_any@10 "
+                f"{s['value']:.3f} − {s['baseline']:.3f} = {s['minus_best_baseline']:+.3f} "
+                f"(≥ {s['target']:.2f}: {mark[s['met']]})"
             )
         line = f"[bold]target[/] latency ratio < 2: {mark[t['latency_ratio_under_2']]} at limit {lat.get('limit')}"
         if "latency_ratio_under_2_default_limit" in t:

@@ -5,6 +5,11 @@ through the baselines, at every budget, and measure what the returned text holds
 Retrieval uses the question's embedding computed once (the same vector for memq and the
 baselines); latency is measured on a separate pass, next to the raw SQL of the legs run
 alone on the same queries (the floor).
+
+On the same replayed data, the field's session-level measures (``sessions.py``): memq's
+ranked episodes (one call per question with a generous limit and no token cap, as
+``memq eval-longmemeval`` ranks them) next to LongMemEval's four session baselines, whose
+embeddings go through an ``EmbeddingStore`` cached on disk (``EvalConfig.cache_dir``).
 """
 
 from __future__ import annotations
@@ -19,9 +24,14 @@ from typing import Any
 
 import numpy as np
 
+from memq.evaluation.locomo import sessions as sessions_mod
 from memq.evaluation.locomo.data import CATEGORIES, LocomoConversation, Question, find_files, load_locomo
 from memq.evaluation.locomo.recall import Found, evidence_found, percentile, summarise
 from memq.evaluation.locomo.units import SEARCHES, UNIT_KINDS, UnitIndex, fill, make_units
+from memq.evaluation.longmemeval.baselines import BASELINES as SESSION_BASELINES
+from memq.evaluation.longmemeval.baselines import RANKERS, EmbeddingStore, Haystack
+from memq.evaluation.longmemeval.measures import QuestionResult as SessionResult
+from memq.evaluation.longmemeval.runner import MEMQ, RANK_TOKENS, cache_name
 from memq.shared.settings import Settings
 
 BUDGETS = (250, 500, 1000, 2000)
@@ -90,6 +100,9 @@ class EvalConfig:
     ablations: bool = False
     limit: int | None = None  # episodes per retrieval (default MEMQ_RETRIEVAL_LIMIT_MAX: the budget decides)
     files: tuple[str, ...] = ()
+    rank_limit: int = 50  # episodes in memq's rank call for the session measures
+    # the session baselines' embeddings across runs (default <MEMQ_DATA_DIR>/eval/locomo-embeddings)
+    cache_dir: Path | None = None
 
 
 @dataclass
@@ -113,6 +126,8 @@ class EvalRun:
     other_episodes: dict[str, dict[str, Any]] = field(default_factory=dict)  # detector -> ``episodes`` of its tenant
     named_times: int = 0
     llm: str = "none"
+    sessions: dict[str, list[SessionResult]] = field(default_factory=dict)  # system -> per question
+    sessions_embedded: int = 0  # texts the session baselines' store had the model embed this run
 
     def methods(self) -> list[str]:
         return list(dict.fromkeys(r.method for r in self.results))
@@ -196,10 +211,16 @@ def run(
 
         t = time.monotonic()
         index = UnitIndex(conn, settings.embedding_dim)
+        turn_texts: list[str] = []  # each turn as memq embeds it, and its vector: the session baselines' too
+        turn_vectors: list[np.ndarray] = []
         for c in conversations:
             for kind in UNIT_KINDS:
                 units = make_units(c, kind)
-                index.add(units, {s: embedder.embed([u.embedded(s) for u in units]) for s in SEARCHES})
+                vectors = {s: embedder.embed([u.embedded(s) for u in units]) for s in SEARCHES}
+                index.add(units, vectors)
+                if kind == "turn":
+                    turn_texts.extend(u.embedded("memq") for u in units)
+                    turn_vectors.extend(vectors["memq"])
         run_.stages_s["baseline units indexed"] = time.monotonic() - t
 
         asked = [(c, q) for c in conversations for q in c.questions if q.category in config.categories and q.evidence]
@@ -217,6 +238,9 @@ def run(
                     own.autocommit = True
                     _ask(run_, settings, own, index, method, asked, queries, progress, tenant)
             run_.stages_s[f"questions: {method.name}"] = time.monotonic() - t
+        known = [q.question for _, q in asked] + turn_texts  # embedded already: the questions and the turns
+        store = _session_store(settings, config, embedder, known, np.vstack([queries.raw, *turn_vectors]))
+        _ask_sessions(run_, settings, conn, asked, queries, store, progress)
         _latency(run_, settings, conn, asked, queries)
     return run_
 
@@ -385,6 +409,96 @@ def _ask(
                 QuestionResult(q, conv.sample_id, method.name, budget, evidence_found(text, evidence), tokens)
             )
         progress(f"questions: {method.name}", i + 1, len(asked))
+
+
+def _dia_by_seq(conn, tenant: str, conversation: str) -> dict[int, str]:
+    """Each stored message's dia id by its ``seq`` in the conversation (``metadata.dia_id``,
+    else the message id ``<sample>-<dia id>`` without its sample)."""
+    rows = conn.execute(
+        "SELECT seq, metadata->>'dia_id', message_id FROM episode_message "
+        "WHERE tenant_id = %s AND conversation_id = %s",
+        (tenant, conversation),
+    ).fetchall()
+    return {int(seq): dia or message_id.removeprefix(f"{conversation}-") for seq, dia, message_id in rows}
+
+
+def _session_store(
+    settings: Settings, config: EvalConfig, embedder, known: list[str], vectors: np.ndarray
+) -> EmbeddingStore:
+    """The session baselines' embeddings, cached on disk (``config.cache_dir``, by default
+    ``<MEMQ_DATA_DIR>/eval/locomo-embeddings``), seeded with the vectors the run computed
+    already for the same texts with the same model (``known``: the questions as asked and
+    the turns, a turn being embedded by its text as memq embeds a message and as the
+    single-turn units' ``memq`` vectors are): only whole sessions are left to embed, once."""
+    store = EmbeddingStore(
+        lambda texts: embedder.embed(list(texts)),
+        config.cache_dir or settings.data_path / "eval" / "locomo-embeddings",
+        cache_name(embedder),
+    )
+    store.seed(known, vectors)
+    return store
+
+
+def _ask_sessions(
+    run_: EvalRun,
+    settings: Settings,
+    conn,
+    asked,
+    queries: Queries,
+    store: EmbeddingStore,
+    progress: Callable[[str, int, int], None],
+) -> None:
+    """The session-level figures (``sessions.py``) of memq and of LongMemEval's four session
+    baselines, every question of ``asked``. memq: one ``retrieve_memory`` call per question
+    in the conversation's scope, ``config.rank_limit`` episodes and no token cap, its
+    returned episodes the ranked items. The baselines: ``RANKERS`` on the question's
+    haystack (its conversation's sessions), embeddings through ``store``."""
+    from memq.shared.retrieval.service import retrieve_memory
+
+    config = run_.config
+    wide = settings.model_copy(
+        update={
+            "retrieval_max_tokens_max": RANK_TOKENS,
+            "retrieval_limit_max": max(settings.retrieval_limit_max, config.rank_limit),
+        }
+    )
+    adapted = {c.sample_id: sessions_mod.ConversationSessions.of(c) for c in run_.conversations}
+    dias = {c.sample_id: _dia_by_seq(conn, config.tenant, c.sample_id) for c in run_.conversations}
+    questions = [adapted[c.sample_id].question(q, _now(c)) for c, q in asked]
+    run_.sessions = {name: [] for name in sessions_mod.SYSTEMS}
+    embed = queries.embed_fn()
+    t = time.monotonic()
+    for i, ((conv, q), question) in enumerate(zip(asked, questions)):
+        result = retrieve_memory(
+            q.question,
+            tenant=config.tenant,
+            conversation_id=conv.sample_id,
+            limit=config.rank_limit,
+            detail=MAIN.detail,
+            max_tokens=RANK_TOKENS,
+            now=_now(conv),
+            settings=wide,
+            conn=conn,
+            embed=embed,
+            record=False,
+        )
+        items = sessions_mod.episode_items(result.records, adapted[conv.sample_id], dias[conv.sample_id])
+        run_.sessions[MEMQ].append(
+            SessionResult(question.id, question.type, sessions_mod.question_measures(items, question))
+        )
+        progress("sessions: memq", i + 1, len(asked))
+    run_.stages_s["sessions: memq"] = time.monotonic() - t
+    t = time.monotonic()
+    for i, question in enumerate(questions):
+        haystack = Haystack(question)
+        for name in SESSION_BASELINES:
+            ranked = RANKERS[name](haystack, store.embed)
+            run_.sessions[name].append(
+                SessionResult(question.id, question.type, sessions_mod.question_measures(ranked, question))
+            )
+        progress("sessions: baselines", i + 1, len(questions))
+    run_.sessions_embedded = store.embedded
+    run_.stages_s["sessions: baselines (embedding included)"] = time.monotonic() - t
 
 
 def _latency(
