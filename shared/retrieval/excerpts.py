@@ -12,6 +12,7 @@ in (``selection.py``).
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Callable
 
@@ -79,24 +80,52 @@ def _cut(text: str, tokens: int, count: Callable[[str], int]) -> str:
     return " ".join(words[:lo])
 
 
-def excerpt(text: str, keys: frozenset[str], tokens: int, count: Callable[[str], int]) -> str:
+@functools.lru_cache(maxsize=256)
+def _finder(keys: frozenset[str]) -> re.Pattern[str] | None:
+    """A pattern finding the query's keys at the start of words: a key of ``STEM`` letters
+    begins a word, a shorter one is a whole word (what ``_keys`` makes of a word)."""
+    if not keys:
+        return None
+    stems = sorted((k for k in keys if len(k) >= STEM), key=len, reverse=True)
+    whole = sorted((k for k in keys if len(k) < STEM), key=len, reverse=True)
+    parts = [f"(?:{'|'.join(map(re.escape, stems))})" if stems else "", ""]
+    if whole:
+        parts[1] = f"(?:{'|'.join(map(re.escape, whole))})(?![^\\W_])"
+    alternatives = "|".join(f"({p})" for p in parts if p)
+    return re.compile(rf"(?<![^\W_])(?:{alternatives})", re.IGNORECASE)
+
+
+def _scores(parts: list[str], keys: frozenset[str]) -> list[int]:
+    """How many of the query's keys each sentence holds."""
+    finder = _finder(keys)
+    if finder is None:
+        return [0] * len(parts)
+    return [len({m.group(0).lower()[:STEM] for m in finder.finditer(part)}) for part in parts]
+
+
+def excerpt(text: str, keys: frozenset[str], tokens: int, count: Callable[[str], int], *, long: bool = False) -> str:
     """At most ``tokens`` tokens of ``text``: the sentence sharing the most query ``keys``
     (the first such; the first sentence when none shares any), then its neighbours, the
     following first, while they fit; ``…`` before and after what is left out. The whole
-    text when it fits."""
+    text when it fits (``long``: the caller knows it does not)."""
     folded = " ".join(text.split())
-    if count(folded) <= tokens:
+    if not long and count(folded) <= tokens:
         return folded
     parts = sentences(folded) or [folded]
-    scores = [len(_keys(s) & keys) for s in parts]
+    scores = _scores(parts, keys)
     best = max(range(len(parts)), key=lambda i: (scores[i], -i))
-    start = end = best  # the window [start, end]
+    sizes = [count(part) for part in parts]  # a window costs about its sentences, a space each and its gaps
+    gap = count(GAP)
 
     def render(lo: int, hi: int) -> str:
         body = " ".join(parts[lo : hi + 1])
         return (f"{GAP} " if lo > 0 else "") + body + (f" {GAP}" if hi < len(parts) - 1 else "")
 
-    if count(render(start, end)) > tokens:  # the best sentence alone is too long: its opening
+    def estimate(lo: int, hi: int) -> int:
+        return sum(sizes[lo : hi + 1]) + (hi - lo) + (gap + 1) * ((lo > 0) + (hi < len(parts) - 1))
+
+    start = end = best  # the window [start, end]
+    if estimate(start, end) > tokens:  # the best sentence alone is too long: its opening
         lead = f"{GAP} " if start > 0 else ""
         cut = _cut(parts[start], tokens - count(lead) if lead else tokens, count)
         return f"{lead}{cut} {GAP}" if cut else GAP
@@ -104,7 +133,15 @@ def excerpt(text: str, keys: frozenset[str], tokens: int, count: Callable[[str],
     while grown:
         grown = False
         for lo, hi in ((start, end + 1), (start - 1, end)):
-            if lo >= 0 and hi < len(parts) and count(render(lo, hi)) <= tokens:
+            if lo >= 0 and hi < len(parts) and estimate(lo, hi) <= tokens:
                 start, end, grown = lo, hi, True
                 break
-    return render(start, end)
+    shown = render(start, end)
+    while count(shown) > tokens and end > start:  # the estimate was short by a token or two
+        end -= 1
+        shown = render(start, end)
+    if count(shown) > tokens:
+        lead = f"{GAP} " if start > 0 else ""
+        cut = _cut(parts[start], tokens - count(lead) if lead else tokens, count)
+        return f"{lead}{cut} {GAP}" if cut else GAP
+    return shown

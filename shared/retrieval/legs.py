@@ -350,41 +350,39 @@ _SHOWN_MESSAGES = (
 )
 
 
-def word_counts_sql(request: RetrievalRequest, views: bool) -> str:
+def word_counts_sql(request: RetrievalRequest) -> str:
     """Each of ``%(words)s`` (in order) with each of its lexemes (``english``, as the lexical
-    legs stem it) and how many of the scope's messages hold it, counted up to
-    ``%(share)s`` of the scope's messages (at least ``%(least)s``) and one more (a common
-    word is found common without reading all its rows), and the scope's message count
-    (its conversations' ``message_count``)."""
-    table = _searched(request, views)[1]
+    legs stem them) and how many of the scope's messages hold it, and the scope's message
+    count (its conversations' ``message_count``). Counted in one pass over the scope's
+    messages, and only when it holds at most ``%(most)s`` (else NULL: the count would cost
+    a read of a large scope, whose lexical legs' cost the two tiers bound instead)."""
     scope = _scope(request, "m", "ts", "ts")
-    lexeme = "quote_literal(d.l)::tsquery"
-    match = _matches("m", lexeme) if _wide(request) else f"m.search @@ {lexeme}"
     chosen = "" if request.conversation_ids is None else " AND c.conversation_id = ANY(%(conversations)s)"
     return f"""WITH n AS (SELECT coalesce(sum(c.message_count), 0)::bigint AS n FROM conversation c
-            WHERE c.tenant_id = %(tenant)s{chosen})
-        SELECT w.ord, w.w, d.l, (SELECT count(*) FROM (SELECT 1 FROM {table} m WHERE {scope} AND {match}
-                LIMIT greatest(floor(n.n * %(share)s)::bigint, %(least)s) + 1) x), n.n
-        FROM n, unnest(%(words)s::text[]) WITH ORDINALITY AS w(w, ord)
-        LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', w.w))) AS d(l) ON true
-        ORDER BY w.ord"""
+            WHERE c.tenant_id = %(tenant)s{chosen}),
+        w AS (SELECT w.ord, w.w, d.l FROM unnest(%(words)s::text[]) WITH ORDINALITY AS w(w, ord)
+            LEFT JOIN LATERAL unnest(tsvector_to_array(to_tsvector('english', w.w))) AS d(l) ON true),
+        df AS (SELECT l.l, count(m.search) AS df
+            FROM (SELECT DISTINCT l FROM w WHERE l IS NOT NULL AND (SELECT n FROM n) <= %(most)s) l
+            LEFT JOIN episode_message m ON {scope} AND m.search @@ quote_literal(l.l)::tsquery GROUP BY l.l)
+        SELECT w.ord, w.w, w.l, df.df, (SELECT n FROM n) FROM w LEFT JOIN df ON df.l = w.l ORDER BY w.ord"""
 
 
 def word_counts(
-    conn: psycopg.Connection, request: RetrievalRequest, words: list[str], share: float, least: int
-) -> tuple[list[tuple[str, list[int]]], int]:
-    """(each word with its lexemes' document counts in the request's scope, counted up to
-    ``share`` of its messages or ``least``, whichever is more, and one more; the scope's
-    message count): what ``common_words.informative_text`` decides from."""
-    args = {**params(request, np.zeros(1, dtype=np.float32), 0), "words": words, "share": share, "least": least}
-    rows = _execute(conn, args, 1, "force_custom_plan", lambda views: word_counts_sql(request, views))
+    conn: psycopg.Connection, request: RetrievalRequest, words: list[str], most: int
+) -> tuple[list[tuple[str, list[int]]], int] | None:
+    """(each word with its lexemes' counts of the request's scope's messages holding them,
+    the scope's message count); None when the scope holds more than ``most`` messages."""
+    args = {**params(request, np.zeros(1, dtype=np.float32), 0), "words": words, "most": most}
+    rows = conn.execute(word_counts_sql(request), args).fetchall()
     counted: dict[int, tuple[str, list[int]]] = {}
-    total = 0
-    for ord_, word, lexeme, count, n in rows:
+    for ord_, word, lexeme, count, _ in rows:
         entry = counted.setdefault(int(ord_), (word, []))
         if lexeme is not None:
+            if count is None:  # not counted: the scope is too large
+                return None
             entry[1].append(int(count))
-        total = int(n)
+    total = int(rows[0][4]) if rows else 0
     return [counted[i] for i in sorted(counted)], total
 
 

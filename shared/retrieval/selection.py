@@ -344,7 +344,8 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             answer = message.role in p.whole_roles and bool(message.ranks)
             if 0 < p.long_tokens < line and not answer:
                 full = message
-                message = replace(full, content=excerpt(full.content, keys, p.excerpt_tokens, count), excerpt=True)
+                short = excerpt(full.content, keys, p.excerpt_tokens, count, long=True)
+                message = replace(full, content=short, excerpt=True)
                 line = count(message_line(message))
                 whole = _Whole(full, line)
             if used + line - costs.gap > p.max_tokens:  # a message adds at least its line less one closed ``…``

@@ -26,7 +26,7 @@ from memq.shared.db.reviews import Retrieved, ReviewNote
 from memq.shared.errors import ValidationError
 from memq.shared.metrics import metrics
 from memq.shared.retrieval import legs
-from memq.shared.retrieval.common_words import MIN_COMMON, informative_text
+from memq.shared.retrieval.common_words import informative_text
 from memq.shared.retrieval.facts_section import fact_record, facts_block
 from memq.shared.retrieval.fusion import rrf
 from memq.shared.retrieval.model import EpisodeHit, MessageView
@@ -420,8 +420,10 @@ def _lexical_text(conn: psycopg.Connection, request: RetrievalRequest, text: str
     words = text.split()
     if len(words) < 2:
         return text
-    counted, total = legs.word_counts(conn, request, words, share, MIN_COMMON)
-    return informative_text(counted, total, share) or text
+    found = legs.word_counts(conn, request, words, settings.lexical_common_max_messages)
+    if found is None:
+        return text
+    return informative_text(*found, share) or text
 
 
 def _facts(

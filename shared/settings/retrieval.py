@@ -134,6 +134,12 @@ class RetrievalSettings(BaseModel):
         "legs (it says nothing of which message is meant: BM25's inverse document frequency, as a cut); the query "
         "vector still reads it. 0: every word.",
     )
+    lexical_common_max_messages: int = Field(
+        default=5000,
+        ge=0,
+        description="Common words (MEMQ_LEXICAL_COMMON_SHARE) are found by reading the searched messages once (~6 ms "
+        "for 500 long messages); in a scope holding more than this many the lexical legs search every word.",
+    )
     message_long_tokens: int = Field(
         default=150,
         ge=0,

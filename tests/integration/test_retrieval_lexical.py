@@ -304,10 +304,12 @@ def test_words_most_of_the_scope_holds_are_left_out_of_the_lexical_legs(db, sett
     request = build_request(
         settings, tenant=tenant, query="what time is my pottery lesson", conversation_id=conversation, now=NOW
     )
-    counted, total = legs.word_counts(db, request, request.query.split(), settings.lexical_common_share, 5)
+    found = legs.word_counts(db, request, request.query.split(), settings.lexical_common_max_messages)
+    assert found is not None
+    counted, total = found
     assert total == 13
-    # counted up to max(15 % of 13, 5) + 1: enough to tell a common word
-    assert dict(counted) == {"what": [], "time": [6], "is": [], "my": [], "pottery": [1], "lesson": [6]}
+    assert dict(counted) == {"what": [], "time": [12], "is": [], "my": [], "pottery": [1], "lesson": [12]}
+    assert legs.word_counts(db, request, ["pottery"], 12) is None  # a scope too large to read: not counted
     searched = _lexical_text(db, request, request.query, settings)
     assert searched == "what is my pottery"
     ranks = legs.run_legs(
