@@ -370,20 +370,23 @@ def word_counts_sql(request: RetrievalRequest) -> str:
 
 def word_counts(
     conn: psycopg.Connection, request: RetrievalRequest, words: list[str], most: int
-) -> tuple[list[tuple[str, list[int]]], int] | None:
-    """(each word with its lexemes' counts of the request's scope's messages holding them,
-    the scope's message count); None when the scope holds more than ``most`` messages."""
+) -> tuple[list[tuple[str, tuple[str, ...], tuple[int, ...] | None]], int]:
+    """(each word with its lexemes and how many of the request's scope's messages hold each,
+    None when the scope holds more than ``most`` messages; the scope's message count)."""
     args = {**params(request, np.zeros(1, dtype=np.float32), 0), "words": words, "most": most}
     rows = conn.execute(word_counts_sql(request), args).fetchall()
-    counted: dict[int, tuple[str, list[int]]] = {}
+    lexemes: dict[int, tuple[str, list[str], list[int | None]]] = {}
     for ord_, word, lexeme, count, _ in rows:
-        entry = counted.setdefault(int(ord_), (word, []))
+        entry = lexemes.setdefault(int(ord_), (word, [], []))
         if lexeme is not None:
-            if count is None:  # not counted: the scope is too large
-                return None
-            entry[1].append(int(count))
-    total = int(rows[0][4]) if rows else 0
-    return [counted[i] for i in sorted(counted)], total
+            entry[1].append(str(lexeme))
+            entry[2].append(None if count is None else int(count))
+    out: list[tuple[str, tuple[str, ...], tuple[int, ...] | None]] = []
+    for i in sorted(lexemes):
+        word, ls, counts = lexemes[i]
+        known = None if any(c is None for c in counts) else tuple(int(c) for c in counts if c is not None)
+        out.append((word, tuple(ls), known))
+    return out, int(rows[0][4]) if rows else 0
 
 
 def set_search_options(conn: psycopg.Connection, ef_search: int, plan_cache_mode: str = "auto") -> bool:

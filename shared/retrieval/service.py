@@ -25,7 +25,7 @@ from memq.shared.db.facts import FACT_CANDIDATES, facts_by_id, fuse_fact_legs
 from memq.shared.db.reviews import Retrieved, ReviewNote
 from memq.shared.errors import ValidationError
 from memq.shared.metrics import metrics
-from memq.shared.retrieval import legs
+from memq.shared.retrieval import legs, scope_words
 from memq.shared.retrieval.common_words import informative_text
 from memq.shared.retrieval.facts_section import fact_record, facts_block
 from memq.shared.retrieval.fusion import rrf
@@ -420,7 +420,9 @@ def _lexical_text(conn: psycopg.Connection, request: RetrievalRequest, text: str
     words = text.split()
     if len(words) < 2:
         return text
-    found = legs.word_counts(conn, request, words, settings.lexical_common_max_messages)
+    found = scope_words.word_counts(
+        conn, request, words, settings.lexical_common_max_messages, settings.lexical_common_cache_seconds
+    )
     if found is None:
         return text
     return informative_text(*found, share) or text

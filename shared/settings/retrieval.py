@@ -140,6 +140,12 @@ class RetrievalSettings(BaseModel):
         description="Common words (MEMQ_LEXICAL_COMMON_SHARE) are found by reading the searched messages once (~6 ms "
         "for 500 long messages); in a scope holding more than this many the lexical legs search every word.",
     )
+    lexical_common_cache_seconds: float = Field(
+        default=60.0,
+        ge=0,
+        description="How long a scope's word counts are remembered (per process) for finding a query's common words: "
+        "a query whose words were all seen in its scope then costs no round trip.",
+    )
     message_long_tokens: int = Field(
         default=150,
         ge=0,
