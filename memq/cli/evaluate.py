@@ -346,6 +346,8 @@ def eval_longmemeval_cmd(
         scripted_llm=scripted_llm,
     )
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
+    if scripted_llm:
+        llm = "a scripted LLM on 127.0.0.1 for the workers (its answers mean nothing; what it is asked is counted)"
     console.print(f"[bold]memq eval-longmemeval[/] data={data} {llm} embeddings={settings.embedding_model}")
     result = with_progress(console, lambda progress, note: run(settings, config, progress, note))
     print_report(result, console)

@@ -60,6 +60,17 @@ class ReplayTimes:
         return self.messages / max(1e-9, self.enqueue_s + self.process_s)
 
 
+def send(producer: Any, tenant: str, session: Session) -> int:
+    """Enqueue a session's turns and flush it (as an agent closing a chat does); how many
+    were sent."""
+    batch = messages_of(session)
+    for i in range(0, len(batch), BATCH):
+        producer.add_messages(batch[i : i + BATCH], tenant=tenant, user_id=USER_ID)
+    if batch:
+        producer.flush(session.id, tenant=tenant)
+    return len(batch)
+
+
 def replay(
     producer: Any,
     questions: Sequence[Question],
@@ -69,23 +80,29 @@ def replay(
     timeout: float = 3600.0,
     before_session: Callable[[str, Session], None] | None = None,
 ) -> ReplayTimes:
-    """Enqueue every session of every question (flushed at its end, as an agent closing a
-    chat does), then wait until every conversation is idle; ``on_progress(conversations
-    idle, conversations sent)``. ``before_session(tenant, session)`` runs before a session
-    is sent (an agent's retrieval at the start of a chat)."""
+    """Enqueue every session of every question, then wait until every conversation is idle;
+    ``on_progress(turns in episodes, turns sent)``. With ``before_session(tenant,
+    session)`` (an agent's retrieval at the start of a chat), one session at a time: each
+    is in episodes before the next one's retrieval, as in a user's life."""
     started = time.monotonic()
+    if before_session is not None:
+        total = sum(len(messages_of(s)) for q in questions for s in q.sessions)
+        done = 0
+        for q in questions:
+            tenant = tenant_of(q, prefix)
+            for s in q.sessions:
+                before_session(tenant, s)
+                done += send(producer, tenant, s)
+                producer.wait_idle(s.id, tenant=tenant, timeout=timeout)
+                on_progress(done, total)
+        return ReplayTimes(total, 0.0, time.monotonic() - started)
     pending: dict[tuple[str, str], int] = {}
     for q in questions:
         tenant = tenant_of(q, prefix)
         for s in q.sessions:
-            if before_session is not None:
-                before_session(tenant, s)
-            batch = messages_of(s)
-            for i in range(0, len(batch), BATCH):
-                producer.add_messages(batch[i : i + BATCH], tenant=tenant, user_id=USER_ID)
-            if batch:
-                producer.flush(s.id, tenant=tenant)
-                pending[(tenant, s.id)] = len(batch)
+            sent = send(producer, tenant, s)
+            if sent:
+                pending[(tenant, s.id)] = sent
     enqueued = time.monotonic()
     total = sum(pending.values())
     done = 0

@@ -157,6 +157,12 @@ def _llm_cost(
     until review and consolidation are done too, and count what the LLM was asked."""
     from memq.evaluation.longmemeval.llm_cost import LlmMeter
 
+    queued = _queued(settings, producer)
+    if queued:
+        raise ValueError(
+            f"{queued} tasks wait in the broker's queues from earlier work: the workers with the scripted LLM would "
+            "take them and their calls would be counted; let `memq worker` finish them first"
+        )
     with LlmMeter() as meter:
         _replay(
             settings,
@@ -168,7 +174,6 @@ def _llm_cost(
             note,
             environment=meter.environment(),
             before_session=_agent_retrieval(settings),
-            after=lambda: _wait_for_later_stages(settings, producer, note),
         )
     assert run_.replay is not None
     run_.llm = "scripted (127.0.0.1)"
@@ -198,18 +203,24 @@ def _agent_retrieval(settings: Settings) -> Callable[[str, Any], None]:
     return retrieve
 
 
-def _wait_for_later_stages(settings: Settings, producer: Any, note: Callable[[str], None]) -> None:
-    """Until no task waits in a queue or runs on a worker: review and consolidation follow
-    episode creation, after the conversations are idle."""
+def _queued(settings: Settings, producer: Any) -> int:
+    """Tasks waiting in the broker's queues."""
     import redis
 
     from memq.shared.connections import redis_url
     from memq.shared.mailbox.backlog import measure_backlog
 
     broker = redis.Redis.from_url(redis_url(settings))
+    return sum(measure_backlog(producer.redis, broker, settings).queued_tasks.values())
+
+
+def _wait_for_later_stages(settings: Settings, producer: Any, note: Callable[[str], None]) -> None:
+    """Until no task waits in a queue or runs on a worker: review and consolidation follow
+    episode creation, after the conversations are idle (the workers stop after this, and
+    leave nothing for the next ones to find)."""
     quiet = 0
     while quiet < 2:  # twice in a row: a task can be between a queue and a worker for a moment
-        queued = sum(measure_backlog(producer.redis, broker, settings).queued_tasks.values())
+        queued = _queued(settings, producer)
         inspect = producer.celery.control.inspect(timeout=1.0)
         busy = sum(len(tasks) for found in (inspect.active(), inspect.reserved()) for tasks in (found or {}).values())
         quiet = quiet + 1 if queued == 0 and busy == 0 else 0
@@ -229,11 +240,10 @@ def _replay(
     *,
     environment: dict[str, str] | None = None,
     before_session: Callable[[str, Any], None] | None = None,
-    after: Callable[[], None] | None = None,
 ) -> None:
     """Replay the haystacks not stored yet (all of them, unless ``config.reuse``), through
     worker processes started for it (with ``environment`` over this process'); then check
-    every turn is in an episode. ``after`` runs while the workers still do."""
+    every turn is in an episode, and review and consolidation have run."""
     from memq.shared.connections import pg_connect
     from memq.shared.forget import forget_conversation
     from memq.worker_process import start_worker, stop_worker, wait_for_worker
@@ -262,8 +272,7 @@ def _replay(
                 prefix=config.prefix,
                 before_session=before_session,
             )
-            if after is not None:
-                after()
+            _wait_for_later_stages(settings, producer, note)
         finally:
             stop_worker(worker, timeout=60.0)
         run_.stages_s["enqueue"] = run_.replay.enqueue_s
