@@ -9,15 +9,20 @@ VENV   ?= .venv
 PY     := $(VENV)/bin/python
 MEMQ   := $(VENV)/bin/memq
 STAMP  := $(VENV)/.installed-stamp
-DATA   ?= ../shared/eval
+# The public evaluation data sets (make eval, make bench): not in the repository; set
+# MEMQ_EVAL_DATA=<folder> here or in the environment (docs/evaluation.md: which sets, where).
+MEMQ_EVAL_DATA ?=
+export MEMQ_EVAL_DATA
 
 .PHONY: api bench eval install demo lint test test-unit test-integration test-cluster soak check-deps services-up services-down migrate worker beat flower clean
 
-$(STAMP): pyproject.toml
+# memq (the runtime package, with the dev extra) and the lab beside it (lab/: benchmarks,
+# evaluation, soak, test helpers), both editable.
+$(STAMP): pyproject.toml lab/pyproject.toml
 	@$(PYTHON) -c 'import sys; sys.exit(0 if sys.version_info >= (3, 11) else "memq needs Python >= 3.11; set PYTHON=python3.11")'
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e '.[dev]' -e ./lab
 	@touch $(STAMP)
 
 install: $(STAMP)
@@ -58,9 +63,10 @@ test-cluster: install
 
 # The benchmark (not a test): ingest, pipeline, scale-out, retrieval at 10k / 100k stored
 # messages and resources, each figure next to its floor; JSON and charts in .memq/bench/.
-# `memq bench --scale large` adds 1M messages; `memq bench --quick` is the smoke run.
+# `memq bench --scale large` adds 1M messages; `memq bench --quick` is the smoke run. Real
+# dialogue text from MEMQ_EVAL_DATA when set, else the shipped sample's.
 bench: migrate
-	$(MEMQ) bench --data $(DATA)
+	$(MEMQ) bench $(if $(MEMQ_EVAL_DATA),--data $(MEMQ_EVAL_DATA))
 
 # The fault-injection soak: >= 10,000 messages over 50 conversations through real workers,
 # Redis, PostgreSQL and a scripted LLM while faults are injected; a table of lost /
@@ -72,7 +78,8 @@ soak: install
 check-deps: install
 	$(MEMQ) check-deps
 
-# Quality (DATA=<dir>, default ../shared/eval): segmentation of every detector profile next to
+# Quality (MEMQ_EVAL_DATA=<dir>, the public data sets; without it each command says which
+# sets it needs and where to get them): segmentation of every detector profile next to
 # baselines; retrieval on LoCoMo through the real producer, workers and database (evidence
 # recall at 250-2,000 tokens and the field's session measures, next to baselines; latency);
 # one person's memory across conversations on LongMemEval (the field's session and turn
@@ -80,10 +87,10 @@ check-deps: install
 # the LLM path costs per 1,000 messages with a scripted LLM (5 questions). JSON and PNG in
 # .memq/eval/.
 eval: install
-	$(MEMQ) eval $(DATA)
-	$(MEMQ) eval-locomo $(DATA) --ablations
-	$(MEMQ) eval-longmemeval $(DATA)
-	$(MEMQ) eval-longmemeval $(DATA) --scripted-llm --limit 5
+	$(MEMQ) eval $(MEMQ_EVAL_DATA)
+	$(MEMQ) eval-locomo $(MEMQ_EVAL_DATA) --ablations
+	$(MEMQ) eval-longmemeval $(MEMQ_EVAL_DATA)
+	$(MEMQ) eval-longmemeval $(MEMQ_EVAL_DATA) --scripted-llm --limit 5
 
 worker: migrate
 	$(MEMQ) worker
@@ -100,4 +107,4 @@ flower: services-up
 	$(MEMQ) flower
 
 clean: services-down
-	rm -rf .memq $(VENV) *.egg-info
+	rm -rf .memq $(VENV) *.egg-info lab/*.egg-info

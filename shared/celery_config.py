@@ -1,9 +1,16 @@
 """Celery configuration derived from settings, shared by the worker app and the
 producer's publish-only app so both agree on broker, routes and transport options.
 
-The values follow ../shared/NOTES.md: Redis has no real acks, so the visibility
-timeout is kept well above the task time limit; late acks and reject-on-worker-lost
-make a killed worker's task run again elsewhere (every task is idempotent).
+Why the values are what they are (Celery 5.7 on Redis):
+
+- Redis has no real acks: kombu hands any unacknowledged message older than the
+  visibility timeout to another worker, so with late acks a task running longer than it
+  would run again, in parallel, and countdowns or retry delays longer than it would loop.
+  The visibility timeout (the broker's transport options) is therefore kept well above
+  the task time limit and every countdown.
+- Late acks and reject-on-worker-lost make a killed worker's task run again elsewhere
+  (every task is idempotent); a prefetch of one keeps a worker from holding tasks it has
+  not started.
 """
 
 from __future__ import annotations

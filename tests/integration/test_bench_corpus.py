@@ -1,4 +1,4 @@
-"""The bench's compaction after removing a corpus (``memq.bench.corpus.compact``) on the
+"""The bench's compaction after removing a corpus (``memq_lab.bench.corpus.compact``) on the
 real PostgreSQL: it rewrites the tables only when what was removed outnumbers what is
 left, keeps every row, and gives way to a session holding the tables."""
 
@@ -9,8 +9,8 @@ import threading
 import cluster_mode
 import pytest
 
-from memq.bench.corpus import compact
-from memq.bench.sql import one_row
+from memq_lab.bench.corpus import compact
+from memq_lab.bench.sql import one_row
 
 pytestmark = [
     pytest.mark.integration,

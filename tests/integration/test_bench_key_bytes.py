@@ -1,4 +1,4 @@
-"""``memq.bench.pipeline.key_bytes``: the bench counts every field of a hash, not Redis'
+"""``memq_lab.bench.pipeline.key_bytes``: the bench counts every field of a hash, not Redis'
 default estimate from five of them. A conversation's state is a hash with one long field
 (the overlap tail) among short ones: estimated from five fields it comes out far below or
 far above what Redis holds, by whether the long one was sampled."""
@@ -10,7 +10,7 @@ import uuid
 
 import pytest
 
-from memq.bench.pipeline import key_bytes
+from memq_lab.bench.pipeline import key_bytes
 
 pytestmark = pytest.mark.skipif(os.environ.get("MEMQ_TEST_REDIS_CLUSTER") == "1", reason="one Redis is enough")
 

@@ -1,4 +1,4 @@
-"""``memq.bench.sql.wait_quiet``: a timed bench run starts only once no vacuum runs in its
+"""``memq_lab.bench.sql.wait_quiet``: a timed bench run starts only once no vacuum runs in its
 database. Here a real VACUUM, slowed by its own cost settings so that it is seen in
 progress, runs in another session while the bench waits."""
 
@@ -10,7 +10,7 @@ import threading
 import psycopg
 import pytest
 
-from memq.bench.sql import VACUUMING, one_row, wait_quiet
+from memq_lab.bench.sql import VACUUMING, one_row, wait_quiet
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MEMQ_TEST_REDIS_CLUSTER") == "1", reason="PostgreSQL only; once is enough"

@@ -10,20 +10,22 @@ from __future__ import annotations
 
 import json
 import uuid
-from pathlib import Path
 
 import cluster_mode
 import pytest
 from click.testing import CliRunner
 
 from memq.cli import main
+from memq_lab import eval_data
 
 pytestmark = [
     pytest.mark.integration,
     pytest.mark.skipif(cluster_mode.enabled(), reason="the evaluation harness runs once"),
 ]
 
-DATA = Path(__file__).resolve().parents[3] / "shared" / "eval" / "longmemeval" / "longmemeval_s_dev.json"
+# The public data sets are never in the repository: MEMQ_EVAL_DATA names their folder.
+EVAL_DATA = eval_data.from_env()
+DATA = EVAL_DATA / "longmemeval" / "longmemeval_s_dev.json" if EVAL_DATA is not None else None
 SYSTEMS = {"memq", "bm25_sessions", "dense_sessions", "dense_turns_best", "hybrid_turns"}
 
 
@@ -41,8 +43,11 @@ def sliced(item: dict, others: int = 2) -> dict:
     }
 
 
-@pytest.mark.skipif(not DATA.is_file(), reason="the LongMemEval file is not beside the repository")
+@pytest.mark.skipif(DATA is None, reason="MEMQ_EVAL_DATA is not set (the public evaluation data sets)")
 def test_eval_longmemeval_replays_a_slice_and_reports_every_measure(service_env, tmp_path, db):
+    assert DATA is not None
+    if not DATA.is_file():
+        pytest.skip(f"no longmemeval/longmemeval_s_dev.json in MEMQ_EVAL_DATA ({EVAL_DATA})")
     items = [x for x in json.loads(DATA.read_text()) if not x["question_id"].endswith("_abs")][:2]
     data = tmp_path / "lme.json"
     data.write_text(json.dumps([sliced(x) for x in items]))

@@ -5,7 +5,9 @@
   stack extras installed, and nothing generic (``shared``, ``worker``, ``producer``) at the
   top of site-packages;
 - ``memq[all]`` runs ``memq migrate`` against embedded services it starts itself, its
-  migrations, Lua scripts and Redis config found inside the package.
+  migrations, Lua scripts and Redis config found inside the package;
+- the wheel holds the product and none of the lab (benchmarks, evaluation, soak, test
+  helpers: the memq-lab distribution in lab/).
 
 Slow (a fresh virtualenv each, and ``memq[all]`` installs torch): run once, not again in
 the Redis Cluster pass, whose mailbox topology these tests do not depend on.
@@ -13,10 +15,14 @@ the Redis Cluster pass, whose mailbox topology these tests do not depend on.
 
 from __future__ import annotations
 
+import fnmatch
 import os
+import shutil
 import subprocess
 import sys
+import tomllib
 import venv
+import zipfile
 from pathlib import Path
 
 import cluster_mode
@@ -24,7 +30,7 @@ import pytest
 from invariants import assert_every_message_in_exactly_one_episode
 
 from memq.shared.db.episodes import list_episodes
-from memq.testing.tcp_proxy import free_port
+from memq_lab.testing.tcp_proxy import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,16 +56,59 @@ NOT_IN_THE_THIN_INSTALL = (
 )
 
 
+# Left out of the copy the wheel is built from: what a clean clone does not have (a build/
+# folder left by an earlier build would put its stale files into the wheel), and the lab.
+NOT_COPIED = {".git", ".venv", ".memq", "build", "dist", "lab", "tests", "docs", "deploy"} | {
+    ".mypy_cache",
+    ".ruff_cache",
+    ".pytest_cache",
+    ".hypothesis",
+    ".benchmarks",
+}
+
+
 @pytest.fixture(scope="module")
 def wheel(tmp_path_factory) -> Path:
+    """memq's wheel, built as from a clean clone: from a copy of the source tree (links kept)."""
+    source = tmp_path_factory.mktemp("source") / "memq"
+
+    def ignore(folder: str, names: list[str]) -> set[str]:
+        top = NOT_COPIED if Path(folder) == ROOT else set()
+        return {n for n in names if n in top or n == "__pycache__" or n.endswith(".egg-info")}
+
+    shutil.copytree(ROOT, source, symlinks=True, ignore=ignore)
     out = tmp_path_factory.mktemp("wheel")
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(ROOT)],
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(out), str(source)],
         check=True,
-        cwd=ROOT,
+        cwd=source,
     )
     (built,) = out.glob("memq-*.whl")
     return built
+
+
+def test_the_wheel_holds_the_product_and_no_lab(wheel):
+    names = zipfile.ZipFile(wheel).namelist()
+    tops = {n.split("/")[0] for n in names if not n.startswith("memq-")}
+    assert tops == {"memq"}, sorted(tops)  # nothing generic, no memq_lab beside it
+    for lab in ("memq/bench/", "memq/evaluation/", "memq/soak/", "memq/testing/", "memq_lab/"):
+        assert not [n for n in names if n.startswith(lab)], f"the wheel holds {lab}"
+    assert not [
+        n for n in names if n.startswith("memq/cli/") and n.rsplit("/", 1)[-1] in ("bench.py", "soak.py", "evaluate.py")
+    ]
+    # the product: every layer, the CLI and the API ...
+    for module in ("memq/cli/__init__.py", "memq/api/app.py", "memq/worker/app.py", "memq/producer/__init__.py"):
+        assert module in names, module
+    assert [n for n in names if n.startswith("memq/shared/settings/")]
+    # ... and the data files they read: every package-data pattern of pyproject.toml matches,
+    # among them the Lua scripts, the migrations, the boundary models and the samples
+    declared = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["package-data"]
+    for package, patterns in declared.items():
+        for pattern in patterns:
+            full = f"{package.replace('.', '/')}/{pattern}"
+            assert [n for n in names if fnmatch.fnmatchcase(n, full)], f"the wheel holds no {full}"
+    for kind in ("*.lua", "*migrations/versions/*.py", "*detectors/models/*.json", "*samples/*.jsonl"):
+        assert [n for n in names if fnmatch.fnmatchcase(n, "memq/" + kind)], f"the wheel holds no {kind}"
 
 
 def _virtualenv(path: Path, requirement: str) -> Path:

@@ -12,7 +12,7 @@ import sys
 
 import pytest
 
-from memq.soak.faults import ALL
+from memq_lab.soak.faults import ALL
 
 pytestmark = [pytest.mark.soak, pytest.mark.timeout(900)]
 

@@ -63,6 +63,7 @@ def test_variables_memq_reads_beside_the_settings_are_not_reported():
         "MEMQ_URL": "http://127.0.0.1:8765",
         "MEMQ_KEY": "mk_x",
         "MEMQ_SOAK_LOG_LEVEL": "INFO",
+        "MEMQ_EVAL_DATA": "/data/eval",
         "MEMQ_PROPERTY_EXAMPLES": "500",
         "MEMQ_TEST_REDIS_CLUSTER_NODES": "3",
     }
@@ -89,7 +90,7 @@ def test_only_memq_variables_that_set_nothing_are_reported(environ):
         expected = (
             upper.startswith("MEMQ_")
             and upper not in VARIABLES
-            and upper not in ("MEMQ_URL", "MEMQ_KEY", "MEMQ_SOAK_LOG_LEVEL")
+            and upper not in ("MEMQ_URL", "MEMQ_KEY", "MEMQ_SOAK_LOG_LEVEL", "MEMQ_EVAL_DATA")
             and not upper.startswith(("MEMQ_PROPERTY_", "MEMQ_TEST_"))
         )
         assert (name in found) == expected, name
