@@ -24,7 +24,6 @@ The invariants, per conversation:
 from __future__ import annotations
 
 import itertools
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -32,6 +31,7 @@ from typing import cast
 
 from memq.shared.mailbox.codec import decode_buffer_item
 from memq.shared.mailbox.keys import all_shards, conversation_keys, split_member
+from memq.shared.mailbox.segment import Segment
 from memq.shared.mailbox.status import QuarantineEntry, parse_quarantine
 
 
@@ -287,9 +287,7 @@ def gather(client, conn, settings, tenant: str, conversation_id: str) -> Facts:
     f.drain_flag, f.flush = drain is not None, flush is not None
     f.inbox = inbox
     f.buffer_seqs = cast(list[int], [decode_buffer_item(item).seq for item in buffer])  # numbered when buffered
-    f.segments = {
-        eid: [m["seq"] for m in json.loads(raw.partition(" ")[2])["messages"]] for eid, raw in segments.items()
-    }
+    f.segments = {eid: [m["seq"] for m in Segment.decode(raw).messages] for eid, raw in segments.items()}
     f.quarantine = parse_quarantine(quarantine)
     f.drain_age = None if drain_at is None else now_s - float(drain_at)
     f.active = active is not None

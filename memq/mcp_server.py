@@ -8,10 +8,10 @@ key chooses the tenant exactly as for the API (``memq/api/app.py`` checks it and
 the tenant to the tool through the request).
 
 A tool is a plain function registered with ``@tool(description)``: its first parameter
-is the ``Call`` (the tenant, a PostgreSQL connection, the settings, Redis), the others
-are the tool's arguments, and it returns the text the model reads. ``build_server``
-gives every tool the same scaffold: the tenant of the request, a connection from the
-pool, a worker thread, and memq's errors as tool errors. This module imports the SDK
+is the ``Memory`` bound to the call's tenant (``memq.memory``), the others are the tool's
+arguments, and it returns the text the model reads. ``build_server`` gives every tool
+the same scaffold: the tenant of the request, its memory, a worker thread, and memq's
+errors as tool errors. This module imports the SDK
 only there, so the table of tools can be read without it (``memq mcp --help``).
 """
 
@@ -30,6 +30,8 @@ from memq.shared.errors import MemqError
 if TYPE_CHECKING:
     from mcp.server.mcpserver import MCPServer
 
+    from memq.memory import Memory
+
 INSTRUCTIONS = (
     "memq is this agent's long-term memory of its conversations. At the start of a session call session_context "
     "for the conversation; call manifest to see what was talked about when; call retrieve_memory whenever earlier "
@@ -40,21 +42,10 @@ INSTRUCTIONS = (
 
 
 @dataclass(frozen=True)
-class Call:
-    """What a tool gets besides its arguments."""
-
-    tenant: str
-    conn: Any  # a psycopg connection from the pool, open for the call
-    settings: Any  # memq.shared.settings.Settings
-    redis: Any
-    spare: Any = None  # legs.Spare: a second pooled connection for retrieval, when one is free
-
-
-@dataclass(frozen=True)
 class Tool:
     name: str
     description: str
-    body: Callable[..., str]  # (call, **arguments) -> the answer
+    body: Callable[..., str]  # (memory, **arguments) -> the answer
 
 
 TOOLS: list[Tool] = []  # in the order they are listed
@@ -87,7 +78,7 @@ UserId = Annotated[
     "since/until to filter."
 )
 def retrieve_memory(
-    call: Call,
+    memory: Memory,
     query: Annotated[str, Field(description="What to remember, in words.")],
     conversation_id: Annotated[str | None, Field(description="Search this conversation only.")] = None,
     conversation_ids: Annotated[list[str] | None, Field(description="Search these conversations.")] = None,
@@ -103,22 +94,16 @@ def retrieve_memory(
     ] = None,
     user_id: UserId = None,
 ) -> str:
-    from memq.shared.retrieval.service import retrieve_memory as retrieve
-
-    return retrieve(
+    return memory.retrieve(
         query,
-        tenant=call.tenant,
         conversation_id=conversation_id,
         conversation_ids=conversation_ids,
+        user_id=user_id,
         detail=detail,
         max_tokens=max_tokens,
         limit=limit,
         time_range=None if since is None and until is None else (since, until),
-        settings=call.settings,
-        conn=call.conn,
         asked_in=asked_in,
-        user_id=user_id,
-        spare=call.spare,
     ).text
 
 
@@ -127,30 +112,21 @@ def retrieve_memory(
     "each with its category and since when it is true)."
 )
 def search_facts(
-    call: Call,
+    memory: Memory,
     query: Annotated[str, Field(description="What to look for, in words.")],
     conversation_id: Annotated[str | None, Field(description="Facts of this conversation only.")] = None,
     limit: Annotated[int | None, Field(description="Most facts.")] = None,
     user_id: UserId = None,
 ) -> str:
-    from memq.shared.retrieval.facts import find_facts
-    from memq.shared.retrieval.facts_section import fact_line
+    from memq.memory.retrieval.facts_section import fact_line
 
-    asked, found = find_facts(
-        query,
-        tenant=call.tenant,
-        settings=call.settings,
-        conn=call.conn,
-        conversation_id=conversation_id,
-        limit=limit,
-        user_id=user_id,
-    )
+    asked, found = memory.facts(query, conversation_id=conversation_id, user_id=user_id, limit=limit)
     return "\n".join(fact_line(f) for f, _, _ in found) or f"No facts match “{asked}”."
 
 
 @tool("The latest episodes of a conversation, or of a user's conversations (title, when, summary), newest first.")
 def recent_memory(
-    call: Call,
+    memory: Memory,
     conversation_id: Annotated[
         str | None, Field(description="The conversation's id (or give user_id for all of the user's).")
     ] = None,
@@ -159,18 +135,7 @@ def recent_memory(
     max_tokens: MaxTokens = None,
     user_id: UserId = None,
 ) -> str:
-    from memq.shared.retrieval.service import recent_memory as recent
-
-    return recent(
-        conversation_id,
-        user_id=user_id,
-        tenant=call.tenant,
-        days=days,
-        limit=limit,
-        max_tokens=max_tokens,
-        settings=call.settings,
-        conn=call.conn,
-    ).text
+    return memory.recent(conversation_id, user_id=user_id, days=days, limit=limit, max_tokens=max_tokens).text
 
 
 @tool(
@@ -178,24 +143,13 @@ def recent_memory(
     "range and short title; the segment still open is marked Active."
 )
 def manifest(
-    call: Call,
+    memory: Memory,
     conversation_id: ConversationId,
     depth: Annotated[int | None, Field(description="Most entries shown (default 30).")] = None,
     timezone: Annotated[str | None, Field(description="IANA time zone for days and times (default UTC).")] = None,
     user_id: UserId = None,
 ) -> str:
-    from memq.shared.context.service import manifest as read
-
-    return read(
-        conversation_id,
-        user_id=user_id,
-        tenant=call.tenant,
-        depth=depth,
-        tz=timezone,
-        settings=call.settings,
-        conn=call.conn,
-        client=call.redis,
-    ).text
+    return memory.manifest(conversation_id, user_id=user_id, depth=depth, timezone=timezone).text
 
 
 @tool(
@@ -203,24 +157,13 @@ def manifest(
     "summaries, the last messages before the open segment, the time since then, and the open segment's messages."
 )
 def session_context(
-    call: Call,
+    memory: Memory,
     conversation_id: ConversationId,
     max_tokens: Annotated[int | None, Field(description="Budget in tokens (default 2000).")] = None,
     timezone: Annotated[str | None, Field(description="IANA time zone (default UTC).")] = None,
     user_id: UserId = None,
 ) -> str:
-    from memq.shared.context.service import session_context as read
-
-    return read(
-        conversation_id,
-        user_id=user_id,
-        tenant=call.tenant,
-        max_tokens=max_tokens,
-        tz=timezone,
-        settings=call.settings,
-        conn=call.conn,
-        client=call.redis,
-    ).text
+    return memory.context(conversation_id, user_id=user_id, max_tokens=max_tokens, timezone=timezone).text
 
 
 def build_server(services, *, tenant: str | None = None) -> MCPServer:
@@ -247,9 +190,7 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
             who = tenant_of(ctx)
 
             def in_thread() -> str:
-                with services.conn(who) as conn:
-                    call = Call(who, conn, services.settings, services.redis, lambda: services.spare_conn(who))
-                    return spec.body(call, **arguments)
+                return spec.body(services.memory(who), **arguments)
 
             try:
                 return await anyio.to_thread.run_sync(in_thread)
@@ -257,8 +198,8 @@ def build_server(services, *, tenant: str | None = None) -> MCPServer:
                 raise ToolError(str(exc)) from None
 
         # The SDK reads the tool's arguments (names, types, descriptions, defaults) from the
-        # signature: the body's, less the Call, plus the Context it fills in itself.
-        signature = inspect.signature(spec.body, eval_str=True)
+        # signature: the body's, less the Memory, plus the Context it fills in itself.
+        signature = inspect.signature(spec.body, eval_str=True, locals={"Memory": Any})  # dropped below
         context = inspect.Parameter("ctx", inspect.Parameter.KEYWORD_ONLY, annotation=Context)
         params = [*list(signature.parameters.values())[1:], context]
         run.__signature__ = signature.replace(parameters=params)  # type: ignore[attr-defined]  # settable, not declared

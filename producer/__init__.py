@@ -8,9 +8,15 @@ Usage::
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterable, Mapping
 from datetime import datetime
 from typing import Any
+
+# One path per module: imported through the memq/producer link, the package's modules are
+# looked up in its real folder, so tracebacks, coverage and debuggers name producer/...;
+# in an installed wheel the two are one folder.
+__path__ = [os.path.realpath(p) for p in __path__]  # before the imports below, which it finds
 
 from memq.producer.client import AddResult, Producer, default_producer
 from memq.shared.mailbox.status import ConversationStatus

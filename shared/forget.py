@@ -139,7 +139,7 @@ def _forget_redis(client: MailboxClient, keys: ConversationKeys) -> int:
 
 
 def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str) -> tuple[int, int]:
-    from memq.shared.retrieval.review_notes import flush_review_notes
+    from memq.shared.review_notes import flush_review_notes
 
     where = "WHERE tenant_id = %s AND conversation_id = %s"
     args = (tenant, conversation_id)

@@ -19,7 +19,7 @@ def indexed_text(message: dict[str, Any]) -> str:
     """The text a message is embedded by: its content alone.
 
     Who said it is a signal of its own (``episode_message.speaker``, matched against the
-    participants a query names; see ``shared/retrieval/participants.py``), not part of
+    participants a query names; see ``memq/memory/retrieval/participants.py``), not part of
     the vector: all-MiniLM-L6-v2 reads a short message mostly by a name put in front of
     it. Measured on LoCoMo: with names taken out of queries, content-only vectors match
     or beat "speaker (day): content" at every budget."""

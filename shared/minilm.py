@@ -16,7 +16,7 @@ and only attention sees each text apart (its rows padded to the pass' longest, m
 Each pass reads the model's ~42 MB of layer weights once: many small padded batches (a
 drain's 30 messages cut by length into batches of 8) read them many times over for little
 work each. On real dialogue messages, one thread, this ran drain-shaped calls ~20 % faster
-than batches of 8 texts padded to their longest (docs/benchmarks.md).
+than batches of 8 texts padded to their longest.
 
 The layout is checked when the model loads (a BERT encoder, absolute positions, mean
 pooling, normalised): files of another layout raise ``ValueError`` instead of giving other

@@ -1,7 +1,7 @@
 """Request and response bodies, for validation of shapes and types and for the OpenAPI
 document. What the values may be (lengths, characters, time ranges, budgets) is checked
 by the same code as the library's (``producer/validation.py``,
-``shared/retrieval/request.py``), so HTTP and Python callers meet the same rules.
+``memq/memory/retrieval/request.py``), so HTTP and Python callers meet the same rules.
 
 Every JSON answer has a model here (the route's ``response_model``). The models of what the
 library renders as JSON (``RetrievalResult.to_json()``, ``RecentResult.records``, the
@@ -322,7 +322,7 @@ class RecentOut(BaseModel):
     memories: list[MemoryOut] = Field(description="Newest first.")
 
 
-# --- the manifest and the session context (``shared/context``) ----------------------------
+# --- the manifest and the session context (``memq/memory/context``) ----------------------------
 
 
 class ManifestSegmentOut(BaseModel):

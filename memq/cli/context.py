@@ -8,8 +8,7 @@ import json
 import click
 
 from memq.cli.options import tenant_option, user_option
-from memq.cli.output import answer_only_on_stdout, print_answer
-from memq.shared.settings import get_settings
+from memq.cli.output import print_answer, reading
 
 
 @click.command("manifest")
@@ -24,10 +23,8 @@ def manifest_cmd(
 ) -> None:
     """The conversation's episodes (with --user: every conversation of the user's) as a tree
     by day, the open segment marked Active."""
-    from memq.shared.context.service import manifest
-
-    with answer_only_on_stdout():
-        result = manifest(conversation_id, user_id=user_id, tenant=tenant, depth=depth, tz=tz, settings=get_settings())
+    with reading(tenant) as memory:
+        result = memory.manifest(conversation_id, user_id=user_id, depth=depth, timezone=tz)
     if as_json:
         click.echo(json.dumps(result.to_json(), indent=2))
     else:
@@ -46,10 +43,6 @@ def context_cmd(
 ) -> None:
     """What an agent reads at the top of a new session of the conversation (with --user:
     the summaries and facts of every conversation of the user)."""
-    from memq.shared.context.service import session_context
-
-    with answer_only_on_stdout():
-        result = session_context(
-            conversation_id, user_id=user_id, tenant=tenant, max_tokens=max_tokens, tz=tz, settings=get_settings()
-        )
+    with reading(tenant) as memory:
+        result = memory.context(conversation_id, user_id=user_id, max_tokens=max_tokens, timezone=tz)
     print_answer(result.text, result.to_json(), as_json)

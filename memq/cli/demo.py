@@ -11,10 +11,14 @@ from __future__ import annotations
 import sys
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import click
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+if TYPE_CHECKING:
+    from memq.memory import Memory
 
 SAMPLE = Path(__file__).parents[1] / "producer" / "samples" / "demo_conversation.jsonl"  # shipped in the package
 QUESTIONS = (
@@ -107,34 +111,31 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
         f"[green]done[/] in {elapsed:.1f} s: {counts['accepted'] + counts['clamped']} messages accepted, "
         f"{counts['duplicate']} duplicates skipped"
     )
-    _answer(console, settings, sorted(conversations), questions or (QUESTIONS if path == SAMPLE else ()))
-    _manifest(console, settings, sorted(conversations))
+    from memq.memory import Memory
+
+    with Memory.open(settings, pool_size=2) as memory:
+        _answer(console, memory, sorted(conversations), questions or (QUESTIONS if path == SAMPLE else ()))
+        _manifest(console, memory, sorted(conversations))
     console.print("[dim]next: `make api` serves this over HTTP and MCP (README: Use it from your agent)[/]")
 
 
-def _manifest(console: Console, settings, conversations: list[str]) -> None:
+def _manifest(console: Console, memory: Memory, conversations: list[str]) -> None:
     """The manifest an agent would keep in its system prompt (MIRA)."""
     from rich.panel import Panel
     from rich.text import Text
 
-    from memq.shared.context.service import manifest
-
     for cid in conversations:
-        result = manifest(cid, depth=12, settings=settings)
+        result = memory.manifest(cid, depth=12)
         console.print(Panel(Text(result.text), title=f"[bold]memq manifest[/] {cid}", expand=False))
 
 
-def _answer(console: Console, settings, conversations: list[str], questions: tuple[str, ...]) -> None:
+def _answer(console: Console, memory: Memory, conversations: list[str], questions: tuple[str, ...]) -> None:
     """What an agent would be shown for a few questions: retrieve_memory's markdown."""
     from rich.markdown import Markdown
     from rich.panel import Panel
 
-    from memq.shared.retrieval.service import retrieve_memory
-
     for question in questions:
-        result = retrieve_memory(
-            question, conversation_ids=conversations, detail="auto", limit=3, max_tokens=350, settings=settings
-        )
+        result = memory.retrieve(question, conversation_ids=conversations, detail="auto", limit=3, max_tokens=350)
         console.print(
             Panel(
                 Markdown(result.text.replace("\n", "  \n")),

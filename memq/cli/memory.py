@@ -9,7 +9,7 @@ from typing import Any
 import click
 
 from memq.cli.options import tenant_option, user_option
-from memq.cli.output import answer_only_on_stdout
+from memq.cli.output import answer_only_on_stdout, reading
 from memq.shared.settings import get_settings
 
 
@@ -97,10 +97,10 @@ def facts_cmd(
 ) -> None:
     """A conversation's facts (semantic memory); with --query --user: search every
     conversation of the user."""
+    from memq.memory.retrieval.facts_section import fact_line
     from memq.shared.connections import pg_connect
     from memq.shared.db.facts import fact_history, get_fact, list_facts
-    from memq.shared.ids import check_conversation_id
-    from memq.shared.retrieval.facts_section import fact_line
+    from memq.shared.ids import check_conversation_id, is_uuid
 
     settings = get_settings()
     tenant = tenant or settings.tenant
@@ -108,7 +108,7 @@ def facts_cmd(
         check_conversation_id(conversation_id, settings.conversation_id_max_length)
     with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
         if fact_id:
-            fact = get_fact(conn, tenant, fact_id) if _is_uuid(fact_id) else None
+            fact = get_fact(conn, tenant, fact_id) if is_uuid(fact_id) else None
             if fact is None or fact.conversation_id != conversation_id:
                 raise click.ClickException(f"no fact {fact_id!r} in {conversation_id!r}")
             data: dict[str, Any] = {"fact": fact.to_json(), "history": fact_history(conn, tenant, fact_id)}
@@ -119,21 +119,12 @@ def facts_cmd(
                 for h in data["history"]:
                     click.echo(f"  {h['at']}  {h['action']}  {json.dumps(h['detail'])}")
             return
-        if query:
-            from memq.shared.retrieval.facts import find_facts
-
-            with answer_only_on_stdout():
-                _, found = find_facts(
-                    query,
-                    tenant=tenant,
-                    settings=settings,
-                    conn=conn,
-                    conversation_id=None if user_id else conversation_id,
-                    user_id=user_id,
-                )
-            facts = [f for f, _, _ in found]
-        else:
+        if not query:
             facts = list_facts(conn, tenant, conversation_id, include_retired=include_retired)
+    if query:
+        with reading(tenant) as memory:
+            _, found = memory.facts(query, conversation_id=None if user_id else conversation_id, user_id=user_id)
+        facts = [f for f, _, _ in found]
     if as_json:
         click.echo(json.dumps([f.to_json() for f in facts], indent=2))
         return
@@ -142,13 +133,3 @@ def facts_cmd(
         click.echo(f"{f.id}  {fact_line(f)}{state}")
     if not facts:
         click.echo("no facts")
-
-
-def _is_uuid(value: str) -> bool:
-    import uuid
-
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True

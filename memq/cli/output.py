@@ -7,13 +7,16 @@ import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager, redirect_stdout
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.markdown import Markdown
 
 from memq.shared.errors import ValidationError
+
+if TYPE_CHECKING:
+    from memq.memory import Memory
 
 
 @contextmanager
@@ -26,6 +29,17 @@ def answer_only_on_stdout() -> Iterator[None]:
             yield
     except ValidationError as exc:
         raise click.UsageError(str(exc)) from None
+
+
+@contextmanager
+def reading(tenant: str | None) -> Iterator[Memory]:
+    """The read side for one command, bound to ``tenant`` (default MEMQ_TENANT), its
+    connections closed when the command is done; only the answer on stdout."""
+    from memq.memory import Memory
+    from memq.shared.settings import get_settings
+
+    with answer_only_on_stdout(), Memory.open(get_settings(), tenant, pool_size=2) as memory:
+        yield memory
 
 
 def _console() -> Console:

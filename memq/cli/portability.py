@@ -3,6 +3,7 @@ and back into this or another deployment (docs/portability.md)."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import sys
@@ -14,6 +15,7 @@ from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from memq.cli.options import tenant_option
+from memq.cli.output import reading
 from memq.shared.settings import get_settings
 
 
@@ -29,35 +31,37 @@ def export_cmd(tenant: str | None, conversation_id: str | None, user_id: str | N
 
     Streams from one consistent snapshot in constant memory. Redis' in-flight state
     (messages not yet in an episode) and API keys are not exported."""
-    from memq.shared.connections import pg_connect
-    from memq.shared.ids import check_conversation_id, check_user_id
-    from memq.shared.portability.export import count_rows, export_lines, export_records
-
-    settings = get_settings()
-    tenant = tenant or settings.tenant
-    if conversation_id is not None and user_id is not None:
-        raise click.UsageError("give --conversation or --user, not both")
-    if conversation_id is not None:
-        check_conversation_id(conversation_id, settings.conversation_id_max_length)
-    if user_id is not None:
-        check_user_id(user_id, settings.conversation_id_max_length)
     partial = output.with_name(output.name + ".partial") if output else None
-    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
-        total = count_rows(conn, tenant, conversation_id, user_id) + 2
-        records = export_records(conn, tenant, settings=settings, conversation_id=conversation_id, user_id=user_id)
-        columns = (TextColumn("[bold]exporting[/] records"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    columns = (TextColumn("[bold]exporting[/] records"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    with reading(tenant) as memory:
+        chunks = memory.export(conversation_id=conversation_id, user_id=user_id)
+        total = memory.export_size(conversation_id=conversation_id, user_id=user_id)
         with (
             open(partial, "w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out,
             Progress(*columns, console=Console(stderr=True)) as progress,
         ):
             task = progress.add_task("records", total=total)
-            for lines in export_lines(records):
+            for lines in chunks:
                 out.write(lines)
                 progress.advance(task, lines.count("\n"))
             out.flush()
     if output and partial:
         os.replace(partial, output)  # a file under the final name is always whole
-        click.echo(f"exported tenant {tenant} to {output}", err=True)
+        click.echo(f"exported tenant {memory.tenant} to {output}", err=True)
+
+
+def _file_tenant(first: bytes) -> str | None:
+    """The tenant a file was exported from, as its header names it (None: no readable
+    header; the import then stops at line 1 and says why)."""
+    from memq.memory.portability.format import FormatError, check_header, parse_line
+
+    try:
+        header = parse_line(first, 1)
+        check_header(header)
+    except FormatError:
+        return None
+    tenant = header.get("tenant")
+    return tenant if isinstance(tenant, str) else None
 
 
 @click.command("import")
@@ -74,28 +78,19 @@ def import_cmd(file: str, tenant: str | None, batch: int, as_json: bool) -> None
     by default to the file's. Vectors are computed again when the file's embedding
     model is not the configured one. A broken record stops the import there: what came
     before it is imported, and the line and the reason are printed."""
-    from memq.shared.connections import pg_connect
-    from memq.shared.embeddings import get_embedder
-    from memq.shared.portability.importer import ImportStopped, import_lines
+    from memq.memory.portability.importer import ImportStopped
 
     settings = get_settings()
     size = None if file == "-" else os.path.getsize(file)
     columns = (TextColumn("[bold]importing[/]"), BarColumn(), DownloadColumn(), TimeElapsedColumn())
-    with (
-        open(file, "rb") if file != "-" else sys.stdin.buffer as lines,
-        pg_connect(settings, tenant=tenant, autocommit=True) as conn,  # each transaction: the target's
-        Progress(*columns, console=Console(stderr=True)) as progress,
-    ):
-        task = progress.add_task("bytes", total=size)
-        report = import_lines(
-            conn,
-            lines,
-            settings,
-            lambda: get_embedder(settings),
-            tenant=tenant,
-            batch=batch,
-            progress=lambda n: progress.advance(task, n),
-        )
+    with open(file, "rb") if file != "-" else nullcontext(sys.stdin.buffer) as stream:
+        first = stream.readline()
+        target = tenant or _file_tenant(first)  # by default, the tenant the file was exported from
+        with reading(target) as memory, Progress(*columns, console=Console(stderr=True)) as progress:
+            task = progress.add_task("bytes", total=size)
+            report = memory.import_lines(
+                itertools.chain([first], stream), batch=batch, progress=lambda n: progress.advance(task, n)
+            )
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))
     else:

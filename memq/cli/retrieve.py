@@ -1,17 +1,15 @@
 """``memq retrieve CONVERSATION_ID QUERY`` and ``memq recent CONVERSATION_ID``: the read
-side from a shell, through the same library calls the HTTP API and the MCP server make,
-so what a user sees here is exactly what an LLM would be handed."""
+side from a shell, through the same library the HTTP API and the MCP server call
+(``memq.memory.Memory``), so what a user sees here is exactly what an LLM would be handed."""
 
 from __future__ import annotations
 
 import click
 
 from memq.cli.options import tenant_option, user_option
-from memq.cli.output import answer_only_on_stdout, print_answer
-from memq.shared.retrieval.request import DETAILS
-from memq.shared.retrieval.review_notes import flush_review_notes
-from memq.shared.retrieval.service import recent_memory, retrieve_memory
-from memq.shared.settings import get_settings
+from memq.cli.output import print_answer, reading
+from memq.memory.retrieval.request import DETAILS
+from memq.shared.review_notes import flush_review_notes
 
 
 @click.command("retrieve")
@@ -58,18 +56,16 @@ def retrieve_cmd(
         raise click.UsageError("--all-conversations already searches every conversation; drop --conversation")
     scope = None if all_conversations or (user_id and not more) else [conversation_id, *more]
     time_range = (since, until) if since or until else None
-    with answer_only_on_stdout():
-        result = retrieve_memory(
+    with reading(tenant) as memory:
+        result = memory.retrieve(
             query,
-            tenant=tenant,
             conversation_ids=scope,
+            user_id=user_id,
             limit=limit,
             detail=detail,
             max_tokens=max_tokens,
             time_range=time_range,
-            settings=get_settings(),
             record=not no_record,
-            user_id=user_id,
             asked_in=conversation_id,
         )
         if not flush_review_notes(timeout=10.0):  # a one-shot command: its review note lands before it returns
@@ -100,21 +96,12 @@ def recent_cmd(
     newest first: what an agent reads when a session starts."""
     if conversation_id is None and user_id is None:
         raise click.UsageError("give CONVERSATION_ID or --user")
-    settings = get_settings()
-    with answer_only_on_stdout():
-        result = recent_memory(
-            conversation_id,
-            user_id=user_id,
-            tenant=tenant,
-            limit=limit,
-            days=days,
-            max_tokens=max_tokens,
-            settings=settings,
-        )
+    with reading(tenant) as memory:
+        result = memory.recent(conversation_id, user_id=user_id, limit=limit, days=days, max_tokens=max_tokens)
     data = {
         "conversation_id": conversation_id,
         "user_id": user_id,
-        "tenant": tenant or settings.tenant,
+        "tenant": memory.tenant,
         "days": days,
         "tokens": result.tokens,
         "memories": result.records,

@@ -6,7 +6,7 @@ Create Date: 2026-11-23
 
 One row per (conversation, speaker name), written with the episode that first holds a
 message by that speaker (``shared/db/episodes.py``). Retrieval reads the names in scope
-before it embeds the query (``shared/retrieval/participants.py``); a table of names
+before it embeds the query (``memq/memory/retrieval/participants.py``); a table of names
 keeps that one small indexed read, however many messages a tenant holds.
 """
 

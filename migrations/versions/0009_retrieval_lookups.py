@@ -4,7 +4,7 @@ Revision ID: 0009
 Revises: 0008
 Create Date: 2026-11-23
 
-Retrieval's one statement (``shared/retrieval/legs.retrieval_sql``) is planned for each
+Retrieval's one statement (``memq/memory/retrieval/legs.retrieval_sql``) is planned for each
 query's values when PostgreSQL judges it worth it, which the legs need (a conversation's
 size decides between an HNSW scan and reading it whole). The lookups that follow them do not: the found episodes by id,
 the messages that may be shown by (episode, seq), and the facts of a small per-tenant

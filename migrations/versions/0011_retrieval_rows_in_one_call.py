@@ -5,7 +5,7 @@ Revises: 0010
 Create Date: 2026-11-23
 
 ``memq_retrieval_rows`` returns, in the 14 shared columns of retrieval's statement
-(``shared/retrieval/legs.retrieval_sql``), what migration 0009's three functions returned
+(``memq/memory/retrieval/legs.retrieval_sql``), what migration 0009's three functions returned
 as three parts of it: the found episodes' rows (through ``memq_episode_rows``), the
 messages that may be shown (the ranked ones and their neighbours, as
 ``memq_shown_messages`` did) and, when facts are asked for, the facts legs

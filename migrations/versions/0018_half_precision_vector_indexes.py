@@ -6,13 +6,13 @@ Create Date: 2026-12-04
 
 Each index is built again on ``embedding::halfvec(<dim>)`` (``halfvec_cosine_ops``, the
 same ``ef_construction`` 128); the stored vectors stay single-precision, and retrieval
-orders by the same expression (``shared/retrieval/legs.py``: ``distance_sql``). Measured on
+orders by the same expression (``memq/memory/retrieval/legs.py``: ``distance_sql``). Measured on
 the 100,000-message bench corpus (a scratch build beside the old index, 100 LoCoMo
 questions, ``hnsw.ef_search`` 500, recall of the exact single-precision top 100): the
 message index 211 -> 119 MB; recall in the largest tenant 0.984 -> 0.986, over the whole
 table 0.998 -> 0.998; p50 15.8 -> 11.7 ms and 10.4 -> 9.7 ms. An insert compares half
 the bytes: a worker's write of 20 messages into a 100,000-row copy of the table cost
-3.15 ms per message against 4.19 (docs/benchmarks.md, "Where the cores went").
+3.15 ms per message against 4.19 (docs/benchmarks.md, pipeline: what bounds it).
 
 Each new index is built beside the old one (named ``*_new``) and then takes its name, in
 the migration's transaction: reads go on using the old index meanwhile, writes wait for the

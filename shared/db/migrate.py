@@ -1,5 +1,5 @@
-"""Run the Alembic migrations (``migrations/`` at the top of the source tree, shipped in the
-package as ``memq/shared/db/migrations``) against the configured database."""
+"""Run the Alembic migrations (``migrations/`` at the top of the source tree, installed as
+``memq/migrations`` beside ``memq/shared``) against the configured database."""
 
 from __future__ import annotations
 
@@ -16,7 +16,8 @@ from memq.shared.settings import Settings
 if TYPE_CHECKING:
     from alembic.config import Config
 
-MIGRATIONS = Path(__file__).with_name("migrations")
+# memq/shared/db/migrate.py -> memq/migrations; in a checkout, shared/db/migrate.py -> migrations/
+MIGRATIONS = Path(__file__).resolve().parents[2] / "migrations"
 # pg_advisory_lock key of memq's migrations (any constant; "memq" in ASCII, for pg_locks readers)
 MIGRATION_LOCK = 0x6D656D71
 

@@ -14,7 +14,7 @@ sweep, quarantine listing) walk the shards one by one.
     memq:{s17}:t1/conv-42:segments    HASH   episode id -> closed segment awaiting its episode
     memq:{s17}:t1/conv-42:lock        STRING token of the one worker draining the conversation
     memq:{s17}:t1/conv-42:quarantine  HASH   item id -> what failed repeatedly, and why
-    memq:{s17}:t1/conv-42:manifest    STRING the cached manifest (shared/context/service.py)
+    memq:{s17}:t1/conv-42:manifest    STRING the cached manifest (memq/memory/context/service.py)
     memq:{s17}:t1/conv-42:vectors     HASH   message id -> its embedding (segmentation's, reused by episode creation)
     memq:{s17}:t1/conv-42:webhooks    HASH   event id -> a webhook event PostgreSQL could not record yet
     memq:{s17}:active                 ZSET   member -> arrival time of its newest message (s)

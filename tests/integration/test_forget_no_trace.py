@@ -259,11 +259,11 @@ def _batch(start: datetime, lines: list[tuple[str, str, dict | None]]) -> list[d
 
 
 def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str) -> Run:
+    from memq.memory.retrieval.service import retrieve_memory
     from memq.producer.client import Producer
     from memq.shared.connections import pg_owner_connect
     from memq.shared.forget import forget_conversation
-    from memq.shared.retrieval.review_notes import flush_review_notes
-    from memq.shared.retrieval.service import retrieve_memory
+    from memq.shared.review_notes import flush_review_notes
 
     producer = Producer(settings)
     producer.settings = settings.model_copy(update={"tenant": tenant})
@@ -436,7 +436,7 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
 @pytest.fixture(scope="module", params=["no-llm", "scripted-llm"])
 def run(request, settings, service_env, worker) -> Run:
     from memq.shared.settings import get_settings
-    from memq.testing.scripted_llm import ScriptedLLM
+    from memq_lab.testing.scripted_llm import ScriptedLLM
 
     assert settings is get_settings(), "the in-process worker reads the process settings"
     llm = request.param == "scripted-llm"

@@ -9,9 +9,9 @@ import psycopg
 import pytest
 from alembic import command
 
+from memq.memory.retrieval.legs import distance_sql
+from memq.memory.retrieval.request import build_request
 from memq.shared.db.migrate import alembic_config, upgrade
-from memq.shared.retrieval.legs import distance_sql
-from memq.shared.retrieval.request import build_request
 
 pytestmark = pytest.mark.integration
 

@@ -9,7 +9,6 @@ another embedding model is re-embedded, and the conversation goes on after the i
 from __future__ import annotations
 
 import json
-import time
 import uuid
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -18,15 +17,17 @@ import numpy as np
 import pytest
 from click.testing import CliRunner
 from test_consolidation import numbers
+from waiting import wait_until
 
 from memq.audit import audit, conversations_in_scope
 from memq.cli import main
+from memq.memory.portability.export import export_lines, export_records
+from memq.memory.portability.format import FormatTooNew
+from memq.memory.portability.importer import import_lines
+from memq.memory.retrieval.service import retrieve_memory
 from memq.shared.db.facts import add_fact
-from memq.shared.portability.export import export_lines, export_records
-from memq.shared.portability.format import FormatTooNew, decode_vector, encode_vector
-from memq.shared.portability.importer import import_lines
-from memq.shared.retrieval.review_notes import flush_review_notes
-from memq.shared.retrieval.service import retrieve_memory
+from memq.shared.review_notes import flush_review_notes
+from memq.shared.vector_codec import decode_vector, encode_vector
 from memq.worker.consolidation.job import consolidate
 
 pytestmark = pytest.mark.integration
@@ -114,14 +115,6 @@ def converse(producer, conversation: str, sessions, start: datetime, tenant: str
     return len(messages)
 
 
-def poll(condition, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while not (found := condition()):
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.1)
-    return found
-
-
 def counts(db, tenant: str) -> dict[str, int]:
     return {t: db.execute(f"SELECT count(*) FROM {t} WHERE tenant_id = %s", (tenant,)).fetchone()[0] for t in TABLES}
 
@@ -172,7 +165,8 @@ def source(worker, producer, db, settings, tenant, request):
     assert flush_review_notes()
     chat = [[("user", "So the Alfama apartment has those azulejo tiles, right?")]]
     converse(producer, "chat", chat, asked + timedelta(minutes=5))
-    poll(lambda: db.execute("SELECT count(*) FROM memory_review WHERE tenant_id = %s", (tenant,)).fetchone()[0])
+    reviews = "SELECT count(*) FROM memory_review WHERE tenant_id = %s"
+    wait_until(lambda: db.execute(reviews, (tenant,)).fetchone()[0], 60)
     retrieve_memory("bike", tenant=tenant, asked_in="chat", settings=settings, conn=db, now=T0 + timedelta(days=2))
     assert flush_review_notes()  # an open one, too
 

@@ -19,14 +19,14 @@ import pytest
 from fsrs import Card, Scheduler
 from stored import open_reviews
 
+from memq.memory.retrieval import legs
+from memq.memory.retrieval.render import GAP, gap_count
+from memq.memory.retrieval.request import build_request
+from memq.memory.retrieval.service import recent_memory, retrieve_memory
 from memq.shared.db.conversations import lock_conversation
 from memq.shared.db.episodes import EpisodeRow, check_stored, store_episode
 from memq.shared.errors import ValidationError
-from memq.shared.retrieval import legs
-from memq.shared.retrieval.render import GAP, gap_count
-from memq.shared.retrieval.request import build_request
-from memq.shared.retrieval.review_notes import flush_review_notes
-from memq.shared.retrieval.service import recent_memory, retrieve_memory
+from memq.shared.review_notes import flush_review_notes
 from memq.shared.tokens import count_tokens
 from memq.worker.episodes.fsrs_card import initial_memory
 
@@ -1114,7 +1114,7 @@ def test_a_retrieval_is_logged_at_info_only_when_slow(db, settings, tenant, monk
     info from MEMQ_LOG_SLOW_RETRIEVAL_MS: a slow-retrieval log."""
     import structlog
 
-    from memq.shared.retrieval import service
+    from memq.memory.retrieval import service
 
     v = axis(91)
     write_episode(

@@ -1,4 +1,4 @@
-"""The lexical legs beyond one conversation (``shared/retrieval/legs.py``,
+"""The lexical legs beyond one conversation (``memq/memory/retrieval/legs.py``,
 ``shared/db/lexical.py``), on real PostgreSQL: the full-text indexes hold the tenant, and
 the message leg ranks messages holding two of the query's words before those holding one,
 reading the latter only when too few hold two."""
@@ -11,9 +11,9 @@ import psycopg
 import pytest
 from test_retrieval import NOW, axis, other_tenant, write_episode
 
+from memq.memory.retrieval import legs
+from memq.memory.retrieval.request import build_request
 from memq.shared.db.lexical import TENANT_QUERY, indexed_search
-from memq.shared.retrieval import legs
-from memq.shared.retrieval.request import build_request
 
 pytestmark = pytest.mark.integration
 
@@ -216,7 +216,7 @@ def test_a_wide_retrieval_reads_the_rows_of_the_episodes_it_will_score_only(db, 
     """Beyond one conversation the statement reads the rows of the best ``n`` episodes by
     Reciprocal Rank Fusion (and any tied with the last), the ones retrieval goes on to
     score: ``fusion.rrf`` on the legs' ranks picks the same."""
-    from memq.shared.retrieval.fusion import rrf
+    from memq.memory.retrieval.fusion import rrf
 
     for i in range(6):
         write_episode(
@@ -267,8 +267,8 @@ def test_the_rerank_reach_bounds_what_re_ranking_can_do(settings):
     """``rerank_reach``: the least re-ranking multiplies a kept episode's score by, over
     the most: the time boost in [1, MEMQ_TIME_BOOST] when the query names a time, else 1.
     FSRS decay, whatever its influence, decides nothing of what is kept (``rerank``)."""
-    from memq.shared.retrieval.service import rerank_reach
-    from memq.shared.retrieval.time_expressions import find_time
+    from memq.memory.retrieval.service import rerank_reach
+    from memq.memory.retrieval.time_expressions import find_time
 
     named = find_time("what did we do last week?", NOW)
     assert named is not None
@@ -285,7 +285,7 @@ def test_words_most_of_the_scope_holds_are_left_out_of_the_lexical_legs(db, sett
     alone and the one message holding it ranks first. Searching every word, the twelve
     messages holding two of them fill the wide leg's first tier and the pottery message is
     never read (one conversation: ranked below them by cover density)."""
-    from memq.shared.retrieval.service import _lexical_text
+    from memq.memory.retrieval.service import _lexical_text
 
     start = NOW - timedelta(days=2)
     lessons = [("user", f"lesson time again, lesson {i} of the time I have", axis(10 + i)) for i in range(12)]

@@ -13,10 +13,10 @@ from datetime import timedelta
 import pytest
 from test_retrieval import NOW, axis, blend, other_tenant, write_episode
 
+from memq.memory.retrieval import legs
+from memq.memory.retrieval.request import build_request
+from memq.memory.retrieval.service import retrieve_memory
 from memq.shared.connections import pg_connect
-from memq.shared.retrieval import legs
-from memq.shared.retrieval.request import build_request
-from memq.shared.retrieval.service import retrieve_memory
 
 pytestmark = pytest.mark.integration
 

@@ -13,10 +13,10 @@ from fsrs import Card, Rating, Scheduler
 from stored import open_reviews, reviews_of
 from test_retrieval import axis, blend, write_episode
 
-from memq.shared.retrieval.review_notes import flush_review_notes
-from memq.shared.retrieval.service import retrieve_memory
-from memq.testing.scripted_llm import Reply
+from memq.memory.retrieval.service import retrieve_memory
+from memq.shared.review_notes import flush_review_notes
 from memq.worker.review.job import review_segment
+from memq_lab.testing.scripted_llm import Reply
 
 pytestmark = pytest.mark.integration
 

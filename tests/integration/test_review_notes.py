@@ -11,9 +11,9 @@ import pytest
 from stored import open_reviews
 from test_retrieval import axis, fixed, write_episode
 
+from memq.memory.retrieval.service import retrieve_memory
 from memq.shared.db.reviews import Retrieved, ReviewNote
-from memq.shared.retrieval.review_notes import ReviewNotes
-from memq.shared.retrieval.service import retrieve_memory
+from memq.shared.review_notes import ReviewNotes
 
 pytestmark = pytest.mark.integration
 
@@ -103,7 +103,7 @@ def test_past_the_queue_limit_notes_are_dropped_and_counted(db, settings, tenant
 
 
 def test_retrieval_hands_its_note_to_the_writer_and_returns(db, settings, tenant, episodes):
-    from memq.shared.retrieval.review_notes import flush_review_notes
+    from memq.shared.review_notes import flush_review_notes
 
     result = retrieve_memory(
         "sourdough starter", tenant=tenant, embed=fixed(axis(120)), settings=settings, conn=db, now=NOW, asked_in="chat"

@@ -210,8 +210,8 @@ def test_a_returning_conversation_keeps_its_user(world, db, settings):
 
 
 def test_retrieval_recent_and_facts_scoped_to_a_user(world, facts, db, settings):
-    from memq.shared.retrieval.facts import find_facts
-    from memq.shared.retrieval.service import recent_memory, retrieve_memory
+    from memq.memory.retrieval.facts import find_facts
+    from memq.memory.retrieval.service import recent_memory, retrieve_memory
 
     for query in ("Lagazuoi hut in the Dolomites", "mortgage refinance credit union", "basil watering"):
         got = retrieve_memory(query, tenant=world.tenant, user_id=world.alice, settings=settings, conn=db, record=False)
@@ -253,7 +253,7 @@ def test_retrieval_recent_and_facts_scoped_to_a_user(world, facts, db, settings)
 
 
 def test_manifest_and_context_scoped_to_a_user_and_a_new_session_starts_with_the_user(world, facts, db, settings):
-    from memq.shared.context.service import manifest, session_context
+    from memq.memory.context.service import manifest, session_context
     from memq.shared.db.episodes import list_episodes
 
     titles = {c: [e.title for e in list_episodes(db, world.tenant, c)] for c in world.convs.values()}
@@ -378,9 +378,9 @@ def test_the_api_takes_the_user_scope(world, facts, db, settings, api):
 
 def test_the_mcp_tools_take_the_user_scope(world, facts, db, settings):
     from memq import mcp_server
-    from memq.mcp_server import Call
+    from memq.memory import Memory
 
-    call = Call(world.tenant, db, settings, world.producer.redis)
+    call = Memory.open(settings, world.tenant)
     found = mcp_server.retrieve_memory(call, "mortgage refinance credit union", user_id=world.alice)
     assert "mortgage" not in found and "credit union" not in found
     assert "Lagazuoi" in mcp_server.retrieve_memory(call, "Lagazuoi hut", user_id=world.alice)
@@ -391,6 +391,7 @@ def test_the_mcp_tools_take_the_user_scope(world, facts, db, settings):
     context = mcp_server.session_context(call, world.convs["garden"], user_id=world.alice)
     assert "Lagazuoi" in context and "mortgage" not in context
     assert "Lagazuoi" not in mcp_server.manifest(call, world.convs["bank"], user_id=world.bob)
+    call.close()
 
 
 def test_the_cli_takes_the_user(world, db, settings):

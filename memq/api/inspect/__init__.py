@@ -19,10 +19,9 @@ from memq.api.inspect import live, queries
 from memq.api.inspect.render import HEADERS, HERE, render
 from memq.api.inspect.timeline import Axis
 from memq.api.services import Services
+from memq.memory.retrieval.retrievability import retrievability_now
 from memq.shared.errors import NotFound
 from memq.shared.ids import check_conversation_id
-from memq.shared.retrieval.retrievability import retrievability_now
-from memq.shared.retrieval.service import retrieve_memory
 
 router = APIRouter(prefix="/inspect", include_in_schema=False)
 STATIC = {"inspect.js": "text/javascript", "inspect.css": "text/css"}
@@ -149,15 +148,7 @@ def search(
     not using), with every score of every memory it returns."""
     result = None
     if q.strip():
-        with svc.conn(tenant) as conn:
-            result = retrieve_memory(
-                q,
-                tenant=tenant,
-                conversation_id=conversation_id or None,
-                settings=svc.settings,
-                conn=conn,
-                record=False,
-            )
+        result = svc.memory(tenant).retrieve(q, conversation_id=conversation_id or None, record=False)
     return render("search.html", q=q, conversation_id=conversation_id, result=result, settings=svc.settings)
 
 

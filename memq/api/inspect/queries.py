@@ -11,11 +11,11 @@ from typing import Any
 
 import psycopg
 
+from memq.memory.retrieval.legs import fsrs_state
 from memq.shared.db.facts import _FACT as FACT_COLUMNS  # the repository's column list for ``Fact``
 from memq.shared.db.facts import Fact
 from memq.shared.episode_listing import COLUMNS as LISTING_COLUMNS
 from memq.shared.episode_listing import EpisodeListing
-from memq.shared.retrieval.legs import fsrs_state
 
 # the FSRS state retrieval reads, after the listing's columns
 _FSRS = fsrs_state("")

@@ -13,8 +13,6 @@ from memq.api.auth import caller, services
 from memq.api.formats import JSON_BY_DEFAULT, Format, markdown, markdown_or_json
 from memq.api.models import ContextOut, EpisodeOut, EpisodesOut, ErrorOut, ForgetOut, ManifestOut
 from memq.api.services import Services
-from memq.shared.context.service import manifest as read_manifest
-from memq.shared.context.service import session_context as read_session_context
 from memq.shared.db.episodes import list_episodes
 from memq.shared.forget import forget_conversation
 from memq.shared.ids import check_conversation_id
@@ -56,17 +54,7 @@ def manifest(
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
 ) -> Any:
-    with svc.conn(tenant) as conn:
-        result = read_manifest(
-            conversation_id,
-            user_id=user_id,
-            tenant=tenant,
-            depth=depth,
-            tz=tz,
-            settings=svc.settings,
-            conn=conn,
-            client=svc.redis,
-        )
+    result = svc.memory(tenant).manifest(conversation_id, user_id=user_id, depth=depth, timezone=tz)
     return markdown(result.text) if fmt == "markdown" else result.to_json()
 
 
@@ -90,19 +78,9 @@ def context(
     """In order: a collapse marker, the latest episode summaries, the last messages before
     the open segment, a session-boundary marker with the time gap, and the open segment's
     messages not yet in an episode; within ``max_tokens``."""
-    with svc.conn(tenant) as conn:
-        result = read_session_context(
-            conversation_id,
-            user_id=user_id,
-            tenant=tenant,
-            max_tokens=max_tokens,
-            summaries=summaries,
-            continuity=continuity,
-            tz=tz,
-            settings=svc.settings,
-            conn=conn,
-            client=svc.redis,
-        )
+    result = svc.memory(tenant).context(
+        conversation_id, user_id=user_id, max_tokens=max_tokens, summaries=summaries, continuity=continuity, timezone=tz
+    )
     return markdown(result.text) if fmt == "markdown" else result.to_json()
 
 

@@ -11,11 +11,10 @@ from fastapi import APIRouter, Depends, Path, Query
 from memq.api.auth import caller, services
 from memq.api.models import ConversationFactsOut, FactHistoryOut, FactSearchIn, FactSearchOut
 from memq.api.services import Services
+from memq.memory.retrieval.facts_section import fact_record
 from memq.shared.db.facts import fact_history, get_fact, list_facts
 from memq.shared.errors import NotFound, ValidationError
 from memq.shared.ids import check_conversation_id
-from memq.shared.retrieval.facts import find_facts
-from memq.shared.retrieval.facts_section import fact_record
 
 router = APIRouter(tags=["facts"])
 
@@ -47,17 +46,13 @@ def conversation_facts(
 def facts_search(
     body: FactSearchIn, tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> dict[str, Any]:
-    with svc.conn(tenant) as conn:
-        query, found = find_facts(
-            body.query,
-            tenant=tenant,
-            settings=svc.settings,
-            conn=conn,
-            conversation_id=body.conversation_id,
-            conversation_ids=body.conversation_ids,
-            limit=body.limit,
-            user_id=body.user_id,
-        )
+    query, found = svc.memory(tenant).facts(
+        body.query,
+        conversation_id=body.conversation_id,
+        conversation_ids=body.conversation_ids,
+        user_id=body.user_id,
+        limit=body.limit,
+    )
     return {"query": query, "facts": [fact_record(f, score, ranks) for f, score, ranks in found]}
 
 

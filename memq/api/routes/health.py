@@ -37,7 +37,7 @@ def readyz(svc: Services = Depends(services)) -> JSONResponse:
     except Exception as exc:
         checks["redis"] = Check(ok=False, detail=type(exc).__name__)
     try:
-        with svc.pool.connection(timeout=2) as conn:
+        with svc.connections.pool.connection(timeout=2) as conn:
             conn.execute("SELECT 1")
         checks["postgres"] = Check(ok=True)
     except Exception as exc:

@@ -12,46 +12,37 @@ from memq.api.auth import caller, services
 from memq.api.formats import MARKDOWN_BY_DEFAULT, Format, deprecated_alias, markdown, markdown_or_json
 from memq.api.models import RecentIn, RecentOut, RetrieveIn, RetrieveOut
 from memq.api.services import Services
-from memq.shared.retrieval.service import RecentResult, RetrievalResult, recent_memory, retrieve_memory
+from memq.memory.retrieval.service import RecentResult, RetrievalResult
 
 router = APIRouter(prefix="/v1/memory", tags=["memory"])
 
 
 def _retrieve(body: RetrieveIn, tenant: str, svc: Services) -> RetrievalResult:
     time_range = None if body.time_range is None else (body.time_range.start, body.time_range.end)
-    with svc.conn(tenant) as conn:
-        return retrieve_memory(
-            body.query,
-            tenant=tenant,
-            conversation_id=body.conversation_id,
-            conversation_ids=body.conversation_ids,
-            limit=body.limit,
-            detail=body.detail,
-            max_tokens=body.max_tokens,
-            time_range=time_range,
-            now=body.now,
-            settings=svc.settings,
-            conn=conn,
-            record=body.record,
-            asked_in=body.asked_in,
-            user_id=body.user_id,
-            spare=lambda: svc.spare_conn(tenant),
-        )
+    return svc.memory(tenant).retrieve(
+        body.query,
+        conversation_id=body.conversation_id,
+        conversation_ids=body.conversation_ids,
+        user_id=body.user_id,
+        limit=body.limit,
+        detail=body.detail,
+        max_tokens=body.max_tokens,
+        time_range=time_range,
+        now=body.now,
+        record=body.record,
+        asked_in=body.asked_in,
+    )
 
 
 def _recent(body: RecentIn, tenant: str, svc: Services) -> RecentResult:
-    with svc.conn(tenant) as conn:
-        return recent_memory(
-            body.conversation_id,
-            user_id=body.user_id,
-            tenant=tenant,
-            limit=body.limit,
-            days=body.days,
-            max_tokens=body.max_tokens,
-            now=body.now,
-            settings=svc.settings,
-            conn=conn,
-        )
+    return svc.memory(tenant).recent(
+        body.conversation_id,
+        user_id=body.user_id,
+        limit=body.limit,
+        days=body.days,
+        max_tokens=body.max_tokens,
+        now=body.now,
+    )
 
 
 def _recent_json(body: RecentIn, result: RecentResult) -> dict[str, Any]:

@@ -77,7 +77,7 @@ class BacklogCollector(Collector):
         for queue, n in b.queued_tasks.items():
             queued.add_metric([queue], n)
         yield queued
-        with self.svc.pool.connection(timeout=5) as conn:
+        with self.svc.connections.pool.connection(timeout=5) as conn:
             m = memory_backlog(conn)
         yield _gauge(
             "memq_pending_reviews", "Retrieved memories noted for review, not yet reviewed.", m.pending_reviews

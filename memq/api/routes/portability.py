@@ -4,7 +4,6 @@ whichever tenant it was exported from). See docs/portability.md."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import anyio
@@ -14,9 +13,8 @@ from pydantic import BaseModel, Field
 
 from memq.api.auth import caller, services
 from memq.api.services import Services
+from memq.memory.portability.format import FORMAT, VERSION, FormatError
 from memq.shared.errors import ValidationError
-from memq.shared.ids import check_conversation_id, check_user_id
-from memq.shared.portability.format import FORMAT, VERSION, FormatError
 
 router = APIRouter(tags=["portability"])
 
@@ -67,27 +65,10 @@ def export(
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
 ) -> StreamingResponse:
-    from memq.shared.portability.export import export_lines, export_records
-
-    settings = svc.settings
-    if conversation_id is not None and user_id is not None:
-        raise ValidationError("give conversation_id or user_id, not both")
-    if conversation_id is not None:
-        check_conversation_id(conversation_id, settings.conversation_id_max_length)
-    if user_id is not None:
-        check_user_id(user_id, settings.conversation_id_max_length)
-
-    def lines() -> Iterator[str]:
-        with svc.conn(tenant) as conn:
-            yield from export_lines(
-                export_records(conn, tenant, settings=settings, conversation_id=conversation_id, user_id=user_id)
-            )
-
+    lines = svc.memory(tenant).export(conversation_id=conversation_id, user_id=user_id)
     scope = f"-{conversation_id}" if conversation_id else f"-user-{user_id}" if user_id else ""
     name = f"memq-{tenant}{scope}.jsonl"
-    return StreamingResponse(
-        lines(), media_type=JSONL, headers={"Content-Disposition": f'attachment; filename="{name}"'}
-    )
+    return StreamingResponse(lines, media_type=JSONL, headers={"Content-Disposition": f'attachment; filename="{name}"'})
 
 
 @router.post(
@@ -104,16 +85,12 @@ def export(
     },
 )
 async def import_(request: Request, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
-    from memq.shared.embeddings import get_embedder
-    from memq.shared.portability.importer import ImportStopped, import_lines
+    from memq.memory.portability.importer import ImportStopped
 
     body = await request.body()  # bounded by the body limit (memq.api.limits)
 
     def run() -> dict[str, Any]:
-        with svc.conn(tenant) as conn:
-            report = import_lines(
-                conn, body.splitlines(keepends=True), svc.settings, lambda: get_embedder(svc.settings), tenant=tenant
-            )
+        report = svc.memory(tenant).import_lines(body.splitlines(keepends=True))
         if report.stopped is not None:
             raise ImportStopped(report)
         return report.to_json()

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from datetime import date, datetime, tzinfo
 from typing import Any
 
-from memq.shared.context.model import EpisodeListing, OpenSpan
+from memq.memory.context.model import EpisodeListing, OpenSpan
 
 
 @dataclass(frozen=True)

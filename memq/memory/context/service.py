@@ -22,10 +22,10 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import numpy as np
 import psycopg
 
-from memq.shared.context.manifest import Manifest, build_manifest, render_markdown
-from memq.shared.context.manifest import to_json as manifest_json
-from memq.shared.context.model import EpisodeListing, OpenSegment, OpenSpan, Said
-from memq.shared.context.session import SessionContext, SessionParams, build_session_context
+from memq.memory.context.manifest import Manifest, build_manifest, render_markdown
+from memq.memory.context.manifest import to_json as manifest_json
+from memq.memory.context.model import EpisodeListing, OpenSegment, OpenSpan, Said
+from memq.memory.context.session import SessionContext, SessionParams, build_session_context
 from memq.shared.episode_listing import COLUMNS as LISTING_COLUMNS
 from memq.shared.errors import ValidationError
 from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
@@ -304,8 +304,8 @@ def relevant_facts(
     """The conversation's active facts most relevant to where it is now (the open
     segment's newest messages, else the latest episode), as lines; the most reinforced
     ones when nothing is said yet."""
+    from memq.memory.retrieval.facts_section import fact_line
     from memq.shared.db.facts import list_facts, search_facts
-    from memq.shared.retrieval.facts_section import fact_line
 
     if settings.session_facts <= 0:
         return []

@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
-from memq.shared.context.model import EpisodeListing, OpenSegment, Said
+from memq.memory.context.model import EpisodeListing, OpenSegment, Said
 
 Counter = Callable[[str], int]
 

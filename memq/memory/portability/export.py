@@ -15,9 +15,10 @@ from typing import Any
 
 import psycopg
 
+from memq.memory.portability.format import encode, end, header
 from memq.shared.errors import MemqError
-from memq.shared.portability.format import encode, encode_vector, end, header
 from memq.shared.settings import Settings
+from memq.shared.vector_codec import encode_vector
 
 ITERSIZE = 500
 

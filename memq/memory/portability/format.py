@@ -11,13 +11,10 @@ line (``parse_line``), which raises ``FormatError`` naming the line and what is 
 
 from __future__ import annotations
 
-import base64
 import json
 import uuid
 from datetime import date, datetime
 from typing import Any
-
-import numpy as np
 
 from memq.shared.errors import MemqError
 
@@ -168,16 +165,6 @@ class FormatTooNew(FormatError):
 
 
 # -- writing ------------------------------------------------------------------------
-
-
-def encode_vector(vector: Any) -> str:
-    """A vector (numpy array or pgvector's ``Vector``) as base64 of little-endian float32."""
-    values = vector.to_numpy() if hasattr(vector, "to_numpy") else vector
-    return base64.b64encode(np.asarray(values, dtype="<f4").tobytes()).decode("ascii")
-
-
-def decode_vector(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text, validate=True), dtype="<f4").astype(np.float32)
 
 
 def _default(value: Any) -> Any:

@@ -32,6 +32,7 @@ import numpy as np
 import psycopg
 from psycopg.types.json import Jsonb
 
+from memq.memory.portability.format import FormatError, check_header, parse_line
 from memq.shared.db.conversations import lock_conversation
 from memq.shared.db.episodes import EpisodeRow, check_stored, store_episode
 from memq.shared.db.tenant_scope import TENANT_SETTING
@@ -39,8 +40,8 @@ from memq.shared.embeddings import Embedder, episode_vector, summary_is_embedded
 from memq.shared.errors import MemqError, ValidationError
 from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
 from memq.shared.messages import indexed_text
-from memq.shared.portability.format import FormatError, check_header, decode_vector, parse_line
 from memq.shared.settings import Settings
+from memq.shared.vector_codec import decode_vector
 
 BATCH = 1000  # lines per transaction, at most (a unit is never split)
 

@@ -1,4 +1,5 @@
-"""Jobs shared by two workers (``beside``): one on the calling thread, one on a thread of
+"""Work on two threads at once. ``alongside``: one job on a pooled thread while another
+runs on the calling thread. ``beside``: jobs shared by two workers, one on the calling thread, one on a thread of
 a small shared pool, each given its own resource (a connection) and taking the next job
 whenever it is free. Retrieval runs its four legs this way on two connections beyond one
 conversation (``legs.run_legs``): each leg is one process of PostgreSQL's, and
@@ -16,6 +17,7 @@ from typing import TypeVar
 
 C = TypeVar("C")
 R = TypeVar("R")
+S = TypeVar("S")
 
 THREADS = 16  # at most this many retrievals hand work over at once; more queue for a thread
 
@@ -56,3 +58,16 @@ def beside(jobs: Sequence[Callable[[C], R]], here: C, there: C) -> list[R]:
         raise
     future.result()
     return results  # type: ignore[return-value]  # every job ran: none is left None
+
+
+def alongside(there: Callable[[], R], here: Callable[[], S]) -> tuple[R, S]:
+    """``there()`` on a pooled thread while ``here()`` runs on this one (retrieval embeds
+    its query while PostgreSQL counts the query's words); both results, once both have
+    stopped. This thread's error wins over the other's."""
+    future = _pool().submit(there)
+    try:
+        mine = here()
+    except BaseException:
+        future.exception()  # waits; its own error, if any, is dropped for ours
+        raise
+    return future.result(), mine

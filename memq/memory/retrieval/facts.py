@@ -9,10 +9,10 @@ from collections.abc import Callable
 import numpy as np
 import psycopg
 
+from memq.memory.retrieval.legs import participants
+from memq.memory.retrieval.participants import query_terms
+from memq.memory.retrieval.request import build_request, scoped
 from memq.shared.db.facts import Fact, search_facts
-from memq.shared.retrieval.legs import participants
-from memq.shared.retrieval.participants import query_terms
-from memq.shared.retrieval.request import build_request, scoped
 from memq.shared.settings import Settings
 
 

@@ -33,12 +33,12 @@ from typing import Any
 import numpy as np
 import psycopg
 
+from memq.memory.retrieval.beside import beside
+from memq.memory.retrieval.fusion import kept, rrf
+from memq.memory.retrieval.model import EpisodeHit
+from memq.memory.retrieval.request import RetrievalRequest
 from memq.shared.db.facts import fact_legs_call
 from memq.shared.db.lexical import OR_QUERY, PAIRS_QUERY, TENANT_QUERY, indexed_search
-from memq.shared.retrieval.beside import beside
-from memq.shared.retrieval.fusion import kept, rrf
-from memq.shared.retrieval.model import EpisodeHit
-from memq.shared.retrieval.request import RetrievalRequest
 
 # A second connection, scoped to the same tenant as the first, to share the legs with
 # (``run_legs``): a context manager giving it, or None when none is free at once (then

@@ -8,7 +8,7 @@ from collections.abc import Sequence
 from datetime import UTC, date, datetime
 from typing import Any
 
-from memq.shared.retrieval.model import EpisodeHit, MessageView
+from memq.memory.retrieval.model import EpisodeHit, MessageView
 
 
 def relative(moment: datetime, now: datetime | date) -> str:

@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 
 import psycopg
 
-from memq.shared.retrieval import legs
-from memq.shared.retrieval.request import RetrievalRequest
+from memq.memory.retrieval import legs
+from memq.memory.retrieval.request import RetrievalRequest
 
 MAX_WORDS = 100_000  # words remembered with their lexemes (cleared past it)
 MAX_SCOPES = 10_000  # scopes remembered with their counts (cleared past it)

@@ -23,9 +23,9 @@ from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from memq.shared.retrieval.excerpts import excerpt, query_keys
-from memq.shared.retrieval.model import EpisodeHit, MessageView
-from memq.shared.retrieval.render import (
+from memq.memory.retrieval.excerpts import excerpt, query_keys
+from memq.memory.retrieval.model import EpisodeHit, MessageView
+from memq.memory.retrieval.render import (
     GAP,
     episode_lines,
     gap_count,
@@ -35,7 +35,7 @@ from memq.shared.retrieval.render import (
     sitting_lines,
     with_break,
 )
-from memq.shared.retrieval.sittings import sittings
+from memq.memory.retrieval.sittings import sittings
 from memq.shared.tokens import count_chunks
 
 Counter = Callable[[str], int]

@@ -21,30 +21,31 @@ import numpy as np
 import psycopg
 import structlog
 
-from memq.shared.db.facts import FACT_CANDIDATES, facts_by_id, fuse_fact_legs
-from memq.shared.db.reviews import Retrieved, ReviewNote
-from memq.shared.errors import ValidationError
-from memq.shared.metrics import metrics
-from memq.shared.retrieval import legs, scope_words
-from memq.shared.retrieval.common_words import informative_text
-from memq.shared.retrieval.facts_section import fact_record, facts_block
-from memq.shared.retrieval.fusion import rrf
-from memq.shared.retrieval.model import EpisodeHit, MessageView
-from memq.shared.retrieval.participants import asks_what_the_assistant_said, query_terms
-from memq.shared.retrieval.relevance import (
+from memq.memory.retrieval import legs, scope_words
+from memq.memory.retrieval.beside import alongside
+from memq.memory.retrieval.common_words import informative_text
+from memq.memory.retrieval.facts_section import fact_record, facts_block
+from memq.memory.retrieval.fusion import rrf
+from memq.memory.retrieval.model import EpisodeHit, MessageView
+from memq.memory.retrieval.participants import asks_what_the_assistant_said, query_terms
+from memq.memory.retrieval.relevance import (
     EpisodeRelevance,
     RelevanceParams,
     episode_relevance,
     pooled_density,
     priorities,
 )
-from memq.shared.retrieval.render import episode_block, hit_record, markdown
-from memq.shared.retrieval.request import RetrievalRequest, build_request, scoped
-from memq.shared.retrieval.retrievability import decay, retrievability, with_floor
-from memq.shared.retrieval.review_notes import review_notes
-from memq.shared.retrieval.selection import Selected, SelectionParams, message_cap, select
-from memq.shared.retrieval.sittings import sittings
-from memq.shared.retrieval.time_expressions import NamedTime, find_time
+from memq.memory.retrieval.render import episode_block, hit_record, markdown
+from memq.memory.retrieval.request import RetrievalRequest, build_request, scoped
+from memq.memory.retrieval.retrievability import decay, retrievability, with_floor
+from memq.memory.retrieval.selection import Selected, SelectionParams, message_cap, select
+from memq.memory.retrieval.sittings import sittings
+from memq.memory.retrieval.time_expressions import NamedTime, find_time
+from memq.shared.db.facts import FACT_CANDIDATES, facts_by_id, fuse_fact_legs
+from memq.shared.db.reviews import Retrieved, ReviewNote
+from memq.shared.errors import ValidationError
+from memq.shared.metrics import metrics
+from memq.shared.review_notes import review_notes
 from memq.shared.settings import Settings, get_settings
 from memq.shared.tokens import count_tokens, count_tokens_cached
 
@@ -271,6 +272,27 @@ def _model(settings: Settings, timings: dict[str, float]) -> Callable[[str], np.
     return embed
 
 
+@dataclass
+class _Clock:
+    """The stages' times in milliseconds (``RetrievalResult.timings_ms``), each from the
+    end of the previous one."""
+
+    timings: dict[str, float] = field(default_factory=dict)
+    start: float = field(default_factory=time.perf_counter)
+    last: float = 0.0
+
+    def __post_init__(self) -> None:
+        self.last = self.start
+
+    def mark(self, stage: str) -> None:
+        now = time.perf_counter()
+        self.timings[stage] = (now - self.last) * 1000
+        self.last = now
+
+    def done(self) -> None:
+        self.timings["total"] = (time.perf_counter() - self.start) * 1000
+
+
 def retrieve(
     request: RetrievalRequest,
     *,
@@ -280,115 +302,34 @@ def retrieve(
     record: bool = True,
     spare: legs.Spare | None = None,
 ) -> RetrievalResult:
-    """Run a validated request (see ``build_request``). ``embed`` turns the searched text
-    (the query without the participants it names) into a vector; default: the
-    configured embedding model. ``spare``: a second connection for the vector legs
-    beyond one conversation (``legs.run_legs``; ``MEMQ_RETRIEVAL_SPLIT_LEGS``)."""
+    """Run a validated request (see ``build_request``), in five steps: the query's forms
+    (its vector and the words the lexical legs search by), the legs (one statement, or
+    shared with ``spare``), the ranking, what is shown within the budget, and the review
+    note. ``embed`` turns the searched text (the query without the participants it names)
+    into a vector; default: the configured embedding model. ``spare``: a second
+    connection for the vector legs beyond one conversation (``legs.run_legs``;
+    ``MEMQ_RETRIEVAL_SPLIT_LEGS``)."""
     settings = settings or get_settings()
-    timings: dict[str, float] = {}
-    t0 = time.perf_counter()
+    clock = _Clock()
     named = find_time(request.query, request.now) if request.time_range is None else None
     with _connection(conn, settings, request.tenant) as c:
         request = scoped(c, request)
         if embed is None:  # after PostgreSQL answered: services that are down are reported at once
-            embed = _model(settings, timings)
+            embed = _model(settings, clock.timings)
         terms = query_terms(request.query, participants(c, request, settings))
-        t1 = time.perf_counter()
-        vector = np.asarray(embed(terms.search_text), dtype=np.float32)
-        t2 = time.perf_counter()
-        timings["embed"] = (t2 - t1) * 1000
-        lexical_text = _lexical_text(c, request, terms.search_text, settings)
-        t2b = time.perf_counter()
-        if t2b - t2 >= 1e-4:
-            timings["common_words"] = (t2b - t2) * 1000
-        t2 = t2b
-        found = legs.run_legs(
-            c,
-            request,
-            vector,
-            settings.legs,
-            settings.retrieval_candidates,
-            settings.hnsw_ef_search,
-            query_text=lexical_text,
-            full=True,
-            reach=message_reach(request.max_tokens, settings),
-            facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None,
-            fuse=(settings.rrf_k, max(settings.retrieval_candidates, request.limit)),
-            plan_cache_mode=settings.retrieval_plan_cache_mode,
-            pairs_enough=settings.lexical_pairs_enough,
-            returned=(request.limit, rerank_reach(settings, named)),
-            spare=spare if settings.retrieval_split_legs else None,
-            episode_ef_search=settings.hnsw_ef_search_episodes,
-        )
-        t3 = time.perf_counter()
-        timings["sql"] = (t3 - t2) * 1000
-        fused = rrf(found.episodes, settings.rrf_k)[: max(settings.retrieval_candidates, request.limit)]
-        for f in fused:
-            if f.id in found.hits:
-                found.hits[f.id].ranks = f.ranks
-        hits = rerank(
-            [found.hits[f.id] for f in fused if f.id in found.hits],
-            {f.id: f.score for f in fused},
-            settings,
-            request.now,
-            named,
-            request.limit,
-        )
-        params = SelectionParams(
-            detail=request.detail,
-            max_tokens=request.max_tokens,
-            low_messages=settings.low_detail_messages,
-            auto_rank=settings.auto_detail_rank,
-            auto_message_rank=settings.auto_detail_message_rank,
-            key_moment_surprise=settings.key_moment_surprise,
-            summary_tokens_with_messages=settings.summary_tokens_with_messages,
-            header_weight=settings.message_episode_weight,
-            title_words=settings.display_title_words,
-            sitting_gap=timedelta(minutes=settings.time_gap_minutes) if settings.sitting_blocks else None,
-            long_tokens=settings.message_long_tokens,
-            excerpt_tokens=excerpt_size(settings, request.max_tokens),
-            full_weight=settings.message_full_weight,
-            whole_roles=frozenset({"assistant"}) if asks_what_the_assistant_said(request.query) else frozenset(),
-        )
+        vector, lexical_text = _query_forms(c, request, terms.search_text, embed, settings, clock)
+        found = _legs(c, request, vector, lexical_text, named, spare, settings)
+        clock.mark("sql")
+        hits = _ranked(found, request, named, settings)
+        params = _selection_params(request, settings)
         if request.detail != "none" and hits:
-            shown = found.shown
-            # a top episode found by its title or summary alone: the seed shows the top ranks'
-            # source messages, so all of its messages may be shown
-            bare = [h.id for h in hits[: settings.auto_detail_rank] if h.id not in shown and message_cap(h, params) > 0]
-            if bare:
-                shown = {**shown, **legs.fetch_messages(c, bare)}
-            attach_messages(shown, hits, found.messages, terms.named, settings)
-        facts_text, fact_records = _facts(c, request, found.facts, settings)
-        if facts_text:  # the facts come first; the episodes fill what is left (2 tokens spare for the joint)
-            params = replace(params, max_tokens=max(0, request.max_tokens - count_tokens(facts_text + "\n\n") - 2))
-        selection = (
-            select(hits, params, request.now, count_tokens_cached, request.query) if params.max_tokens >= 20 else None
-        )
-        chosen = selection.chosen if selection else []
-        text, tokens = (selection.text, selection.tokens) if selection else ("", 0)
-        if facts_text:
-            text = facts_text if not chosen else f"{facts_text}\n\n{text}"
-            tokens = count_tokens(text)
-            if tokens > request.max_tokens:  # never expected; the budget holds on what is returned, whatever happens
-                assert selection is not None  # facts alone fit in a third of the budget
-                facts_text, fact_records, text, tokens = "", [], selection.text, selection.tokens
-        t4 = time.perf_counter()
-        timings["select"] = (t4 - t3) * 1000
-        returned = [s.hit for s in chosen]
-        recorded = 0
-        if record and chosen:  # written by this process's review-notes writer, off the request path
-            review_notes(settings).add(
-                ReviewNote(
-                    request.tenant,
-                    request.query,
-                    request.now,
-                    tuple(Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen),
-                    request.asked_in,
-                )
-            )
-            recorded = len(chosen)
-        timings["record"] = (time.perf_counter() - t4) * 1000
-    timings["total"] = (time.perf_counter() - t0) * 1000
+            _show_messages(c, found, hits, params, terms.named, settings)
+        text, tokens, chosen, fact_records = _compose(c, request, found, hits, params, settings)
+        clock.mark("select")
+        recorded = _note_for_review(request, chosen, settings) if record else 0
+        clock.mark("record")
+    clock.done()
+    timings = clock.timings
     # a slow-retrieval log: info from MEMQ_LOG_SLOW_RETRIEVAL_MS, else debug (dropped before any
     # processor runs below the level); counts and timings only: the query's words are content
     (log.info if timings["total"] >= settings.log_slow_retrieval_ms else log.debug)(
@@ -406,9 +347,172 @@ def retrieve(
     measures = metrics()
     measures.retrieval_seconds.observe(timings["total"] / 1000)
     measures.retrieval_tokens.observe(tokens)
+    returned = [s.hit for s in chosen]
     return RetrievalResult(
         request, text, tokens, returned, chosen, named, timings, recorded, sorted(terms.named), fact_records
     )
+
+
+def _query_forms(
+    conn: psycopg.Connection,
+    request: RetrievalRequest,
+    search_text: str,
+    embed: Callable[[str], np.ndarray],
+    settings: Settings,
+    clock: _Clock,
+) -> tuple[np.ndarray, str]:
+    """The query's vector and the text the lexical legs search by, at once: the model
+    embeds on a pooled thread while PostgreSQL counts the query's words in the scope
+    (``_lexical_text``). Timed as ``embed`` (the embedding's own time) and, when the
+    count took a round trip, ``common_words`` (its own time, overlapped)."""
+    embedded: dict[str, float] = {}
+
+    def vector_of() -> np.ndarray:
+        t = time.perf_counter()
+        vector = np.asarray(embed(search_text), dtype=np.float32)
+        embedded["ms"] = (time.perf_counter() - t) * 1000
+        return vector
+
+    def words() -> tuple[str, float]:
+        t = time.perf_counter()
+        return _lexical_text(conn, request, search_text, settings), (time.perf_counter() - t) * 1000
+
+    vector, (lexical_text, counted_ms) = alongside(vector_of, words)
+    clock.mark("query_forms")
+    clock.timings["embed"] = embedded["ms"]
+    if counted_ms >= 0.1:
+        clock.timings["common_words"] = counted_ms
+    return vector, lexical_text
+
+
+def _legs(
+    conn: psycopg.Connection,
+    request: RetrievalRequest,
+    vector: np.ndarray,
+    lexical_text: str,
+    named: NamedTime | None,
+    spare: legs.Spare | None,
+    settings: Settings,
+) -> legs.LegResults:
+    """The lexical and vector legs over episodes, messages and facts, fused and read in
+    one statement (``legs.retrieval_sql``), or shared with ``spare`` beyond one conversation."""
+    return legs.run_legs(
+        conn,
+        request,
+        vector,
+        settings.legs,
+        settings.retrieval_candidates,
+        settings.hnsw_ef_search,
+        query_text=lexical_text,
+        full=True,
+        reach=message_reach(request.max_tokens, settings),
+        facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None,
+        fuse=(settings.rrf_k, max(settings.retrieval_candidates, request.limit)),
+        plan_cache_mode=settings.retrieval_plan_cache_mode,
+        pairs_enough=settings.lexical_pairs_enough,
+        returned=(request.limit, rerank_reach(settings, named)),
+        spare=spare if settings.retrieval_split_legs else None,
+        episode_ef_search=settings.hnsw_ef_search_episodes,
+    )
+
+
+def _ranked(
+    found: legs.LegResults, request: RetrievalRequest, named: NamedTime | None, settings: Settings
+) -> list[EpisodeHit]:
+    """The episodes by RRF over the legs, re-ranked by FSRS retrievability and a named time."""
+    fused = rrf(found.episodes, settings.rrf_k)[: max(settings.retrieval_candidates, request.limit)]
+    for f in fused:
+        if f.id in found.hits:
+            found.hits[f.id].ranks = f.ranks
+    return rerank(
+        [found.hits[f.id] for f in fused if f.id in found.hits],
+        {f.id: f.score for f in fused},
+        settings,
+        request.now,
+        named,
+        request.limit,
+    )
+
+
+def _selection_params(request: RetrievalRequest, settings: Settings) -> SelectionParams:
+    return SelectionParams(
+        detail=request.detail,
+        max_tokens=request.max_tokens,
+        low_messages=settings.low_detail_messages,
+        auto_rank=settings.auto_detail_rank,
+        auto_message_rank=settings.auto_detail_message_rank,
+        key_moment_surprise=settings.key_moment_surprise,
+        summary_tokens_with_messages=settings.summary_tokens_with_messages,
+        header_weight=settings.message_episode_weight,
+        title_words=settings.display_title_words,
+        sitting_gap=timedelta(minutes=settings.time_gap_minutes) if settings.sitting_blocks else None,
+        long_tokens=settings.message_long_tokens,
+        excerpt_tokens=excerpt_size(settings, request.max_tokens),
+        full_weight=settings.message_full_weight,
+        whole_roles=frozenset({"assistant"}) if asks_what_the_assistant_said(request.query) else frozenset(),
+    )
+
+
+def _show_messages(
+    conn: psycopg.Connection,
+    found: legs.LegResults,
+    hits: list[EpisodeHit],
+    params: SelectionParams,
+    named: frozenset[str],
+    settings: Settings,
+) -> None:
+    """Give each hit the messages it may show, with their priorities. A top episode found
+    by its title or summary alone has none among the legs' rows: the seed shows the top
+    ranks' source messages, so all of its messages are read."""
+    shown = found.shown
+    bare = [h.id for h in hits[: settings.auto_detail_rank] if h.id not in shown and message_cap(h, params) > 0]
+    if bare:
+        shown = {**shown, **legs.fetch_messages(conn, bare)}
+    attach_messages(shown, hits, found.messages, named, settings)
+
+
+def _compose(
+    conn: psycopg.Connection,
+    request: RetrievalRequest,
+    found: legs.LegResults,
+    hits: list[EpisodeHit],
+    params: SelectionParams,
+    settings: Settings,
+) -> tuple[str, int, list[Selected], list[dict[str, Any]]]:
+    """(text, its tokens, what is shown of each hit, the facts' records): the facts first,
+    the episodes filling what is left of the budget, which holds on what is returned."""
+    facts_text, fact_records = _facts(conn, request, found.facts, settings)
+    if facts_text:  # 2 tokens spare for the joint
+        params = replace(params, max_tokens=max(0, request.max_tokens - count_tokens(facts_text + "\n\n") - 2))
+    selection = (
+        select(hits, params, request.now, count_tokens_cached, request.query) if params.max_tokens >= 20 else None
+    )
+    chosen = selection.chosen if selection else []
+    text, tokens = (selection.text, selection.tokens) if selection else ("", 0)
+    if facts_text:
+        text = facts_text if not chosen else f"{facts_text}\n\n{text}"
+        tokens = count_tokens(text)
+        if tokens > request.max_tokens:  # never expected: facts alone fit in a third of the budget
+            assert selection is not None
+            fact_records, text, tokens = [], selection.text, selection.tokens
+    return text, tokens, chosen, fact_records
+
+
+def _note_for_review(request: RetrievalRequest, chosen: list[Selected], settings: Settings) -> int:
+    """What was returned, handed to this process's review-notes writer (written off the
+    request path); how many memories it names."""
+    if not chosen:
+        return 0
+    review_notes(settings).add(
+        ReviewNote(
+            request.tenant,
+            request.query,
+            request.now,
+            tuple(Retrieved(s.hit.conversation_id, s.hit.id, s.hit.rank, s.hit.final) for s in chosen),
+            request.asked_in,
+        )
+    )
+    return len(chosen)
 
 
 def _lexical_text(conn: psycopg.Connection, request: RetrievalRequest, text: str, settings: Settings) -> str:

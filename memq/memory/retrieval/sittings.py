@@ -17,7 +17,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from datetime import timedelta
 
-from memq.shared.retrieval.model import EpisodeHit
+from memq.memory.retrieval.model import EpisodeHit
 
 
 def sittings(hits: Sequence[EpisodeHit], gap: timedelta) -> dict[str, str]:

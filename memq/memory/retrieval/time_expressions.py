@@ -15,7 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 
-from memq.shared.retrieval.request import TimeRange
+from memq.memory.retrieval.request import TimeRange
 
 FULL_MONTHS = {name.lower() for name in calendar.month_name if name}
 MONTHS = {name.lower(): i for i, name in enumerate(calendar.month_name) if name}

@@ -1,4 +1,4 @@
-"""``Services.spare_conn``: the second connection retrieval shares its legs with beyond
+"""``Connections.spare`` (memq.memory): the second connection retrieval shares its legs with beyond
 one conversation (``legs.Spare``), taken from the API's pool only when one is free at once."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ pytestmark = pytest.mark.integration
 
 
 def test_a_spare_is_scoped_to_the_tenant_and_comes_back_unscoped(api_services, tenant):
-    with api_services.spare_conn(tenant) as conn:
+    with api_services.connections.spare(tenant) as conn:
         assert conn is not None
         scoped = conn.execute("SELECT current_setting('memq.tenant', true), row_security_active('episode_message')")
         assert scoped.fetchone() == (tenant, True)
@@ -19,12 +19,12 @@ def test_a_spare_is_scoped_to_the_tenant_and_comes_back_unscoped(api_services, t
 
 
 def test_with_every_connection_taken_there_is_no_spare_and_nothing_waits(api_services, tenant):
-    pool = api_services.pool
+    pool = api_services.connections.pool
     taken: list[psycopg.Connection] = []
     try:
         while len(taken) < pool.max_size:
             taken.append(pool.getconn(timeout=30))
-        with api_services.spare_conn(tenant) as conn:
+        with api_services.connections.spare(tenant) as conn:
             assert conn is None
     finally:
         for conn in taken:
@@ -33,5 +33,5 @@ def test_with_every_connection_taken_there_is_no_spare_and_nothing_waits(api_ser
     # event), not for a time
     assert pool.min_size >= 1
     pool.wait(timeout=30)
-    with api_services.spare_conn(tenant) as conn:
+    with api_services.connections.spare(tenant) as conn:
         assert conn is not None

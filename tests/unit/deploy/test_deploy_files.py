@@ -837,7 +837,7 @@ def test_dockerignore_keeps_what_the_build_needs() -> None:
         return any(glob_match(p.lstrip("/"), prefix) for p in patterns for prefix in prefixes)
 
     needed = ["pyproject.toml", "README.md", "LICENSE", "NOTICE", "memq/__init__.py", "memq/cli/__init__.py"]
-    # the folders memq/ links to (memq/shared -> shared, shared/db/migrations -> migrations, ...)
+    # the folders memq/ links to (memq/shared -> shared, memq/migrations -> migrations, ...)
     for folder, dirs, _ in os.walk(ROOT / "memq", followlinks=True):
         for d in dirs:
             if os.path.islink(os.path.join(folder, d)):

@@ -5,9 +5,9 @@ tools (README, docs, ``memq mcp --help``, the server's instructions) names them 
 from __future__ import annotations
 
 import re
-from contextlib import contextmanager
 from pathlib import Path
 from types import SimpleNamespace
+from typing import ClassVar
 
 import anyio
 import pytest
@@ -80,20 +80,33 @@ from mcp.server.mcpserver.exceptions import ToolError  # noqa: E402 - only once 
 from memq.mcp_server import build_server  # noqa: E402 - the same
 
 
+class _Memory:
+    """What a tool uses of memq.memory.Memory: the tenant it is bound to, and its methods
+    (manifest spied on, see ``_manifest_spy``)."""
+
+    calls: ClassVar[list[dict]] = []
+
+    def __init__(self, tenant: str) -> None:
+        self.tenant = tenant
+
+    def manifest(self, conversation_id, **kwargs):
+        self.calls.append({"conversation_id": conversation_id, "tenant": self.tenant, **kwargs})
+        if conversation_id == "bad":
+            raise MemqError("conversation_id: not a conversation id")
+        return SimpleNamespace(text=f"manifest of {conversation_id} for {self.tenant}")
+
+
 class _Services:
-    """What build_server uses of memq.api.services.Services: a connection per call, scoped
-    to the call's tenant."""
+    """What build_server uses of memq.api.services.Services: a memory per call, bound to
+    the call's tenant."""
 
     def __init__(self) -> None:
         self.settings = SimpleNamespace(tenant="default-tenant")
-        self.redis = object()
-        self.opened: list[str] = []
+        self.bound: list[str] = []
 
-    @contextmanager
-    def conn(self, tenant: str):
-        self.opened.append(f"open for {tenant}")
-        yield "the-connection"
-        self.opened.append("closed")
+    def memory(self, tenant: str) -> _Memory:
+        self.bound.append(f"bound to {tenant}")
+        return _Memory(tenant)
 
 
 def _context(tenant: str | None = None):
@@ -135,15 +148,7 @@ def test_the_server_registers_the_table():
 
 
 def _manifest_spy(monkeypatch, calls: list[dict]):
-    import memq.shared.context.service as context_service
-
-    def manifest(conversation_id, **kwargs):
-        calls.append({"conversation_id": conversation_id, **kwargs})
-        if conversation_id == "bad":
-            raise MemqError("conversation_id: not a conversation id")
-        return SimpleNamespace(text=f"manifest of {conversation_id} for {kwargs['tenant']}")
-
-    monkeypatch.setattr(context_service, "manifest", manifest)
+    monkeypatch.setattr(_Memory, "calls", calls)
 
 
 def _call(server, name, arguments, context):
@@ -153,7 +158,7 @@ def _call(server, name, arguments, context):
     return anyio.run(call)
 
 
-def test_a_tool_gets_the_tenant_a_connection_and_its_arguments(monkeypatch):
+def test_a_tool_gets_the_tenants_memory_and_its_arguments(monkeypatch):
     calls: list[dict] = []
     _manifest_spy(monkeypatch, calls)
     services = _Services()
@@ -166,15 +171,12 @@ def test_a_tool_gets_the_tenant_a_connection_and_its_arguments(monkeypatch):
     assert over_http.content[0].text == "manifest of c1 for key-tenant"
     assert calls[0] == {
         "conversation_id": "c1",
-        "user_id": None,
         "tenant": "stdio-tenant",
+        "user_id": None,
         "depth": 3,
-        "tz": None,
-        "settings": services.settings,
-        "conn": "the-connection",
-        "client": services.redis,
+        "timezone": None,
     }
-    assert services.opened == ["open for stdio-tenant", "closed", "open for key-tenant", "closed"]
+    assert services.bound == ["bound to stdio-tenant", "bound to key-tenant"]
 
 
 def test_without_a_fixed_tenant_stdio_uses_the_settings(monkeypatch):

@@ -7,11 +7,11 @@ from types import SimpleNamespace
 
 import pytest
 
+from memq.memory.retrieval.request import build_request
 from memq.producer.client import Producer
 from memq.producer.validation import ValidMessage
 from memq.shared.errors import UserConflict, ValidationError
 from memq.shared.ids import check_user_id
-from memq.shared.retrieval.request import build_request
 from memq.shared.settings import Settings
 
 S = Settings(_env_file=None)

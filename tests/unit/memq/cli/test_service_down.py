@@ -13,7 +13,7 @@ import pytest
 import redis
 
 from memq.cli import service_down
-from memq.testing.tcp_proxy import free_port
+from memq_lab.testing.tcp_proxy import free_port
 
 MEMQ = str(Path(sys.executable).with_name("memq"))
 

@@ -6,8 +6,8 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta
 from zoneinfo import ZoneInfo
 
-from memq.shared.context.manifest import build_manifest, day_label, render_markdown, short, to_json
-from memq.shared.context.model import EpisodeListing, OpenSpan, Said
+from memq.memory.context.manifest import build_manifest, day_label, render_markdown, short, to_json
+from memq.memory.context.model import EpisodeListing, OpenSpan, Said
 
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)
 

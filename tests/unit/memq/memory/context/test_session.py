@@ -10,8 +10,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memq.shared.context.model import EpisodeListing, OpenSegment, Said
-from memq.shared.context.session import SessionParams, build_session_context, human_gap
+from memq.memory.context.model import EpisodeListing, OpenSegment, Said
+from memq.memory.context.session import SessionParams, build_session_context, human_gap
 from memq.shared.tokens import count_tokens
 
 NOW = datetime(2026, 3, 10, 15, 30, tzinfo=UTC)

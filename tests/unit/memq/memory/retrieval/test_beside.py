@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from memq.shared.retrieval.beside import beside
+from memq.memory.retrieval.beside import beside
 
 
 def test_results_in_the_jobs_order_each_job_run_once_with_either_resource() -> None:

@@ -1,12 +1,12 @@
 """The query words left out of the lexical legs: those most of the searched messages hold
-(shared/retrieval/common_words.py)."""
+(memq/memory/retrieval/common_words.py)."""
 
 from __future__ import annotations
 
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.shared.retrieval.common_words import MIN_COMMON, informative_text
+from memq.memory.retrieval.common_words import MIN_COMMON, informative_text
 
 
 def test_a_word_most_messages_hold_is_left_out_and_the_rest_keep_their_order():

@@ -1,4 +1,4 @@
-"""Excerpts of long messages (shared/retrieval/excerpts.py): the sentences that share the
+"""Excerpts of long messages (memq/memory/retrieval/excerpts.py): the sentences that share the
 most words with the query, or the opening, within the limit, marked where text is cut."""
 
 from __future__ import annotations
@@ -6,7 +6,7 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memq.shared.retrieval.excerpts import GAP, excerpt, query_keys, sentences
+from memq.memory.retrieval.excerpts import GAP, excerpt, query_keys, sentences
 from memq.shared.tokens import count_tokens
 
 ANSWER = (

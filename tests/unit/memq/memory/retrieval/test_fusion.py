@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.shared.retrieval.fusion import Fused, kept, rrf
+from memq.memory.retrieval.fusion import Fused, kept, rrf
 
 
 def test_one_leg_scores_by_rank_from_one():

@@ -3,7 +3,7 @@ take the legs in (``legs.run_legs``)."""
 
 from __future__ import annotations
 
-from memq.shared.retrieval import legs
+from memq.memory.retrieval import legs
 
 ALL = ("episode_vector", "episode_lexical", "message_vector", "message_lexical")
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from datetime import UTC, datetime, timedelta
 
-from memq.shared.retrieval.legs import read_rows
+from memq.memory.retrieval.legs import read_rows
 
 T = datetime(2023, 5, 7, 13, 0, tzinfo=UTC)
 LEGS = ("episode_vector", "episode_lexical", "message_vector", "message_lexical")

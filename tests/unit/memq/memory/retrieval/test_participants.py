@@ -3,7 +3,7 @@ their own (``participants.py``)."""
 
 from __future__ import annotations
 
-from memq.shared.retrieval.participants import query_terms
+from memq.memory.retrieval.participants import query_terms
 
 NAMES = ["Caroline", "Melanie", "Anna Lee", "Anna", "May"]
 
@@ -36,7 +36,7 @@ def test_no_participants_leaves_the_query_alone():
 
 
 def test_a_question_about_what_the_assistant_said_or_a_past_chat_is_told_apart_from_a_request():
-    from memq.shared.retrieval.participants import asks_what_the_assistant_said
+    from memq.memory.retrieval.participants import asks_what_the_assistant_said
 
     about = [
         "What was the name of that Jamaican dish you recommended I try?",

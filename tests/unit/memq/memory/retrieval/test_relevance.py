@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import pytest
 
-from memq.shared.retrieval.relevance import RelevanceParams, episode_relevance, priorities
+from memq.memory.retrieval.relevance import RelevanceParams, episode_relevance, priorities
 
 P = RelevanceParams(
     k=60, neighbour_bonus=0.0, speaker_weight=0.0, density_weight=0.0, density_top=3, episode_weight=0.0

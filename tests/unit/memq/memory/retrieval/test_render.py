@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from memq.shared.retrieval.model import EpisodeHit, MessageView
-from memq.shared.retrieval.render import (
+from memq.memory.retrieval.model import EpisodeHit, MessageView
+from memq.memory.retrieval.render import (
     GAP,
     episode_block,
     gap_count,

@@ -7,8 +7,8 @@ from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
 
+from memq.memory.retrieval.request import TimeRange, build_request
 from memq.shared.errors import ValidationError
-from memq.shared.retrieval.request import TimeRange, build_request
 from memq.shared.settings import Settings
 
 

@@ -8,7 +8,7 @@ from fsrs import Card, Scheduler, State
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.shared.retrieval.retrievability import retrievability
+from memq.memory.retrieval.retrievability import retrievability
 
 NOW = datetime(2026, 12, 5, 18, 30, tzinfo=UTC)
 

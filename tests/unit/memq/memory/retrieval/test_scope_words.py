@@ -1,4 +1,4 @@
-"""A scope's word counts remembered per process (shared/retrieval/scope_words.py): a query
+"""A scope's word counts remembered per process (memq/memory/retrieval/scope_words.py): a query
 whose words were all seen in its scope costs no round trip; a new word, another scope or
 an expired entry asks again; a scope too large to count is remembered as such."""
 
@@ -9,8 +9,8 @@ from typing import Any, cast
 
 import pytest
 
-from memq.shared.retrieval import scope_words
-from memq.shared.retrieval.request import RetrievalRequest
+from memq.memory.retrieval import scope_words
+from memq.memory.retrieval.request import RetrievalRequest
 
 NO_CONNECTION = cast(Any, None)  # the round trip is the test's
 STEMS = {"pottery": ("potteri",), "lesson": ("lesson",), "time": ("time",), "what": ()}
@@ -34,7 +34,7 @@ def asked(monkeypatch) -> list[list[str]]:
             (w, STEMS[w], None if too_large and STEMS[w] else tuple(COUNTS[x] for x in STEMS[w])) for w in words
         ], 13
 
-    monkeypatch.setattr("memq.shared.retrieval.legs.word_counts", word_counts)
+    monkeypatch.setattr("memq.memory.retrieval.legs.word_counts", word_counts)
     return calls
 
 

@@ -14,9 +14,9 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
-from memq.shared.retrieval.model import EpisodeHit, MessageView
-from memq.shared.retrieval.render import GAP, episode_block, markdown, message_line
-from memq.shared.retrieval.selection import SelectionParams, select
+from memq.memory.retrieval.model import EpisodeHit, MessageView
+from memq.memory.retrieval.render import GAP, episode_block, markdown, message_line
+from memq.memory.retrieval.selection import SelectionParams, select
 from memq.shared.tokens import count_tokens
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)

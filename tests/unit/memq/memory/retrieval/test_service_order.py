@@ -7,9 +7,9 @@ import psycopg
 import pytest
 
 import memq.shared.embeddings as embeddings
-from memq.shared.retrieval.service import retrieve_memory
+from memq.memory.retrieval.service import retrieve_memory
 from memq.shared.settings import Settings
-from memq.testing.tcp_proxy import free_port
+from memq_lab.testing.tcp_proxy import free_port
 
 
 def test_an_unreachable_database_is_reported_before_the_model_loads(monkeypatch):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from memq.shared.retrieval.service import message_reach
+from memq.memory.retrieval.service import message_reach
 from memq.shared.settings import Settings
 
 

@@ -9,11 +9,11 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from memq.shared.retrieval.model import EpisodeHit
-from memq.shared.retrieval.request import TimeRange
-from memq.shared.retrieval.retrievability import card_state, retrievability
-from memq.shared.retrieval.service import rerank
-from memq.shared.retrieval.time_expressions import NamedTime
+from memq.memory.retrieval.model import EpisodeHit
+from memq.memory.retrieval.request import TimeRange
+from memq.memory.retrieval.retrievability import card_state, retrievability
+from memq.memory.retrieval.service import rerank
+from memq.memory.retrieval.time_expressions import NamedTime
 from memq.shared.settings import Settings
 from memq.worker.episodes.fsrs_card import initial_memory
 
@@ -167,7 +167,7 @@ def test_ranks_are_numbered_from_one_in_final_order(cfg):
 
 
 def test_decay_orders_the_episodes_but_not_their_messages_place_in_the_budget(cfg):
-    from memq.shared.retrieval.service import attach_messages
+    from memq.memory.retrieval.service import attach_messages
 
     old, fresh = candidate("old", 120, cfg=cfg), candidate("fresh", 1, cfg=cfg)
     hits = rerank([old, fresh], {"old": 0.03, "fresh": 0.03}, cfg, NOW, None)

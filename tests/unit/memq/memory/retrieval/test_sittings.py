@@ -10,9 +10,9 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from memq.shared.retrieval.model import EpisodeHit
-from memq.shared.retrieval.service import attach_messages
-from memq.shared.retrieval.sittings import sittings
+from memq.memory.retrieval.model import EpisodeHit
+from memq.memory.retrieval.service import attach_messages
+from memq.memory.retrieval.sittings import sittings
 from memq.shared.settings import Settings
 
 T0 = datetime(2023, 5, 1, 9, 0, tzinfo=UTC)

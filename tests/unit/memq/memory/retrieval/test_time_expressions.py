@@ -12,9 +12,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from memq.shared.retrieval import time_expressions
-from memq.shared.retrieval.request import TimeRange
-from memq.shared.retrieval.time_expressions import _TRIGGERS, NamedTime, _scan, find_time
+from memq.memory.retrieval import time_expressions
+from memq.memory.retrieval.request import TimeRange
+from memq.memory.retrieval.time_expressions import _TRIGGERS, NamedTime, _scan, find_time
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)  # a Wednesday
 
