@@ -14,13 +14,14 @@ import os
 import shutil
 import socket
 import subprocess
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import cast
+
+from waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 SCREENSHOTS = ROOT / ".memq" / "screenshots"
@@ -81,25 +82,24 @@ def screenshot(driver, name: str) -> Path:
 
 
 def wait_for(driver, condition, timeout: float, what: str, poll: float = 0.5, details=lambda: ""):
-    """``WebDriverWait(driver, timeout).until(condition)``; on a timeout, a screenshot
+    """``condition(driver)`` until it is truthy (what ``WebDriverWait(...).until`` does: an
+    element not there yet, or gone stale, is "not yet"); on a timeout, a screenshot
     (``failed-<what>.png``) and the page's visible text go into the failure."""
-    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
+    from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException
     from selenium.webdriver.common.by import By
-    from selenium.webdriver.support.ui import WebDriverWait
 
-    try:
-        return WebDriverWait(
-            driver,
-            timeout,
-            poll_frequency=poll,
-            ignored_exceptions=(NoSuchElementException, StaleElementReferenceException),
-        ).until(condition)
-    except TimeoutException:
+    def failure() -> str:
         path = screenshot(driver, "failed-" + "-".join(what.split())[:60])
         text = driver.find_element(By.TAG_NAME, "body").text
-        raise AssertionError(
-            f"{what}: not within {timeout:.0f} s (screenshot {path})\npage text:\n{text[:3000]}\n{details()}"
-        ) from None
+        return f"{what} (screenshot {path})\npage text:\n{text[:3000]}\n{details()}"
+
+    return wait_until(
+        lambda: condition(driver),
+        timeout,
+        interval=poll,
+        message=failure,
+        ignoring=(NoSuchElementException, StaleElementReferenceException),
+    )
 
 
 def free_port() -> int:
@@ -143,14 +143,14 @@ class Flower:
 
     def wait_ready(self, timeout: float = 60.0) -> None:
         """Until the authenticated dashboard answers 200 (polled; fails at ``timeout``)."""
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
+
+        def answering() -> bool:
             if self.process.poll() is not None:
                 raise AssertionError(f"Flower exited with code {self.process.returncode}:\n{self.log_tail()}")
-            if http_status(self.url + "/", self.authorization) == 200:
-                return
-            time.sleep(0.2)  # poll interval while the port is not yet open
-        raise AssertionError(f"Flower did not answer within {timeout:.0f} s:\n{self.log_tail()}")
+            return http_status(self.url + "/", self.authorization) == 200
+
+        # polled every 0.2 s while the port is not yet open
+        wait_until(answering, timeout, interval=0.2, message=lambda: f"Flower did not answer:\n{self.log_tail()}")
 
     def tasks(self, search: str) -> list[dict]:
         """Flower's own record of the tasks matching ``search`` (its JSON API, the state the
@@ -166,13 +166,15 @@ class Flower:
     def wait_tasks(self, search: str, done: Callable[[list[dict]], bool], timeout: float) -> list[dict]:
         """Until Flower's record of the tasks matching ``search`` satisfies ``done`` (polled,
         as Flower has no push API; fails at ``timeout`` with what it had)."""
-        deadline, found = time.monotonic() + timeout, []
-        while time.monotonic() < deadline:
-            found = self.tasks(search)
-            if done(found):
-                return found
-            time.sleep(0.5)  # poll interval: Flower has no push API
-        raise AssertionError(f"Flower's tasks after {timeout:.0f} s: {found}\n{self.log_tail()}")
+        found: list[dict] = []
+
+        def recorded() -> bool:
+            found[:] = self.tasks(search)
+            return done(found)
+
+        # polled every 0.5 s: Flower has no push API
+        wait_until(recorded, timeout, interval=0.5, message=lambda: f"Flower's tasks: {found}\n{self.log_tail()}")
+        return found
 
     def stop(self, timeout: float = 20.0) -> None:
         self.process.terminate()

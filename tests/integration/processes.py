@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import os
 import subprocess
-import time
 from pathlib import Path
+
+from waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -31,13 +32,12 @@ def spawn_worker(
 
 
 def wait_for_workers(app, names: set[str], timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    def answering() -> bool:
         replies = app.control.ping(timeout=1.0) or []
-        seen = {next(iter(r)).split("@")[0] for r in replies}
-        if names <= seen:
-            return
-    raise AssertionError(f"workers {names} did not answer a ping within {timeout} s")
+        return names <= {next(iter(r)).split("@")[0] for r in replies}
+
+    # the ping waits a second for the replies: polled again at once
+    wait_until(answering, timeout, interval=0, message=f"workers {names} did not answer a ping")
 
 
 def stop_process(p: subprocess.Popen, timeout: float = 30.0) -> str:

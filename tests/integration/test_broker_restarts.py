@@ -18,6 +18,7 @@
 from __future__ import annotations
 
 import contextlib
+import functools
 import os
 import signal
 import subprocess
@@ -31,10 +32,11 @@ import redis
 from kombu import Connection, Consumer, Exchange, Queue
 from kombu import Producer as KombuProducer
 from kombu.transport.redis import Transport as StockTransport
+from waiting import wait_until
 
 from memq.shared.broker_transport import Transport as MemqTransport
 from memq.shared.embedded.redis_server import EmbeddedRedis, port_in_use
-from memq.testing.tcp_proxy import TcpProxy, free_port
+from memq_lab.testing.tcp_proxy import TcpProxy, free_port
 
 pytestmark = pytest.mark.skipif(
     os.environ.get("MEMQ_TEST_REDIS_CLUSTER") == "1", reason="runs its own Redis; once is enough"
@@ -46,10 +48,17 @@ BALLAST_KEYS = 1_500_000  # ~1-2 s of LOADING after a restart on this machine
 
 def _wait_gone(server: EmbeddedRedis) -> None:
     """Until the process is gone and its port free (a killed server closes its socket last)."""
-    deadline = time.monotonic() + 10
-    while server.pid() is not None or port_in_use(server.port):
-        assert time.monotonic() < deadline, "Redis did not go away"
-        time.sleep(0.02)
+    wait_until(
+        lambda: server.pid() is None and not port_in_use(server.port),
+        10,
+        interval=0.02,
+        message="Redis did not go away",
+    )
+
+
+def _rewriting_aof(client: redis.Redis) -> bool:
+    persistence = client.info("persistence")
+    return bool(persistence.get("aof_rewrite_in_progress") or persistence.get("aof_rewrite_scheduled"))
 
 
 def _restart(server: EmbeddedRedis) -> None:
@@ -118,11 +127,18 @@ def test_memq_transport_reports_the_lost_connection_and_resubscribes(own_redis):
     with Connection(own_redis.url, transport=MemqTransport) as sender:
         fanout = Exchange("restart-probe", type="fanout")
         KombuProducer(sender.channel(), exchange=fanout).publish({"n": 1}, declare=[fanout], serializer="json")
-    deadline = time.monotonic() + 10
-    while not got and time.monotonic() < deadline:
-        with contextlib.suppress(TimeoutError):
-            conn.drain_events(timeout=0.5)
-    conn.release()
+
+    def received() -> list:
+        if not got:
+            with contextlib.suppress(TimeoutError):
+                conn.drain_events(timeout=0.5)
+        return got
+
+    try:
+        # the drain itself waits up to half a second for the message
+        wait_until(received, 10, interval=0, message="the new subscription received nothing")
+    finally:
+        conn.release()
     assert got == [{"n": 1}]
 
 
@@ -197,10 +213,7 @@ class Fleet:
             direct = redis.Redis.from_url(self.redis.url.rsplit("/", 1)[0] + "/1", socket_timeout=120)
             direct.execute_command("DEBUG", "POPULATE", ballast, "ballast", 64)
             direct.bgrewriteaof()
-            while direct.info("persistence").get("aof_rewrite_in_progress") or direct.info("persistence").get(
-                "aof_rewrite_scheduled"
-            ):
-                time.sleep(0.1)
+            wait_until(lambda: not _rewriting_aof(direct), 120, message="the AOF rewrite did not end")
         _restart(self.redis)
 
     def kill(self) -> None:
@@ -250,9 +263,8 @@ def test_workers_resume_within_seconds_after_every_kind_of_restart(tmp_path, ser
         fleet.start_workers(2)
         producer = fleet.producer()
         app = producer.celery
-        deadline = time.monotonic() + 180
-        while fleet.answering(app) != {"rw0", "rw1"}:
-            assert time.monotonic() < deadline, "the workers did not start"
+        # a ping waits a second for the replies: asked again at once
+        wait_until(lambda: fleet.answering(app) == {"rw0", "rw1"}, 180, interval=0, message="the workers did not start")
 
         def send(round_name: str, conversations: int = 6, per: int = 8) -> None:
             for c in range(conversations):
@@ -283,23 +295,31 @@ def test_workers_resume_within_seconds_after_every_kind_of_restart(tmp_path, ser
             ("moved", fleet.move, True),
         ]
         timings = {}
+        progress: dict = {}
+
+        def recovered() -> bool:
+            progress["missing"] = set(sent) - _stored(fleet.database_url, tenant)
+            progress["workers"] = fleet.answering(app)
+            return not progress["missing"] and progress["workers"] == {"rw0", "rw1"}
+
+        def not_recovered(name: str, healed: float) -> str:
+            return (
+                f"{name}: after {time.monotonic() - healed:.0f} s, {len(progress['missing'])} messages not stored, "
+                f"workers answering: {progress['workers']}; logs in {tmp_path}"
+            )
+
         for name, fault, busy in scenarios:
             if busy:
                 send(f"{name}-before")  # drains in flight when the fault hits
             fault()
             healed = time.monotonic()
             send(f"{name}-after")  # and work that arrives once Redis is back
-            while True:
-                missing = set(sent) - _stored(fleet.database_url, tenant)
-                workers = fleet.answering(app)
-                if not missing and workers == {"rw0", "rw1"}:
-                    break
-                waited = time.monotonic() - healed
-                assert waited < RECOVERY_BOUND, (
-                    f"{name}: after {waited:.0f} s, {len(missing)} messages not stored, workers answering: {workers}; "
-                    f"logs in {tmp_path}"
-                )
-                time.sleep(0.5)
+            wait_until(
+                recovered,
+                RECOVERY_BOUND - (time.monotonic() - healed),  # counted from the heal
+                interval=0.5,
+                message=functools.partial(not_recovered, name, healed),
+            )
             timings[name] = round(time.monotonic() - healed, 1)
         print("recovery seconds:", timings)
         assert fleet.stalls() == 0, f"a worker's event loop stalled; see {fleet.logs}"
@@ -318,10 +338,7 @@ def test_beat_rides_through_a_restart_while_redis_loads(tmp_path, own_redis, ser
     ballast = redis.Redis.from_url(own_redis.url.rsplit("/", 1)[0] + "/1", socket_timeout=120)
     ballast.execute_command("DEBUG", "POPULATE", BALLAST_KEYS, "ballast", 64)
     direct.bgrewriteaof()
-    while direct.info("persistence").get("aof_rewrite_in_progress") or direct.info("persistence").get(
-        "aof_rewrite_scheduled"
-    ):
-        time.sleep(0.1)
+    wait_until(lambda: not _rewriting_aof(direct), 120, message="the AOF rewrite did not end")
     env = {
         **{k: v for k, v in os.environ.items() if not k.startswith(("MEMQ_", "REDIS_URL", "DATABASE_URL"))},
         "REDIS_URL": own_redis.url,
@@ -344,18 +361,24 @@ def test_beat_rides_through_a_restart_while_redis_loads(tmp_path, own_redis, ser
         def queued() -> int:
             return int(direct.llen("memq.maintenance"))
 
-        deadline = time.monotonic() + 60
-        while queued() == 0:
-            assert beat.poll() is None and time.monotonic() < deadline, log.read_text()[-3000:]
-            time.sleep(0.2)
+        def sent_one() -> bool:
+            if queued():
+                return True
+            assert beat.poll() is None, log.read_text()[-3000:]
+            return False
+
+        wait_until(sent_one, 60, interval=0.2, message=lambda: log.read_text()[-3000:])
         _restart(own_redis)  # seconds of LOADING; the beat ticks every second meanwhile
         direct = redis.Redis.from_url(own_redis.url)
         before = queued()
-        deadline = time.monotonic() + 30
-        while queued() <= before:
+
+        def sends_again() -> bool:
+            if queued() > before:
+                return True
             assert beat.poll() is None, f"the beat died: {log.read_text()[-3000:]}"
-            assert time.monotonic() < deadline, "the beat sends no more tasks"
-            time.sleep(0.2)
+            return False
+
+        wait_until(sends_again, 30, interval=0.2, message="the beat sends no more tasks")
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(beat.pid, signal.SIGTERM)

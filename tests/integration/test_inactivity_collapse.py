@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 from invariants import assert_every_message_in_exactly_one_episode
 from processes import ROOT, stop_process
+from waiting import wait_until
 
 from memq.shared.db.episodes import list_episodes
 
@@ -23,10 +23,12 @@ def _drained(producer, conv, messages: int) -> None:
     """Until the drain the messages started has run and let go of the conversation: they
     are in the open event, or wait in the inbox for look-ahead (a later message or a flush
     decides them)."""
-    deadline = time.monotonic() + 60
-    while (status := producer.status(conv)).drain_queued or status.inbox + status.buffer < messages:
-        assert time.monotonic() < deadline, status
-        time.sleep(0.05)
+
+    def drained() -> bool:
+        status = producer.status(conv)
+        return not status.drain_queued and status.inbox + status.buffer >= messages
+
+    wait_until(drained, 60, interval=0.05, message=lambda: str(producer.status(conv)))
 
 
 def _two_messages(producer, conv):
@@ -67,12 +69,10 @@ def test_beat_collapses_an_idle_conversation(worker, producer, db, settings, ten
         text=True,
     )
     try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline and not list_episodes(db, tenant, conv):
-            time.sleep(0.3)
+        wait_until(lambda: list_episodes(db, tenant, conv), 60, interval=0.3, message="the beat collapsed nothing")
     finally:
         err = stop_process(beat)
-    assert "Traceback" not in err, err[-3000:]
+        assert "Traceback" not in err, err[-3000:]  # checked when the wait failed too: it says why
     (episode,) = list_episodes(db, tenant, conv)
     assert episode.boundary_reason == "inactivity" and episode.message_count == 2
     producer.wait_idle(conv, timeout=30)
@@ -100,13 +100,16 @@ def test_collapse_leaves_recently_active_conversations_alone(worker, producer, d
     assert not status.flush_requested and status.inbox + status.buffer == 2
     assert list_episodes(db, tenant, conv) == []
 
-    deadline = time.monotonic() + 60
-    while not list_episodes(db, tenant, conv):  # once the conversation is older than the timeout
-        assert time.monotonic() < deadline, producer.status(conv)
+    def collapsed() -> bool:
+        """Collapsed once the conversation is older than the timeout (run again until then)."""
+        if list_episodes(db, tenant, conv):
+            return True
         last = producer.redis.zscore(keys.shard.active, keys.member)
         if last is not None and _redis_seconds(producer.redis) > last + timeout:
             collapse_idle.run()
             producer.wait_idle(conv, timeout=30)
-        else:
-            time.sleep(0.05)
+            return bool(list_episodes(db, tenant, conv))
+        return False
+
+    wait_until(collapsed, 60, interval=0.05, message=lambda: str(producer.status(conv)))
     assert [e.boundary_reason for e in list_episodes(db, tenant, conv)] == ["inactivity"]

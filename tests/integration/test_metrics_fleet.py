@@ -24,9 +24,10 @@ import pytest
 from browser import http_status
 from processes import stop_process
 from prometheus_client.parser import text_string_to_metric_families
+from waiting import wait_until
 
-from memq.testing.scripted_llm import ScriptedLLM
-from memq.testing.tcp_proxy import free_port
+from memq_lab.testing.scripted_llm import ScriptedLLM
+from memq_lab.testing.tcp_proxy import free_port
 
 pytestmark = pytest.mark.integration
 
@@ -83,18 +84,6 @@ def total(samples: dict, name: str, **labels: str) -> float:
     return sum(v for key, v in samples.get(name, {}).items() if set(labels.items()) <= set(key))
 
 
-def wait_until(check, timeout: float, what: str, process: subprocess.Popen | None = None):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if process is not None and process.poll() is not None:
-            raise AssertionError(f"{what}: the process exited with code {process.returncode}")
-        value = check()
-        if value:
-            return value
-        time.sleep(0.2)  # poll interval of a condition with no event to wait on
-    raise AssertionError(f"{what}: not within {timeout:.0f} s")
-
-
 def test_a_running_fleet_exports_what_the_dashboard_reads_and_logs_json(service_env, settings, db, tmp_path):
     import redis
 
@@ -146,7 +135,14 @@ def test_a_running_fleet_exports_what_the_dashboard_reads_and_logs_json(service_
                 update={"redis_url": broker_url, "mailbox_redis_url": None, "mailbox_redis_cluster": False}
             )
             wait_warm(redis.Redis.from_url(broker_url), fleet.key_prefix, since, 2, log_hint=f"see {worker_log}")
-            wait_until(lambda: http_status(f"{api}/readyz") == 200, 120, "the API ready", processes[1])
+
+            def api_ready() -> bool:
+                code = processes[1].poll()
+                assert code is None, f"the API ready: the process exited with code {code}"
+                return http_status(f"{api}/readyz") == 200
+
+            # polled every 0.2 s: readiness has no event to wait on
+            wait_until(api_ready, 120, interval=0.2, message="the API ready")
 
             conv = "metrics-fleet"
             messages = [

@@ -7,10 +7,10 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import time
 
 import psycopg
 import pytest
+from waiting import wait_until
 
 from memq.shared.db.migrate import MIGRATION_LOCK
 
@@ -44,11 +44,15 @@ def test_processes_started_together_migrate_once(service_env, empty_database):
             )
             for _ in range(PROCESSES)
         ]
-        deadline = time.monotonic() + 120
-        while _waiting_for_the_lock(holder) < PROCESSES:
+
+        def all_queued() -> bool:
+            if _waiting_for_the_lock(holder) >= PROCESSES:
+                return True
             assert all(p.poll() is None for p in procs), [p.communicate() for p in procs if p.poll() is not None]
-            assert time.monotonic() < deadline, "the processes never queued for the migration lock"
-            time.sleep(0.05)  # polling pg_locks for the event "all queued", not a timing margin
+            return False
+
+        # polling pg_locks for the event "all queued", not a timing margin
+        wait_until(all_queued, 120, interval=0.05, message="the processes never queued for the migration lock")
         holder.execute("SELECT pg_advisory_unlock(%s)", (MIGRATION_LOCK,))
     outputs = [p.communicate(timeout=300) for p in procs]
     assert [p.returncode for p in procs] == [0] * PROCESSES, outputs

@@ -9,11 +9,10 @@ message containing "POISON", an episode builder that cannot handle one containin
 
 from __future__ import annotations
 
-import time
-
 import pytest
 from click.testing import CliRunner
 from stored import stored_message_ids
+from waiting import wait_until
 
 from memq.audit import audit
 from memq.cli import main
@@ -41,13 +40,6 @@ def fast_retries(settings, monkeypatch):
 
 def _cli(tenant, *args):
     return CliRunner().invoke(main, [*args, "--tenant", tenant])
-
-
-def _wait(predicate, timeout=60.0):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.2)
 
 
 def test_a_poison_message_is_quarantined_and_the_conversation_carries_on(
@@ -91,7 +83,7 @@ def test_a_segment_that_cannot_become_an_episode_is_quarantined(
     real = episode_job.build_episode  # type: ignore[attr-defined]  # patched where create_episode finds it
 
     def fragile(segment, *args, **kwargs):
-        if any("BAD-EPISODE" in m["content"] for m in segment["messages"]):
+        if any("BAD-EPISODE" in m["content"] for m in segment.messages):
             raise RuntimeError("summariser crashed on this segment")
         return real(segment, *args, **kwargs)
 
@@ -101,7 +93,7 @@ def test_a_segment_that_cannot_become_an_episode_is_quarantined(
         [{"role": "user", "content": f"BAD-EPISODE part {i}"} for i in range(3)], conversation_id=conv
     )
     producer.flush(conv)
-    _wait(lambda: producer.status(conv).quarantined)
+    wait_until(lambda: producer.status(conv).quarantined, 60, interval=0.2)
     (entry,) = producer.status(conv).quarantined
     assert entry.kind == "segment" and entry.seqs == [1, 2, 3] and "summariser crashed" in entry.error
     producer.wait_idle(conv, timeout=30)
@@ -119,7 +111,7 @@ def test_a_segment_that_cannot_become_an_episode_is_quarantined(
     monkeypatch.setattr(episode_job, "build_episode", real)
     assert _cli(tenant, "quarantine", "retry", conv).exit_code == 0
     producer.wait_idle(conv, timeout=60)
-    _wait(lambda: len(stored_message_ids(db, tenant, conv)) == 5)
+    wait_until(lambda: len(stored_message_ids(db, tenant, conv)) == 5, 60, interval=0.2)
     assert producer.status(conv).quarantined == []
     assert audit(producer.redis, db, settings, [(tenant, conv)], expect_flushed=True).ok
 

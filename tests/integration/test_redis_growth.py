@@ -4,10 +4,9 @@ state only for a while; when it comes back, numbering continues from PostgreSQL.
 
 from __future__ import annotations
 
-import time
-
 from drains import publish_drains_with
 from stored import message_seqs
+from waiting import wait_until
 
 from memq.audit import audit
 
@@ -20,10 +19,7 @@ def _redis_ms(client) -> int:
 def _wait_for_redis_clock(client, at_ms: int, timeout: float = 30.0) -> None:
     """Until Redis' own clock (the one the dedup window is measured on) reaches ``at_ms``:
     waiting on the clock, not a guessed margin."""
-    deadline = time.monotonic() + timeout
-    while _redis_ms(client) < at_ms:
-        assert time.monotonic() < deadline, "Redis' clock did not advance"
-        time.sleep(0.02)
+    wait_until(lambda: _redis_ms(client) >= at_ms, timeout, interval=0.02, message="Redis' clock did not advance")
 
 
 def test_the_dedup_window_is_measured_per_id(producer):
@@ -48,9 +44,8 @@ def test_the_dedup_window_is_measured_per_id(producer):
     assert 0 < r.pttl(keys.ids) <= window_ms
     last = int(r.zscore(keys.ids, "A"))
     _wait_for_redis_clock(r, last + window_ms + 1)
-    deadline = time.monotonic() + 10  # Redis expires a key on access or within its active-expiry cycle
-    while r.exists(keys.ids) and time.monotonic() < deadline:
-        time.sleep(0.02)
+    # Redis expires a key on access or within its active-expiry cycle
+    wait_until(lambda: not r.exists(keys.ids), 10, interval=0.02, message="the message ids outlived their window")
     assert r.exists(keys.ids) == 0  # nothing new: the whole set is gone
 
 
@@ -65,15 +60,19 @@ def test_state_at_rest_expires_and_numbering_resumes_from_postgresql(
     )
     producer.flush(conv)
     producer.wait_idle(conv, timeout=60)
-    deadline = time.monotonic() + 10
-    while producer.redis.pttl(keys.state) < 0 and time.monotonic() < deadline:  # finish_segment settles it
-        time.sleep(0.1)
+    # finish_segment settles it
+    wait_until(lambda: producer.redis.pttl(keys.state) >= 0, 10, message="the state at rest got no expiry")
     assert 0 < producer.redis.pttl(keys.state) <= 2000
     assert producer.redis.zscore(keys.shard.active, keys.member) is None
     assert producer.redis.zscore(keys.shard.drains, keys.member) is None
-    time.sleep(2.2)
-    # Nothing of it is left in Redis but the message ids, each kept for its dedup window.
-    assert [k for k in keys.all() if producer.redis.exists(k)] == [keys.ids]
+
+    def left() -> list[str]:
+        return [k for k in keys.all() if producer.redis.exists(k)]
+
+    # Nothing of it is left in Redis but the message ids, each kept for its dedup window:
+    # within 2.2 s (its state's 2 s), waited for as it happens.
+    wait_until(lambda: left() == [keys.ids], 2.2, interval=0.05, message=lambda: f"still in Redis: {left()}")
+    assert left() == [keys.ids]
 
     producer.add_messages(
         [{"role": "user", "content": f"second visit, message {i}"} for i in range(3)], conversation_id=conv

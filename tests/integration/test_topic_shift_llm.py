@@ -6,12 +6,13 @@ from __future__ import annotations
 import json
 
 import pytest
+from waiting import wait_until
 
 from memq.shared.db.episodes import list_episodes
 from memq.shared.llm import LLMError
 from memq.shared.mailbox.codec import QueuedMessage
-from memq.testing.scripted_llm import Reply
 from memq.worker.segmentation.detectors.topic_shift_llm import llm_topic_shift
+from memq_lab.testing.scripted_llm import Reply
 
 SHIFT = {
     "is_boundary": True,
@@ -132,11 +133,7 @@ def test_pipeline_llm_says_same_event_and_updates_the_event_model(
 ):
     scripted_llm.default = _router(NO_SHIFT)
     producer.add_messages([{"role": r, "content": c} for r, c in CONVERSATION], conversation_id="same")
-    import time
-
-    deadline = time.monotonic() + 30
-    while producer.status("same").inbox and time.monotonic() < deadline:
-        time.sleep(0.1)
+    wait_until(lambda: not producer.status("same").inbox, 30, message="the inbox was not drained")
     from memq.worker.segmentation.event_state import EventState
 
     raw = producer.redis.hget(producer.keys("same").state, "event")

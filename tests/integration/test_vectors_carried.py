@@ -5,12 +5,12 @@ stored; the stored message vectors are the ones segmentation computed."""
 from __future__ import annotations
 
 import json
-import time
 from collections import Counter
 from pathlib import Path
 
 import numpy as np
 import pytest
+from waiting import wait_until
 
 pytestmark = pytest.mark.integration
 SAMPLE = Path(__file__).resolve().parents[2] / "producer" / "samples" / "demo_conversation.jsonl"
@@ -69,10 +69,8 @@ def test_a_look_ahead_message_is_not_embedded_again_by_the_drain_that_decides_it
     messages = [json.loads(line) for line in SAMPLE.read_text().splitlines()[:12] if line.strip()]
     for m in messages:
         producer.add_messages([{**m, "conversation_id": conv}])
-        deadline = time.monotonic() + 60
-        while producer.status(conv).drain_queued:  # its drain ran (look-ahead messages stay queued)
-            assert time.monotonic() < deadline, "no drain ran"
-            time.sleep(0.05)
+        # its drain ran (look-ahead messages stay queued)
+        wait_until(lambda: not producer.status(conv).drain_queued, 60, interval=0.05, message="no drain ran")
     producer.flush(conv)
     producer.wait_idle(conv, timeout=120)
     contents = [m["content"] for m in messages]

@@ -17,6 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 from click.testing import CliRunner
+from waiting import wait_until
 
 from memq.shared.webhooks import events
 from memq.shared.webhooks.destinations import Allowance, Destinations
@@ -27,6 +28,7 @@ pytestmark = [pytest.mark.integration, pytest.mark.usefixtures("resolver")]
 
 # The suite's allowance (MEMQ_WEBHOOK_ALLOW_DESTINATIONS): its receivers listen on 127.0.0.1.
 OPEN = Destinations(Allowance.parse("127.0.0.1"))
+WAIT = 60.0  # seconds a delivery (its retries included) may take
 
 
 class Receiver:
@@ -94,16 +96,6 @@ def dead_url() -> str:
     return f"http://127.0.0.1:{port}/hook"  # nothing listens: connection refused
 
 
-def wait_for(condition, timeout: float = 60.0):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = condition()
-        if found:
-            return found
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {condition}: last {found!r}")
-
-
 def statuses(db, tenant: str) -> list[tuple[str, str, int, str | None]]:
     return db.execute(
         "SELECT id::text, status, attempts, last_error FROM webhook_delivery WHERE tenant_id = %s ORDER BY created_at",
@@ -127,7 +119,7 @@ def test_an_episode_is_delivered_signed_with_content_only_when_opted_in(worker, 
     _, content_secret = add_endpoint(db, tenant, receiver.url + "?content", OPEN, ["episode.created"], content=True)
     talk(producer, "hike")
     producer.wait_idle("hike", timeout=60)
-    wait_for(lambda: len(receiver.requests) >= 2 and receiver.requests)
+    wait_until(lambda: len(receiver.requests) >= 2 and receiver.requests, WAIT)
     episode_id = db.execute("SELECT id::text FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0]
     bodies = {}
     for headers, body in receiver.requests:
@@ -145,7 +137,7 @@ def test_an_episode_is_delivered_signed_with_content_only_when_opted_in(worker, 
     }
     assert bodies[False]["tenant"] == tenant and "content" not in bodies[False]
     assert set(bodies[True]["content"]) == {"title", "summary"} and bodies[True]["content"]["summary"]
-    wait_for(lambda: [s for _, s, _, _ in statuses(db, tenant)] == ["delivered", "delivered"])
+    wait_until(lambda: [s for _, s, _, _ in statuses(db, tenant)] == ["delivered", "delivered"], WAIT)
 
 
 def test_a_500_is_retried_until_delivered(worker, db, tenant, fast_retries):
@@ -154,7 +146,7 @@ def test_a_500_is_retried_until_delivered(worker, db, tenant, fast_retries):
         add_endpoint(db, tenant, receiver.url, OPEN, ["fact.created"])
         with db.transaction():
             events.emit(db, "fact.created", tenant, {"fact_id": "f1"}, conversation_id="c")
-        wait_for(lambda: [(s, n) for _, s, n, _ in statuses(db, tenant)] == [("delivered", 3)])
+        wait_until(lambda: [(s, n) for _, s, n, _ in statuses(db, tenant)] == [("delivered", 3)], WAIT)
         assert len(receiver.requests) == 3
         assert len({h["memq-event-id"] for h, _ in receiver.requests}) == 1  # the same event each time
     finally:
@@ -169,7 +161,7 @@ def test_a_delivery_goes_to_the_address_checked_with_the_host_named(worker, db, 
     add_endpoint(db, tenant, f"http://hooks.pinned.test:{port}/hook", OPEN, ["fact.created"])
     with db.transaction():
         events.emit(db, "fact.created", tenant, {"fact_id": "f1"}, conversation_id="c")
-    wait_for(lambda: [s for _, s, _, _ in statuses(db, tenant)] == ["delivered"])
+    wait_until(lambda: [s for _, s, _, _ in statuses(db, tenant)] == ["delivered"], WAIT)
     assert [h["host"] for h, _ in receiver.requests] == [f"hooks.pinned.test:{port}"]
 
 
@@ -191,10 +183,11 @@ def test_a_name_that_starts_resolving_to_a_forbidden_address_is_refused_at_deliv
     resolver["hooks.rebind.test"] = [address]  # then the name moves
     with db.transaction():
         events.emit(db, "fact.created", tenant, {"fact_id": "f1"}, conversation_id="c")
-    ((_, status, attempts, error),) = wait_for(
-        lambda: (rows := statuses(db, tenant)) and rows[0][1] != "pending" and rows
+    ((_, status, attempts, error),) = wait_until(
+        lambda: (rows := statuses(db, tenant)) and rows[0][1] != "pending" and rows, WAIT
     )
     assert (status, attempts) == ("failed", 1)  # refused at once, never retried
+    assert error is not None  # a failed delivery says why
     assert error.startswith("refused: hooks.rebind.test resolves to") and rule in error, error
     assert receiver.requests == []
 
@@ -210,7 +203,7 @@ def test_a_dead_endpoint_fails_after_its_retries_without_slowing_episodes_and_ca
     for conv in ("dead-1", "dead-2", "dead-3"):
         producer.wait_idle(conv, timeout=60)
     assert db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0] == 3
-    failed = wait_for(lambda: (rows := statuses(db, tenant)) and all(r[1] == "failed" for r in rows) and rows)
+    failed = wait_until(lambda: (rows := statuses(db, tenant)) and all(r[1] == "failed" for r in rows) and rows, WAIT)
     assert len(failed) == 3 and all(n == 3 and "refused" in (error or "").lower() for _, _, n, error in failed)
 
     runner = CliRunner()
@@ -221,7 +214,7 @@ def test_a_dead_endpoint_fails_after_its_retries_without_slowing_episodes_and_ca
     db.execute("UPDATE webhook_endpoint SET url = %s WHERE tenant_id = %s", (receiver.url, tenant))  # back up
     retried = runner.invoke(main, ["webhooks", "retry", failed[0][0], "--tenant", tenant])
     assert retried.exit_code == 0, retried.output
-    wait_for(lambda: [s for i, s, _, _ in statuses(db, tenant) if i == failed[0][0]] == ["delivered"])
+    wait_until(lambda: [s for i, s, _, _ in statuses(db, tenant) if i == failed[0][0]] == ["delivered"], WAIT)
     assert len(receiver.requests) == 1
 
 
@@ -236,7 +229,7 @@ def test_a_forgotten_conversations_pending_deliveries_carry_no_content(worker, p
         add_endpoint(db, tenant, receiver.url, OPEN, ["episode.created", "conversation.forgotten"], content=True)
         talk(producer, "secret-plans")
         producer.wait_idle("secret-plans", timeout=60)
-        pending = wait_for(lambda: [r for r in statuses(db, tenant) if r[2] == 1])
+        pending = wait_until(lambda: [r for r in statuses(db, tenant) if r[2] == 1], WAIT)
         assert "content" in receiver.bodies()[0]  # sent before the forget, with content
 
         forget_conversation(producer.redis, db, producer.keys("secret-plans"))
@@ -249,7 +242,7 @@ def test_a_forgotten_conversations_pending_deliveries_carry_no_content(worker, p
 
         assert webhook_delivery(pending[0][0])["status"] == "delivered"  # the retry, now
         assert "content" not in receiver.bodies()[-1] and receiver.bodies()[-1]["event"] == "episode.created"
-        wait_for(lambda: any(b["event"] == "conversation.forgotten" for b in receiver.bodies()))
+        wait_until(lambda: any(b["event"] == "conversation.forgotten" for b in receiver.bodies()), WAIT)
     finally:
         settings.webhook_retry_backoff_seconds = saved
         receiver.close()
@@ -272,7 +265,7 @@ def test_fact_events_carry_the_text_only_when_opted_in(worker, db, tenant, recei
         )  # fmt: skip
         reinforce_fact(db, fact_id, **common, episode_ids=[])
         retire_fact(db, fact_id, **common, invalid_at=at, episode_ids=[])
-    wait_for(lambda: len(receiver.requests) == 4)
+    wait_until(lambda: len(receiver.requests) == 4, WAIT)
     sent = {(b["event"], "content" in b): b for b in receiver.bodies()}
     assert set(sent) == {
         ("fact.created", True),
@@ -318,7 +311,7 @@ def test_a_quarantined_message_is_announced_with_ids_only(worker, producer, db, 
     )
     producer.flush("q")
     producer.wait_idle("q", timeout=60)
-    (body,) = wait_for(lambda: receiver.bodies())
+    (body,) = wait_until(lambda: receiver.bodies(), WAIT)
     assert body["event"] == "conversation.quarantined" and "content" not in body
     assert body["data"] == {"conversation_id": "q", "kind": "message", "item": "q1", "failures": 3}
 

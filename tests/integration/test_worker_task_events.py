@@ -16,6 +16,7 @@ from typing import Any
 import cluster_mode
 import pytest
 from processes import spawn_worker, stop_process
+from waiting import wait_until
 
 from memq.shared import tasks
 
@@ -96,9 +97,13 @@ def _after_a_heartbeat(events: EventStream, host: str, celery_app: Any) -> None:
     """Wait until everything the worker sent before now has arrived: it answers a ping only
     from its event loop, after its task returned, and a heartbeat it sends after that comes
     through the same dispatcher as any task event, so behind it."""
-    deadline = time.monotonic() + 120  # its first task may wait for the model to load
-    while not celery_app.control.ping(destination=[host], timeout=2.0):
-        assert time.monotonic() < deadline, f"{host} did not answer a ping"
+    # its first task may wait for the model to load; the ping itself waits 2 s for a reply
+    wait_until(
+        lambda: celery_app.control.ping(destination=[host], timeout=2.0),
+        120,
+        interval=0,
+        message=f"{host} did not answer a ping",
+    )
     mark = len(events.snapshot())
     events.wait(_of(host, "worker-heartbeat", mark), 30, f"a heartbeat of {host} after its ping")
 

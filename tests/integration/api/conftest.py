@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import socket
 import threading
-import time
 import uuid
 
 import pytest
+from waiting import wait_until
 
 
 @pytest.fixture(scope="session")
@@ -76,10 +76,7 @@ def served(api_services, settings):
     )
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
+    wait_until(lambda: server.started, 30, interval=0.05, message="uvicorn did not start")
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(10)

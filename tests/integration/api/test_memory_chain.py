@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import json
 import re
-import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
+from waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -76,11 +76,11 @@ def as_library(value) -> str:
 def same_json_as_the_library(client, auth, db, settings, tenant, conv, fact_id):
     """The typed answers (response models) are the library's JSON, key for key and type for
     type: what the routes returned before they had models."""
-    from memq.shared.context.service import manifest, session_context
+    from memq.memory.context.service import manifest, session_context
+    from memq.memory.retrieval.facts import find_facts
+    from memq.memory.retrieval.facts_section import fact_record
+    from memq.memory.retrieval.service import recent_memory, retrieve_memory
     from memq.shared.db.facts import fact_history, get_fact, list_facts
-    from memq.shared.retrieval.facts import find_facts
-    from memq.shared.retrieval.facts_section import fact_record
-    from memq.shared.retrieval.service import recent_memory, retrieve_memory
 
     now = (T0 + timedelta(days=1)).isoformat()
     ask = {"query": "Ana's dog and the cello", "conversation_id": conv, "detail": "high", "now": now, "record": False}
@@ -137,14 +137,8 @@ def rules(settings):
     settings.detector = saved
 
 
-def wait_for(check, timeout: float = 90.0):
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        assert time.monotonic() < deadline, "timed out"
-        time.sleep(0.3)
+def episode_count(db, tenant: str) -> int:
+    return db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0]
 
 
 def test_messages_to_facts_through_the_worker(
@@ -166,9 +160,7 @@ def test_messages_to_facts_through_the_worker(
         ]
         assert client.post(f"{url}/messages", json={"messages": batch}, headers=auth).status_code == 202
         if t == 1:  # the agent looks something up during the second topic: reviewed when that segment ends
-            wait_for(
-                lambda: db.execute("SELECT count(*) FROM episodic_memory WHERE tenant_id = %s", (tenant,)).fetchone()[0]
-            )
+            wait_until(lambda: episode_count(db, tenant), 90, interval=0.3)
             r = client.post(
                 "/v1/memory/retrieve",
                 headers=auth,
@@ -182,7 +174,7 @@ def test_messages_to_facts_through_the_worker(
     client.post(f"{url}/flush", headers=auth)
     producer.wait_idle(conv, tenant=tenant, timeout=120)
 
-    facts = wait_for(lambda: client.get(f"{url}/facts", headers=auth).json()["facts"])
+    facts = wait_until(lambda: client.get(f"{url}/facts", headers=auth).json()["facts"], 90, interval=0.3)
     assert {f["content"] for f in facts} == {
         "Ana lives in Porto, near the river.",
         "Ana has a dog named Pico.",

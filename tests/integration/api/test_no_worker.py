@@ -4,9 +4,9 @@ its start-up log and in the flush answer."""
 from __future__ import annotations
 
 import logging
-import time
 
 import pytest
+from waiting import wait_until
 
 from memq.producer.client import NO_WORKER
 
@@ -40,9 +40,7 @@ def test_the_api_warns_when_no_worker_answers(own_redis, settings, auth, caplog)
             flushed = client.post(url + "flush", headers=auth).json()
             # the start-up ping runs beside serving (the API is ready at once): its warning
             # comes once the ping's wait is over
-            deadline = time.monotonic() + 30
-            while not start_up_warnings(caplog) and time.monotonic() < deadline:
-                time.sleep(0.05)
+            wait_until(lambda: start_up_warnings(caplog), 30, interval=0.05, message="no start-up warning")
         assert flushed == {"conversation_id": "quiet", "flushed": True, "warning": NO_WORKER}
         start_up = start_up_warnings(caplog)
         assert len(start_up) == 1 and "memq worker" in str(start_up[0])  # once, at start-up

@@ -15,8 +15,8 @@ from datetime import UTC, datetime, timedelta
 
 import psycopg
 import pytest
-from test_portability import poll
 from test_user_scope import _add_fact
+from waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -64,11 +64,11 @@ def _messages(talk, start: datetime, user: str) -> list[dict]:
 
 def _plant(settings, name: str) -> Tenant:
     """One tenant's rows in every table, each through the code that writes it in production."""
+    from memq.memory.retrieval.service import retrieve_memory
     from memq.producer.client import Producer
     from memq.shared.connections import pg_connect
     from memq.shared.db.api_keys import create_key
-    from memq.shared.retrieval.review_notes import flush_review_notes
-    from memq.shared.retrieval.service import retrieve_memory
+    from memq.shared.review_notes import flush_review_notes
     from memq.shared.users import move_conversation
     from memq.shared.webhooks import events
     from memq.shared.webhooks.destinations import Allowance, Destinations
@@ -93,7 +93,7 @@ def _plant(settings, name: str) -> Tenant:
         producer.flush(chat)
         producer.wait_idle(chat, timeout=240)
         # the review stage rates what was retrieved once chat's episode is written (a task of its own)
-        poll(lambda: conn.execute("SELECT count(*) FROM memory_review").fetchone()[0], timeout=120)  # type: ignore[index]
+        wait_until(lambda: conn.execute("SELECT count(*) FROM memory_review").fetchone()[0], 120)  # type: ignore[index]
         fact = _add_fact(conn, settings, name, conv, "Ana plans a hiking trip to the Dolomites.")
         with conn.transaction():
             events.emit(conn, "fact.created", name, {"fact_id": fact}, conversation_id=conv)
