@@ -39,14 +39,19 @@ from memq.shared.errors import BatchIncomplete, BatchRejected, UserConflict, Val
 from memq.shared.ids import check_tenant, check_user_id
 from memq.shared.mailbox.codec import encode_line, to_micros
 from memq.shared.mailbox.keys import ConversationKeys, conversation_keys
+from memq.shared.mailbox.replies import (
+    MESSAGE_STATUSES,
+    OutOfOrder,
+    OwnedByOtherUser,
+    decode_enqueue,
+    decode_request_flush,
+)
 from memq.shared.mailbox.scripts import Scripts, run_queued
 from memq.shared.mailbox.status import ConversationStatus, conversation_status
 from memq.shared.metrics import count_messages, metrics
 from memq.shared.settings import Settings, get_settings
 
 log = structlog.get_logger("memq.producer")
-
-_STATUS = {"a": "accepted", "c": "clamped", "d": "duplicate"}
 
 
 class AddResult(NamedTuple):
@@ -268,38 +273,37 @@ class Producer:
         rejected: tuple[int, str] | None = None
         conflict: tuple[int, str, str, str] | None = None  # (index, conversation, owner, named)
         failures: list[str] = []
-        for (tenant_id, conv), reply in zip(order, replies, strict=True):
+        for (tenant_id, conv), raw_reply in zip(order, replies, strict=True):
             group = groups[(tenant_id, conv)]
-            if isinstance(reply, Exception):
+            if isinstance(raw_reply, Exception):
                 for index in group:
                     results[index] = AddResult(tenant_id, conv, ids[index], "unknown")
-                failures.append(f"{tenant_id}/{conv}: {reply}")
+                failures.append(f"{tenant_id}/{conv}: {raw_reply}")
                 # Maybe stored, with its drain marked queued but never published: publish one
                 # now (a spare drain is harmless; if this fails too, the sweeper finds the mark).
                 self._publish_drain(tenant_id, conv)
                 continue
-            if int(reply[0]) == -2:
-                owner = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
+            reply = decode_enqueue(raw_reply)
+            if isinstance(reply, OwnedByOtherUser):
                 for index in group:
                     results[index] = AddResult(tenant_id, conv, ids[index], "rejected")
-                conflict = conflict or (group[0], conv, owner, users[(tenant_id, conv)])
+                conflict = conflict or (group[0], conv, reply.owner, users[(tenant_id, conv)])
                 continue
-            if int(reply[0]) == -1:
-                bad = group[int(reply[1])]
+            if isinstance(reply, OutOfOrder):
+                bad = group[reply.index]
                 for index in group:
                     results[index] = AddResult(tenant_id, conv, ids[index], "rejected")
                 rejected = rejected or (bad, conv)
                 continue
-            statuses = reply[1].decode() if isinstance(reply[1], bytes) else str(reply[1])
-            for index, status in zip(group, statuses, strict=True):
-                results[index] = _new_result(AddResult, (tenant_id, conv, ids[index], _STATUS[status]))
+            for index, status in zip(group, reply.statuses, strict=True):
+                results[index] = _new_result(AddResult, (tenant_id, conv, ids[index], MESSAGE_STATUSES[status]))
             # A fresh id can only be a "duplicate" when the client library re-sent this very
             # call after a timeout: the first send stored it and marked a drain queued whose
             # publication this reply no longer asks for. Publish one (a spare is harmless).
-            resent = "d" in statuses and any(
+            resent = reply.has_duplicates and any(
                 valid[index].message_id is None and results[index].status == "duplicate" for index in group
             )
-            if int(reply[0]) == 1 or resent:
+            if reply.publish_drain or resent:
                 published = self._publish_drain(tenant_id, conv) and published
 
         if not published or time.monotonic() - replied > self.settings.producer_confirm_after_ms / 1000:
@@ -338,13 +342,15 @@ class Producer:
         tenant = check_tenant(tenant or self.settings.tenant)
         check_conversation_id(conversation_id, self.settings)
         keys = conversation_keys(self.settings, tenant, conversation_id)
-        schedule, has_work = self.scripts.request_flush(
-            keys=[keys.state, keys.shard.drains, keys.inbox, keys.buffer, keys.shard.active],
-            args=[keys.member, reason, ""],
+        requested = decode_request_flush(
+            self.scripts.request_flush(
+                keys=[keys.state, keys.shard.drains, keys.inbox, keys.buffer, keys.shard.active],
+                args=[keys.member, reason, ""],
+            )
         )
-        if schedule:
+        if requested.publish_drain:
             self._publish_drain(tenant, conversation_id)
-        return bool(has_work)
+        return requested.has_work
 
     def status(self, conversation_id: str, *, tenant: str | None = None) -> ConversationStatus:
         tenant = check_tenant(tenant or self.settings.tenant)

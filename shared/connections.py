@@ -15,7 +15,7 @@ import redis
 from redis.cluster import RedisCluster
 
 from memq.shared.embedded import services
-from memq.shared.settings import Settings, get_settings
+from memq.shared.settings import Settings, SettingsKey, by_value, get_settings
 
 if TYPE_CHECKING:  # PostgreSQL's driver is the worker's and API's (memq[worker]), not the producer's
     import psycopg
@@ -28,23 +28,23 @@ MailboxClient: TypeAlias = redis.Redis | RedisCluster
 
 
 @functools.lru_cache(maxsize=8)
-def _redis_url(settings: Settings) -> str:
-    return services.redis_url(settings)
+def _redis_url(key: SettingsKey) -> str:
+    return services.redis_url(key.settings)
 
 
 @functools.lru_cache(maxsize=8)
-def _database_url(settings: Settings) -> str:
-    return services.database_url(settings)
+def _database_url(key: SettingsKey) -> str:
+    return services.database_url(key.settings)
 
 
 def redis_url(settings: Settings | None = None) -> str:
     """The broker's Redis URL (REDIS_URL, or the embedded server's in development)."""
-    return _redis_url(settings or get_settings())
+    return _redis_url(by_value(settings or get_settings()))
 
 
 def database_url(settings: Settings | None = None) -> str:
     """PostgreSQL's URL (DATABASE_URL, or the embedded server's in development)."""
-    return _database_url(settings or get_settings())
+    return _database_url(by_value(settings or get_settings()))
 
 
 def forget_urls() -> None:

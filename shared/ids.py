@@ -8,6 +8,7 @@ alphabets are small and exclude the separators ``/``, ``{``, ``}`` and whitespac
 from __future__ import annotations
 
 import re
+import uuid
 from typing import Any
 
 from memq.shared.errors import ValidationError
@@ -46,3 +47,13 @@ def check_conversation_id(
 def check_user_id(value: Any, max_length: int = 128, index: int | None = None, field: str = "user_id") -> str:
     """A user id: the alphabet and length of a conversation id (it ends up in the same places)."""
     return check_conversation_id(value, max_length, index, field)
+
+
+def is_uuid(value: str) -> bool:
+    """Whether ``value`` parses as a UUID (a row id asked for by the caller: a malformed one
+    is "not found", never a database error)."""
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        return False
+    return True

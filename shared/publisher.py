@@ -16,13 +16,18 @@ from celery import Celery
 from memq.shared import tasks
 from memq.shared.celery_config import celery_config
 from memq.shared.connections import redis_url
-from memq.shared.settings import Settings
+from memq.shared.settings import Settings, SettingsKey, by_value
+
+
+def publishing_app(settings: Settings) -> Celery:
+    """The publish-only app for these settings (one per distinct settings' values)."""
+    return _publishing_app(by_value(settings))
 
 
 @functools.lru_cache(maxsize=4)
-def publishing_app(settings: Settings) -> Celery:
+def _publishing_app(key: SettingsKey) -> Celery:
     app = Celery("memq-publisher", set_as_current=False)
-    app.conf.update(celery_config(settings, redis_url(settings)))
+    app.conf.update(celery_config(key.settings, redis_url(key.settings)))
     return app
 
 
@@ -39,9 +44,10 @@ def drain(app: Celery, tenant: str, conversation_id: str, *, countdown: float = 
 
 
 def episode(
-    app: Celery, tenant: str, conversation_id: str, episode_id: str, *, countdown: float = 0.0, attempt: int = 0
+    app: Celery, tenant: str, conversation_id: str, segment_id: str, *, countdown: float = 0.0, attempt: int = 0
 ) -> None:
-    _send(app, tasks.EPISODE_CREATION, (tenant, conversation_id, episode_id), countdown=countdown, **_retry(attempt))
+    """Episode creation for the closed segment ``segment_id`` (its ids sent positionally)."""
+    _send(app, tasks.EPISODE_CREATION, (tenant, conversation_id, segment_id), countdown=countdown, **_retry(attempt))
 
 
 def review(

@@ -15,12 +15,10 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import math
 import string
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
-from types import SimpleNamespace
 from typing import Any
 
 import numpy as np
@@ -639,7 +637,7 @@ class WorkerRun:
     items: list[str]  # inbox items, in order
     messages: list[Any]  # numbered QueuedMessages, in order (the accepted one at index 2)
     steps: list[Any] = field(default_factory=list)
-    segments: list[dict[str, Any]] = field(default_factory=list)  # as parse_segment returns them
+    segments: list[Any] = field(default_factory=list)  # Segments, as episode creation reads them from Redis
     episodes: list[Any] = field(default_factory=list)  # EpisodeRow per segment
 
     @property
@@ -663,8 +661,9 @@ def run_worker(
     ``gap_seconds`` apart before it (a negative gap makes its timestamp get clamped), one
     after, each a step of the engine; then a flush closes the open event. Every closed
     segment goes through its Redis record into ``build_episode``."""
-    from memq.shared.mailbox.codec import decode_buffer_item, decode_inbox_item, parse_segment, to_micros
-    from memq.worker.conversation_store import ConversationStore, episode_id_for
+    from memq.shared.mailbox.codec import decode_buffer_item, decode_inbox_item, to_micros
+    from memq.shared.mailbox.segment import Segment
+    from memq.worker.conversation_store import stored_segment
     from memq.worker.episodes.builder import build_episode
     from memq.worker.segmentation.detectors.registry import build_detector
     from memq.worker.segmentation.event_state import EventState
@@ -699,15 +698,12 @@ def run_worker(
     vectors = list(embedder.embed([m.content for m in decoded])) if detector.needs_embeddings else [None] * len(decoded)
 
     run = WorkerRun(items, [])
-    store = SimpleNamespace(tenant=tenant, conversation_id=conversation_id)
     last_eff: int | None = None
 
     def keep(segment) -> None:
-        episode_id = episode_id_for(tenant, conversation_id, segment.messages[0].seq, segment.messages[-1].seq)
-        record = ConversationStore.segment_record(store, episode_id, segment)  # type: ignore[arg-type]  # reads tenant and id only
-        raw = f"{fence} " + json.dumps(record, ensure_ascii=False, separators=(",", ":"))
+        raw = stored_segment(tenant, conversation_id, segment, fence).encode()
         raw = raw.encode("utf-8").decode("utf-8")  # through Redis
-        parsed = parse_segment(raw)
+        parsed = Segment.decode(raw)
         run.segments.append(parsed)
         run.episodes.append(build_episode(parsed, settings, embedder))
 

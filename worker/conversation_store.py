@@ -22,11 +22,8 @@ State hash fields:
 
 from __future__ import annotations
 
-import base64
 import hashlib
-import json
 import secrets
-import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, NoReturn
@@ -35,10 +32,24 @@ import numpy as np
 import redis
 from redis.commands.core import Script
 
-from memq.shared.mailbox.codec import QueuedMessage, decode_buffer_item, parse_segment
+from memq.shared.mailbox.codec import QueuedMessage, decode_buffer_item
 from memq.shared.mailbox.keys import conversation_keys
+from memq.shared.mailbox.replies import (
+    Adopted,
+    FailureRecorded,
+    FenceRefusal,
+    decode_adopt_segment,
+    decode_flag,
+    decode_record_failure,
+    decode_snapshot,
+    decode_sync,
+    decode_version,
+    fence_refusal,
+)
 from memq.shared.mailbox.scripts import Scripts
+from memq.shared.mailbox.segment import Segment, segment_id_for
 from memq.shared.settings import Settings
+from memq.shared.vector_codec import decode_vector, encode_vector
 from memq.shared.webhooks import events as webhook_events
 from memq.worker.segmentation.engine import ClosedSegment
 from memq.worker.segmentation.event_state import EventState
@@ -54,21 +65,12 @@ def front_mark(raw: str) -> str:
     return hashlib.sha1(raw.encode("utf-8", "surrogatepass")).hexdigest()
 
 
-def encode_vector(vector: np.ndarray) -> str:
-    """An embedding as Redis keeps it: float32, base64 (text: the mailbox client decodes replies)."""
-    return base64.b64encode(np.asarray(vector, dtype="<f4").tobytes()).decode("ascii")
-
-
-def decode_vector(text: str) -> np.ndarray:
-    return np.frombuffer(base64.b64decode(text), dtype="<f4").copy()
-
-
 @dataclass(frozen=True)
 class CommitStep:
     """A segmentation step as ``commit_steps.lua`` takes it: its ``STEP_FIELDS`` arguments,
     and the event state it leaves (written only for the last step of a batch)."""
 
-    episode_id: str | None  # of the segment this step closes
+    segment_id: str | None  # of the segment this step closes
     args: list[Any]
     state: EventState
 
@@ -86,9 +88,27 @@ class InboxMoved(StateChanged):
     """The inbox front is not the message this drainer processed."""
 
 
-def episode_id_for(tenant: str, conversation_id: str, first_seq: int, last_seq: int) -> str:
-    """Deterministic in the messages it covers: the same segment always gets the same id."""
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"memq:{tenant}/{conversation_id}/{first_seq}-{last_seq}"))
+# A segment's id is also the id of the episode made of all its messages (the name the bench uses).
+episode_id_for = segment_id_for
+
+
+def stored_segment(tenant: str, conversation_id: str, closed: ClosedSegment, fence: int) -> Segment:
+    """The ``Segment`` a drain stores for a segment the engine closed, cut under ``fence``."""
+    first, last = closed.messages[0].seq, closed.messages[-1].seq
+    assert first is not None and last is not None  # a closed segment's messages are numbered
+    return Segment(
+        id=segment_id_for(tenant, conversation_id, first, last),
+        tenant=tenant,
+        conversation_id=conversation_id,
+        messages=[m.to_record() for m in closed.messages],
+        overlap=list(closed.overlap),
+        reason=closed.reason,
+        surprise=closed.surprise,
+        detector=closed.detector,
+        source=closed.source,
+        token_count=closed.token_count,
+        fence=fence,
+    )
 
 
 @dataclass
@@ -158,7 +178,7 @@ class ConversationStore:
             args=[self.token, self.keys.member, self.state_ttl_ms, lookahead],
         )
         self.token = ""
-        return bool(requeue)
+        return decode_flag(requeue)
 
     def lock_ttl_seconds(self) -> float:
         """How long the current holder's lease still runs (0 when nobody holds it)."""
@@ -166,24 +186,22 @@ class ConversationStore:
 
     def mark_drain_queued(self) -> bool:
         """Mark a drain as queued unless one already is; True when the caller must publish it."""
-        return bool(self.scripts.mark_queued(keys=[self.keys.state, self.shard.drains], args=[self.keys.member]))
+        return decode_flag(self.scripts.mark_queued(keys=[self.keys.state, self.shard.drains], args=[self.keys.member]))
 
     # -- reading ------------------------------------------------------------------
     def snapshot(self) -> Snapshot:
-        run_id, items, rid, fence, seq, version, last_eff, event, flush = self.scripts.snapshot(
-            keys=[self.keys.state, self.keys.buffer]
-        )
-        self.version = int(version or 0)
+        reply = decode_snapshot(self.scripts.snapshot(keys=[self.keys.state, self.keys.buffer]))
+        self.version = reply.version
         return Snapshot(
-            run_id=run_id,
-            buffer=[decode_buffer_item(i) for i in items],
-            rid=rid or None,
-            fence=int(fence or 0),
-            seq=int(seq or 0),
+            run_id=reply.run_id,
+            buffer=[decode_buffer_item(i) for i in reply.buffer],
+            rid=reply.rid,
+            fence=reply.fence,
+            seq=reply.seq,
             version=self.version,
-            last_eff_us=int(last_eff) if last_eff else None,
-            event=EventState.from_json(event or None),
-            flush=flush or None,
+            last_eff_us=reply.last_eff_us,
+            event=EventState.from_json(reply.event),
+            flush=reply.flush,
         )
 
     def peek_inbox_raw(self, count: int) -> list[str]:
@@ -195,18 +213,18 @@ class ConversationStore:
 
     # -- writing ------------------------------------------------------------------
     def _raise_fence_error(self, exc: redis.ResponseError) -> NoReturn:
-        text = str(exc)
-        if "LOCK" in text:
+        refusal = fence_refusal(exc)
+        if refusal is FenceRefusal.LOCK:
             raise LockLost(self.keys.member) from exc
-        if "HEAD" in text:
+        if refusal is FenceRefusal.HEAD:
             raise InboxMoved(self.keys.member) from exc
-        if "VERSION" in text:
+        if refusal is FenceRefusal.VERSION:
             raise StateChanged(self.keys.member) from exc
         raise exc
 
     def _fenced(self, script: Script, keys: list[str], args: list[Any]) -> int:
         try:
-            self.version = int(script(keys=keys, args=args))
+            self.version = decode_version(script(keys=keys, args=args))
         except redis.ResponseError as exc:
             self._raise_fence_error(exc)
         return self.version
@@ -224,30 +242,28 @@ class ConversationStore:
         last_eff_us: int | None = None,
         clear_flush: str | None = None,
     ) -> CommitStep:
-        """One segmentation step, ready to commit (``commit`` or ``commit_steps``)."""
-        episode_id, payload = "", ""
+        """One segmentation step, ready to commit (``commit`` or ``commit_steps``); a
+        ``segment`` it closes is stored as a ``Segment`` cut under ``fence``."""
+        segment_id, payload = "", ""
         if segment is not None:
-            first, last = segment.messages[0].seq, segment.messages[-1].seq
-            assert first is not None and last is not None  # a closed segment's messages are numbered
-            episode_id = episode_id_for(self.tenant, self.conversation_id, first, last)
-            record = json.dumps(self.segment_record(episode_id, segment), ensure_ascii=False, separators=(",", ":"))
-            payload = f"{fence} {record}"
+            stored = stored_segment(self.tenant, self.conversation_id, segment, fence)
+            segment_id, payload = stored.id, stored.encode()
         args = [
             head_raw or "",
             push.raw if push else "",
             drop,
             "" if seq is None else seq,
             "" if last_eff_us is None else last_eff_us,
-            episode_id,
+            segment_id,
             payload,
             clear_flush or "",
         ]
-        return CommitStep(episode_id or None, args, state)
+        return CommitStep(segment_id or None, args, state)
 
     def commit(self, step: CommitStep) -> str | None:
-        """Apply one step atomically; return the episode id of a closed segment."""
+        """Apply one step atomically; return the id of a segment it closes."""
         self.commit_steps([step])
-        return step.episode_id
+        return step.segment_id
 
     def commit_steps(self, steps: Sequence[CommitStep]) -> None:
         """Apply steps in order, in one atomic script call (``commit_steps.lua``): all of them
@@ -274,7 +290,7 @@ class ConversationStore:
     def sync(self, *, run_id: str, fence: int, seq_floor: int, last_eff_floor: int | None) -> int:
         """Apply a sync (``memq.worker.sync``); returns how many waiting segments were re-stamped."""
         try:
-            version, restamped = self.scripts.sync(
+            synced = self.scripts.sync(
                 keys=[self.keys.state, self.keys.lock, self.keys.segments],
                 args=[
                     self.token,
@@ -287,18 +303,21 @@ class ConversationStore:
             )
         except redis.ResponseError as exc:
             self._raise_fence_error(exc)
-        self.version = int(version)
-        return int(restamped)
+        reply = decode_sync(synced)
+        self.version = reply.version
+        return reply.restamped
 
-    def adopt_segment(self, episode_id: str) -> int:
-        """Re-stamp a waiting segment with the synced state's fence: the fence now, 0 when
-        the state needs a sync first, -1 when the segment is gone."""
-        return int(self.scripts.adopt_segment(keys=[self.keys.segments, self.keys.state], args=[episode_id]))
+    def adopt_segment(self, segment_id: str) -> Adopted:
+        """Re-stamp a waiting segment with the synced state's fence (``ADOPTED``, with the
+        fence), unless the state needs a sync first (``NEEDS_SYNC``) or the segment is gone."""
+        return decode_adopt_segment(
+            self.scripts.adopt_segment(keys=[self.keys.segments, self.keys.state], args=[segment_id])
+        )
 
-    def record_failure(self, kind: str, item_id: str, error: str, *, head_raw: str = "") -> tuple[int, bool]:
+    def record_failure(self, kind: str, item_id: str, error: str, *, head_raw: str = "") -> FailureRecorded:
         """Count a deterministic failure of the inbox front (kind "message") or of a segment
-        (kind "segment"); returns (failures, quarantined now)."""
-        count, quarantined = self.scripts.record_failure(
+        (kind "segment"): the failures so far, and whether this one quarantined it."""
+        reply = self.scripts.record_failure(
             keys=[
                 self.keys.state,
                 self.keys.inbox,
@@ -318,40 +337,27 @@ class ConversationStore:
                 self.token,
             ],
         )
-        if quarantined:
+        recorded = decode_record_failure(reply)
+        if recorded.quarantined:
             webhook_events.record_quarantined(
                 self.settings,
                 self.tenant,
                 self.conversation_id,
                 kind=kind,
                 item=item_id,
-                failures=int(count),
+                failures=recorded.failures,
                 deferred_to=(self.scripts, self.keys),
             )
-        return int(count), bool(quarantined)
-
-    def segment_record(self, episode_id: str, segment: ClosedSegment) -> dict[str, Any]:
-        return {
-            "episode_id": episode_id,
-            "tenant": self.tenant,
-            "conversation_id": self.conversation_id,
-            "messages": [m.to_record() for m in segment.messages],
-            "overlap": list(segment.overlap),
-            "reason": segment.reason,
-            "surprise": segment.surprise,
-            "detector": segment.detector,
-            "source": segment.source,
-            "token_count": segment.token_count,
-        }
+        return recorded
 
     # -- closed segments ------------------------------------------------------------
-    def segment(self, episode_id: str) -> dict[str, Any] | None:
-        """A waiting segment with its ``fence`` (stored as ``"<fence> <json>"``)."""
-        raw = self.client.hget(self.keys.segments, episode_id)
-        return parse_segment(raw) if raw else None
+    def segment(self, segment_id: str) -> Segment | None:
+        """A waiting segment, with the fence it carries now; None when it is gone."""
+        raw = self.client.hget(self.keys.segments, segment_id)
+        return Segment.decode(raw) if raw else None
 
     def invalidate_manifest(self) -> None:
-        """A new episode changes the conversation's manifest (shared/context/service.py)."""
+        """A new episode changes the conversation's manifest (memq/memory/context/service.py)."""
         self.client.delete(self.keys.manifest)
 
     # -- embeddings carried from segmentation to episode creation ------------------------
@@ -389,7 +395,7 @@ class ConversationStore:
         if message_ids:
             self.client.hdel(self.keys.vectors, *message_ids, FRONT_MARK)
 
-    def finish_segment(self, episode_id: str) -> None:
+    def finish_segment(self, segment_id: str) -> None:
         self.scripts.finish_segment(
             keys=[
                 self.keys.segments,
@@ -399,5 +405,5 @@ class ConversationStore:
                 self.keys.buffer,
                 self.keys.quarantine,
             ],
-            args=[episode_id, f"{self.keys.member}/{episode_id}", self.state_ttl_ms],
+            args=[segment_id, f"{self.keys.member}/{segment_id}", self.state_ttl_ms],
         )

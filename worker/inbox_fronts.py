@@ -19,9 +19,10 @@ from typing import Any
 import numpy as np
 
 from memq.shared.mailbox.keys import ConversationKeys, ShardKeys, conversation_keys, split_member
+from memq.shared.mailbox.replies import decode_count, decode_items
 from memq.shared.mailbox.scripts import Scripts, run_queued
 from memq.shared.settings import Settings
-from memq.worker.conversation_store import encode_vector
+from memq.shared.vector_codec import encode_vector
 
 
 @dataclass(frozen=True)
@@ -75,10 +76,11 @@ def waiting(
         ]
         replies = run_queued(client, scripts.front, calls)
         full = []
-        for (k, share), raws in zip(asked, replies, strict=True):
-            if isinstance(raws, Exception) or not raws:
+        for (k, share), reply in zip(asked, replies, strict=True):
+            if isinstance(reply, Exception) or not reply:
                 continue
-            taken[k] += list(raws)
+            raws = decode_items(reply)
+            taken[k] += raws
             left -= len(raws)
             if len(raws) == share:
                 full.append(k)  # it may hold more
@@ -103,4 +105,4 @@ def remember(
             args += [raw, message_id, encode_vector(vector)]
         calls.append(([keys.inbox, keys.vectors], args))
     replies = run_queued(client, scripts.remember_front, calls) if calls else []
-    return sum(int(r) for r in replies if not isinstance(r, Exception))
+    return sum(decode_count(r) for r in replies if not isinstance(r, Exception))

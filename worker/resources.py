@@ -17,15 +17,15 @@ from memq.shared.connections import MailboxClient, mailbox_client, pg_connect, p
 from memq.shared.db.tenant_scope import scope, unscope
 from memq.shared.embeddings import Embedder, LocalMiniLM, available_cpus, get_embedder
 from memq.shared.mailbox.scripts import Scripts
-from memq.shared.settings import Settings, get_settings
+from memq.shared.settings import Settings, SettingsKey, by_value, get_settings
 from memq.worker.conversation_store import ConversationStore
 from memq.worker.segmentation.detectors.base import Detector
 from memq.worker.segmentation.detectors.registry import build_detector
 
 
 @functools.lru_cache(maxsize=4)
-def _mailbox(pid: int, settings: Settings) -> tuple[MailboxClient, Scripts]:
-    client = mailbox_client(settings)
+def _mailbox(pid: int, key: SettingsKey) -> tuple[MailboxClient, Scripts]:
+    client = mailbox_client(key.settings)
     return client, Scripts.register(client)
 
 
@@ -35,7 +35,7 @@ def settings() -> Settings:
 
 def mailbox() -> tuple[MailboxClient, Scripts]:
     """(client, scripts) for this process."""
-    return _mailbox(os.getpid(), settings())
+    return _mailbox(os.getpid(), by_value(settings()))
 
 
 def store(tenant: str, conversation_id: str) -> ConversationStore:
@@ -165,13 +165,13 @@ def embedder() -> Embedder:
 
 
 @functools.lru_cache(maxsize=8)
-def _detector(settings: Settings, name: str, llm: str | None) -> Detector:
-    return build_detector(settings, name, embed_text=lambda text: embedder().embed([text])[0])
+def _detector(key: SettingsKey) -> Detector:
+    return build_detector(key.settings, key.settings.detector, embed_text=lambda text: embedder().embed([text])[0])
 
 
 def detector() -> Detector:
-    s = settings()
-    return _detector(s, s.detector, s.llm_model)
+    """The detector the settings name, built once per distinct settings' values."""
+    return _detector(by_value(settings()))
 
 
 def warm_up() -> None:

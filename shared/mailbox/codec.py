@@ -11,7 +11,8 @@ A drainer numbers messages as it moves them from the inbox into the open event
 
     buffer item  "<seq> <effective_us> <arrival_us> <json>"
 
-and a closed segment waits for its episode as ``"<fence> <json>"`` (``parse_segment``).
+and a closed segment waits for its episode as ``"<fence> <json>"``
+(``memq.shared.mailbox.segment.Segment``).
 
 A message without ``sent_us`` was sent "now": its timestamp is its arrival time.
 """
@@ -143,10 +144,3 @@ def decode_buffer_item(item: str | bytes) -> QueuedMessage:
     raw = item.decode() if isinstance(item, bytes) else item
     seq, effective, arrival, body = raw.split(" ", 3)
     return _decode(raw, int(seq), effective, arrival, body)
-
-
-def parse_segment(raw: str) -> dict[str, Any]:
-    """A closed segment as stored in the conversation's segments hash:
-    ``"<fence> <json>"``, the JSON holding its messages as ``to_record`` gives them."""
-    fence, _, record = raw.partition(" ")
-    return {**json.loads(record), "fence": int(fence)}

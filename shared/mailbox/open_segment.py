@@ -11,8 +11,9 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from memq.shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item, parse_segment
+from memq.shared.mailbox.codec import QueuedMessage, decode_buffer_item, decode_inbox_item
 from memq.shared.mailbox.keys import ConversationKeys
+from memq.shared.mailbox.segment import Segment
 from memq.shared.messages import speaker_of
 
 if TYPE_CHECKING:
@@ -55,10 +56,8 @@ def read_unstored(client: MailboxClient, keys: ConversationKeys, limit: int) -> 
     pipe.lrange(keys.inbox, -limit, -1)
     pipe.lindex(keys.inbox, 0)
     segments, buffer, inbox_total, inbox, inbox_first = pipe.execute()
-    closed = sorted(
-        (parse_segment(raw) for raw in segments), key=lambda s: s["messages"][0]["seq"] if s["messages"] else 0
-    )
-    out = [_from_record(m) for s in closed for m in s["messages"]]
+    closed = sorted((Segment.decode(raw) for raw in segments), key=lambda s: s.messages[0]["seq"] if s.messages else 0)
+    out = [_from_record(m) for s in closed for m in s.messages]
     out += [_from_queued(decode_buffer_item(item)) for item in buffer]
     stored = len(out)
     out += [_from_queued(decode_inbox_item(item)) for item in inbox]

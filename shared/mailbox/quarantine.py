@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, cast
 
 from memq.shared.mailbox.keys import ConversationKeys, all_shards, conversation_keys, split_member
+from memq.shared.mailbox.replies import Retried, decode_quarantine_retry
 from memq.shared.mailbox.scripts import Scripts
 from memq.shared.mailbox.status import QuarantineEntry, parse_quarantine
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:
 
     from memq.shared.connections import MailboxClient
     from memq.shared.settings import Settings
+
+__all__ = ["Quarantined", "Retried", "list_quarantined", "retry", "retry_and_publish"]
 
 
 @dataclass(frozen=True)
@@ -44,13 +47,6 @@ def list_quarantined(
     return out
 
 
-@dataclass(frozen=True)
-class Retried:
-    kind: str  # "message" | "segment"
-    id: str
-    publish: bool  # the caller must publish a drain (message) or an episode creation (segment)
-
-
 def retry(client: MailboxClient, scripts: Scripts, keys: ConversationKeys, field: str) -> Retried | None:
     """Put one quarantined item back to work; None when there is no such item."""
     reply = scripts.quarantine_retry(
@@ -66,10 +62,7 @@ def retry(client: MailboxClient, scripts: Scripts, keys: ConversationKeys, field
         ],
         args=[field, keys.member],
     )
-    if not reply:
-        return None
-    kind, item_id, publish = reply
-    return Retried(kind, item_id, bool(int(publish)))
+    return decode_quarantine_retry(reply)
 
 
 def retry_and_publish(

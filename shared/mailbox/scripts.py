@@ -1,5 +1,6 @@
 """Load the Lua scripts in ``lua/`` (each prefixed with ``lua/lib.lua``) and register
-them with a Redis client (a plain ``redis.Redis`` or a ``RedisCluster``)."""
+them with a Redis client (a plain ``redis.Redis`` or a ``RedisCluster``). What each
+script replies is decoded by ``memq.shared.mailbox.replies``."""
 
 from __future__ import annotations
 

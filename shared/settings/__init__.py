@@ -12,11 +12,18 @@ Each subsystem's settings are one class in this package (``ServiceSettings``,
 ``Settings`` is all of them at once, read from the environment: code reads
 ``settings.retrieval_limit`` whatever group holds it, and a function that needs one
 subsystem's settings only may say so by taking that group's type.
+
+``Settings`` is mutable (tests and tools assign to its fields, ``validate_assignment``
+checks each value) and so, like any mutable pydantic model, not hashable: a cache of
+something built from settings is keyed by ``by_value(settings)``, the values it holds
+when it is looked up, so that equal settings share an entry and changed settings are
+never served one built from their old values.
 """
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
 from pydantic import BaseModel, model_validator
@@ -116,9 +123,6 @@ class Settings(
             raise ValueError("MEMQ_MAILBOX_REDIS_CLUSTER needs MEMQ_MAILBOX_REDIS_URL (a node of the cluster)")
         return self
 
-    def __hash__(self) -> int:  # identity: caches keyed by "this settings object"
-        return id(self)
-
     @property
     def llm_enabled(self) -> bool:
         return bool(self.llm_model)
@@ -130,6 +134,28 @@ class Settings(
     @property
     def data_path(self) -> Path:
         return self.data_dir.expanduser().resolve()
+
+
+@dataclass(frozen=True, eq=False)
+class SettingsKey:
+    """A settings object as a cache key: hashed and compared by the values of its fields
+    when the key was made (``by_value``), and carrying the object itself for the cached
+    function to build from."""
+
+    settings: Settings
+    values: tuple[object, ...]
+
+    def __hash__(self) -> int:
+        return hash(self.values)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, SettingsKey) and self.values == other.values
+
+
+def by_value(settings: Settings) -> SettingsKey:
+    """``settings`` as a cache key (``SettingsKey``). Every field's value is hashable (str,
+    int, float, bool, None, Path); the key costs a few microseconds."""
+    return SettingsKey(settings, (type(settings), *settings.__dict__.values()))
 
 
 @functools.lru_cache(maxsize=1)
@@ -152,4 +178,4 @@ def reset_settings() -> None:
     get_settings.cache_clear()
 
 
-__all__ = ["GROUPS", "Settings", "get_settings", "reset_settings"]
+__all__ = ["GROUPS", "Settings", "SettingsKey", "by_value", "get_settings", "reset_settings"]

@@ -9,13 +9,14 @@ task is due): the sweep publishes again what was never published, or whose task 
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
+
+from memq.shared.ids import is_uuid
 
 
 @dataclass(frozen=True)
@@ -165,7 +166,7 @@ def mark_failed(conn: psycopg.Connection, delivery_id: str, error: str, status: 
 def reopen(conn: psycopg.Connection, delivery_id: str, tenant: str | None = None) -> bool:
     """Put a delivery back to pending for another round of attempts (``memq webhooks
     retry``), published now by the caller; False when there is no such delivery."""
-    if not _is_uuid(delivery_id):
+    if not is_uuid(delivery_id):
         return False
     cur = conn.execute(
         "UPDATE webhook_delivery SET status = 'pending', attempts = 0, next_attempt_at = now(), "
@@ -189,11 +190,3 @@ def list_deliveries(
 def payload_of(conn: psycopg.Connection, delivery_id: str) -> dict[str, Any] | None:
     row = conn.execute("SELECT payload FROM webhook_delivery WHERE id = %s", (delivery_id,)).fetchone()
     return row[0] if row else None
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True

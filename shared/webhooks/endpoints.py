@@ -11,6 +11,7 @@ from typing import Any
 import psycopg
 
 from memq.shared.errors import ValidationError
+from memq.shared.ids import is_uuid
 from memq.shared.webhooks.destinations import Destinations
 from memq.shared.webhooks.signing import new_secret
 
@@ -96,18 +97,10 @@ def list_endpoints(conn: psycopg.Connection, tenant: str) -> list[Endpoint]:
 
 def remove_endpoint(conn: psycopg.Connection, tenant: str, endpoint_id: str) -> bool:
     """Delete an endpoint and its deliveries; False when the tenant has no such endpoint."""
-    if not _is_uuid(endpoint_id):
+    if not is_uuid(endpoint_id):
         return False
     cur = conn.execute("DELETE FROM webhook_endpoint WHERE tenant_id = %s AND id = %s", (tenant, endpoint_id))
     return cur.rowcount > 0
-
-
-def _is_uuid(value: str) -> bool:
-    try:
-        uuid.UUID(value)
-    except ValueError:
-        return False
-    return True
 
 
 def _endpoint(row: Sequence[Any]) -> Endpoint:

@@ -150,7 +150,7 @@ def scripted_llm(settings):
     """Point the in-process worker's LLM at a scripted OpenAI-compatible server on
     127.0.0.1 for one test; litellm's real request path is used."""
     from memq.shared.settings import get_settings
-    from memq.testing.scripted_llm import ScriptedLLM
+    from memq_lab.testing.scripted_llm import ScriptedLLM
 
     assert settings is get_settings(), (
         "a test replaced the process settings; the in-process worker would not see changes"
@@ -173,7 +173,7 @@ def own_redis(tmp_path):
     import redis
 
     from memq.shared.embedded.redis_server import EmbeddedRedis
-    from memq.testing.tcp_proxy import free_port
+    from memq_lab.testing.tcp_proxy import free_port
 
     server = EmbeddedRedis(tmp_path, free_port())
     server.start()

@@ -16,8 +16,8 @@ from test_retrieval import axis, write_episode
 
 from memq.cli import main
 from memq.shared.db.facts import add_fact, fact_history, list_facts
-from memq.testing.scripted_llm import Reply
 from memq.worker.consolidation.job import consolidate
+from memq_lab.testing.scripted_llm import Reply
 
 pytestmark = pytest.mark.integration
 
@@ -331,7 +331,7 @@ def test_a_consolidation_is_due_at_the_threshold_or_for_a_flashbulb(db, settings
 
 
 def test_retrieval_shows_the_relevant_facts_first_and_keeps_the_budget(db, settings, tenant, embedder, life):
-    from memq.shared.retrieval.service import retrieve_memory
+    from memq.memory.retrieval.service import retrieve_memory
     from memq.shared.tokens import count_tokens
 
     for budget in (50, 80, 150, 400, 1500):

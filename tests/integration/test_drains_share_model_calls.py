@@ -16,8 +16,9 @@ import pytest
 from drains import publish_drains_with
 
 from memq.shared.mailbox.scripts import Scripts
+from memq.shared.vector_codec import decode_vector
 from memq.worker import inbox_fronts
-from memq.worker.conversation_store import FRONT_MARK, ConversationStore, decode_vector
+from memq.worker.conversation_store import FRONT_MARK, ConversationStore
 from memq.worker.segmentation import co_embedding
 from memq.worker.segmentation.job import drain
 from memq.worker.sync import sync_with_database

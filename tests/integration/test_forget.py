@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import threading
 import time
+from dataclasses import replace
 
 import pytest
 from invariants import traces
@@ -15,8 +16,8 @@ from test_redis_rewind import _connect, _messages, _no_publish, embedder  # noqa
 from memq.shared.db.episodes import StaleSegment, check_stored, store_episode
 from memq.shared.errors import Busy
 from memq.shared.forget import forget_conversation
-from memq.shared.mailbox.codec import parse_segment
 from memq.shared.mailbox.scripts import Scripts
+from memq.shared.mailbox.segment import Segment
 from memq.worker.conversation_store import ConversationStore
 from memq.worker.episodes.builder import build_episode
 from memq.worker.episodes.job import create_episode
@@ -45,14 +46,14 @@ def _cut(producer, settings, tenant, conv) -> tuple[ConversationStore, list[str]
 
 def _write_late(db, settings, embedder, tenant, conv, segment) -> None:  # noqa: F811 - the fixture's value, passed on
     """What an episode creation that read ``segment`` before the forget does afterwards."""
-    row = build_episode({**segment, "episode_id": "00000000-0000-4000-8000-000000000001"}, settings, embedder)
+    row = build_episode(replace(segment, id="00000000-0000-4000-8000-000000000001"), settings, embedder)
     store_episode(
         db,
         tenant=tenant,
         conversation_id=conv,
-        fence=segment["fence"],
-        messages=segment["messages"],
-        expected=check_stored(db, tenant, conv, segment["messages"]),
+        fence=segment.fence,
+        messages=segment.messages,
+        expected=check_stored(db, tenant, conv, segment.messages),
         row=row,
     )
 
@@ -70,7 +71,7 @@ def test_an_episode_creation_in_flight_cannot_bring_a_forgotten_conversation_bac
     producer.add_messages(_messages("a", 4), conversation_id=conv)
     producer.flush(conv)
     _, closed = _cut(producer, settings, tenant, conv)
-    in_flight = parse_segment(producer.redis.hget(keys.segments, closed[0]))  # an episode task has read it...
+    in_flight = Segment.decode(producer.redis.hget(keys.segments, closed[0]))  # an episode task has read it...
 
     done = forget_conversation(producer.redis, db, keys)  # ...and the conversation is forgotten
     assert done.redis_keys > 0 and _traces(db, producer, tenant, conv) == []
@@ -83,7 +84,7 @@ def test_an_episode_creation_in_flight_cannot_bring_a_forgotten_conversation_bac
     producer.add_messages(_messages("b", 3), conversation_id=conv)
     producer.flush(conv)
     store, recut = _cut(producer, settings, tenant, conv)
-    assert parse_segment(producer.redis.hget(keys.segments, recut[0]))["fence"] != in_flight["fence"]
+    assert Segment.decode(producer.redis.hget(keys.segments, recut[0])).fence != in_flight.fence
     with pytest.raises(StaleSegment):
         _write_late(db, settings, embedder, tenant, conv, in_flight)
     assert create_episode(store, db, recut[0], settings, embedder).status == "created"

@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from memq.shared import deadline
 from memq.shared.llm import LLMError, complete_json, import_litellm
-from memq.testing.scripted_llm import Reply
+from memq_lab.testing.scripted_llm import Reply
 
 
 class Answer(BaseModel):

@@ -10,7 +10,7 @@ import pytest
 
 from memq.shared.db.episodes import list_episodes
 from memq.shared.embeddings import episode_vector, get_embedder
-from memq.testing.scripted_llm import Reply
+from memq_lab.testing.scripted_llm import Reply
 
 MESSAGES = [
     {"role": "user", "content": "My sourdough came out flat again, the starter is five days old."},

@@ -17,7 +17,7 @@ import pytest
 from invariants import assert_every_message_in_exactly_one_episode
 from processes import wait_for_workers
 
-from memq.testing.tcp_proxy import free_port
+from memq_lab.testing.tcp_proxy import free_port
 
 pytestmark = [
     pytest.mark.integration,

@@ -18,8 +18,8 @@ from stored import stored_message_ids
 from memq.audit import audit
 from memq.shared.db.conversations import gaps
 from memq.shared.db.episodes import StaleSegment, check_stored, store_episode
-from memq.shared.mailbox.codec import parse_segment
 from memq.shared.mailbox.scripts import Scripts
+from memq.shared.mailbox.segment import Segment
 from memq.worker.conversation_store import ConversationStore
 from memq.worker.episodes.job import create_episode
 from memq.worker.segmentation.detectors.rules_only import RulesOnlyDetector
@@ -199,8 +199,8 @@ def test_a_segment_cut_before_the_rewind_can_no_longer_be_written(producer, db, 
     drain(store, settings, RulesOnlyDetector(), None, closed.append, snap)
     store.release()
     assert len(closed) == 1
-    in_flight = parse_segment(producer.redis.hget(keys.segments, closed[0]))  # an episode task has read it...
-    assert [m["id"] for m in in_flight["messages"]] == ["c1", "c2", "c3", "c4", "c5"]
+    in_flight = Segment.decode(producer.redis.hget(keys.segments, closed[0]))  # an episode task has read it...
+    assert [m["id"] for m in in_flight.messages] == ["c1", "c2", "c3", "c4", "c5"]
 
     _restore_as_after_restart(producer, keys, saved)  # ...and Redis crashes, losing c4, c5 and the cut
     producer.add_messages(_messages("d", 2), conversation_id=conv)  # numbered 4, 5: the in-flight segment's numbers
@@ -216,9 +216,9 @@ def test_a_segment_cut_before_the_rewind_can_no_longer_be_written(producer, db, 
             db,
             tenant=tenant,
             conversation_id=conv,
-            fence=in_flight["fence"],
-            messages=in_flight["messages"],
-            expected=check_stored(db, tenant, conv, in_flight["messages"]),
+            fence=in_flight.fence,
+            messages=in_flight.messages,
+            expected=check_stored(db, tenant, conv, in_flight.messages),
             row=None,
         )
     assert create_episode(store, db, recut[0], settings, embedder).status == "created"
@@ -228,9 +228,9 @@ def test_a_segment_cut_before_the_rewind_can_no_longer_be_written(producer, db, 
             db,
             tenant=tenant,
             conversation_id=conv,
-            fence=in_flight["fence"],
-            messages=in_flight["messages"],
-            expected=check_stored(db, tenant, conv, in_flight["messages"]),
+            fence=in_flight.fence,
+            messages=in_flight.messages,
+            expected=check_stored(db, tenant, conv, in_flight.messages),
             row=None,
         )
     assert_every_message_in_exactly_one_episode(db, producer.redis, settings, tenant, conv, 5)

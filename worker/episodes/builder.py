@@ -1,4 +1,4 @@
-"""Turn a closed segment (as stored in Redis by segmentation) into an episode row:
+"""Turn a closed segment (a ``Segment``, as stored in Redis by segmentation) into an episode row:
 title and summary (LLM when configured and working, else extractive), the episode's
 vector (its messages' mean, blended with an LLM summary's embedding), tools used, and
 the initial FSRS state."""
@@ -8,7 +8,6 @@ from __future__ import annotations
 import uuid
 from collections.abc import Mapping
 from datetime import datetime
-from typing import Any
 
 import numpy as np
 import structlog
@@ -16,6 +15,7 @@ import structlog
 from memq.shared.db.episodes import EpisodeRow
 from memq.shared.embeddings import Embedder, episode_vector, summary_is_embedded
 from memq.shared.llm import LLMError
+from memq.shared.mailbox.segment import Segment
 from memq.shared.messages import indexed_text
 from memq.shared.settings import Settings
 from memq.worker.episodes.extractive import episode_phrases, extractive_summary, extractive_title
@@ -27,15 +27,17 @@ log = structlog.get_logger("memq.episodes")
 
 
 def build_episode(
-    segment: dict[str, Any], settings: Settings, embedder: Embedder, known: Mapping[str, np.ndarray] | None = None
+    segment: Segment, settings: Settings, embedder: Embedder, known: Mapping[str, np.ndarray] | None = None
 ) -> EpisodeRow:
-    """``known``: message id -> the embedding segmentation already computed for it (the same
+    """The episode of all of ``segment``'s messages, its id the segment's.
+
+    ``known``: message id -> the embedding segmentation already computed for it (the same
     text, ``indexed_text``, the same model); only the other messages are embedded here,
     and an LLM's summary (``summary_is_embedded``). The episode's vector is
     its messages' mean, blended with that summary's (``episode_vector``); the extractive
     title and summary weigh messages by them."""
-    messages = segment["messages"]
-    overlap = segment.get("overlap") or []
+    messages = segment.messages
+    overlap = segment.overlap
     tools = tools_used(messages)
 
     known = known or {}
@@ -51,9 +53,7 @@ def build_episode(
             source = "llm"
         except LLMError as exc:
             error = str(exc)[:500]
-            log.warning(
-                "summary_fallback_extractive", episode_id=segment["episode_id"], error=":".join(error.split(":")[:2])
-            )
+            log.warning("summary_fallback_extractive", episode_id=segment.id, error=":".join(error.split(":")[:2]))
     if source == "extractive":
         phrases = episode_phrases(messages, message_embeddings)
         title = extractive_title(
@@ -65,18 +65,18 @@ def build_episode(
     embedding = episode_vector(summary_vector, message_embeddings, settings.episode_summary_weight)
     start_at = datetime.fromisoformat(messages[0]["timestamp"])
     end_at = datetime.fromisoformat(messages[-1]["timestamp"])
-    surprise = float(segment.get("surprise") or 0.0)
+    surprise = segment.surprise
     memory = initial_memory(
-        uuid.UUID(segment["episode_id"]).int >> 65,
+        uuid.UUID(segment.id).int >> 65,
         end_at,
         surprise,
         boost=settings.surprise_stability_boost,
         desired_retention=settings.desired_retention,
     )
     return EpisodeRow(
-        id=segment["episode_id"],
-        tenant_id=segment["tenant"],
-        conversation_id=segment["conversation_id"],
+        id=segment.id,
+        tenant_id=segment.tenant,
+        conversation_id=segment.conversation_id,
         messages=messages,
         first_seq=messages[0]["seq"],
         last_seq=messages[-1]["seq"],
@@ -87,9 +87,9 @@ def build_episode(
         difficulty=memory.difficulty,
         fsrs_card=memory.card,
         surprise=surprise,
-        boundary_reason=segment["reason"],
-        boundary_source=segment.get("source") or "rules",
-        detector=segment.get("detector") or "rules",
+        boundary_reason=segment.reason,
+        boundary_source=segment.source,
+        detector=segment.detector,
         summary_source=source,
         summary_model=model,
         summary_error=error,
@@ -98,6 +98,6 @@ def build_episode(
         end_at=end_at,
         tools_used=tools,
         overlap=overlap,
-        token_count=int(segment.get("token_count") or 0),
+        token_count=segment.token_count,
         message_embeddings=message_embeddings,
     )

@@ -12,18 +12,18 @@ PostgreSQL, exactly once.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
 import psycopg
 import structlog
 
 from memq.shared.db.episodes import StoredChanged, check_stored, store_episode
 from memq.shared.embeddings import Embedder
+from memq.shared.mailbox.segment import segment_id_for
 from memq.shared.metrics import metrics
 from memq.shared.settings import Settings
 from memq.shared.users import record_owner, state_owner
-from memq.worker.conversation_store import ConversationStore, episode_id_for
+from memq.worker.conversation_store import ConversationStore
 from memq.worker.episodes.builder import build_episode
 
 log = structlog.get_logger("memq.episodes")
@@ -44,21 +44,22 @@ def create_episode(
     if segment is None:
         return Created("gone")
     tenant, conversation_id = store.tenant, store.conversation_id
-    messages: list[dict[str, Any]] = segment["messages"]
+    messages = segment.messages
     for attempt in range(3):
         expected = check_stored(conn, tenant, conversation_id, messages)
         keep = expected.keep(messages)
         row = None
         if keep:
-            episode_id = episode_id_for(tenant, conversation_id, keep[0]["seq"], keep[-1]["seq"])
+            # the episode of the messages still to store: its id is theirs (all of them: the segment's)
+            episode_id = segment_id_for(tenant, conversation_id, keep[0]["seq"], keep[-1]["seq"])
             known = store.vectors([m["id"] for m in keep])  # segmentation's, when carried
-            row = build_episode({**segment, "messages": keep, "episode_id": episode_id}, settings, embedder, known)
+            row = build_episode(replace(segment, id=episode_id, messages=keep), settings, embedder, known)
         try:
             outcome = store_episode(
                 conn,
                 tenant=tenant,
                 conversation_id=conversation_id,
-                fence=int(segment.get("fence", 0)),
+                fence=segment.fence,
                 messages=messages,
                 expected=expected,
                 row=row,

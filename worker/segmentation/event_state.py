@@ -13,22 +13,23 @@ for the state's whole TTL (six vectors: ~12 kB per idle conversation).
 
 from __future__ import annotations
 
-import base64
 import json
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
+from memq.shared.vector_codec import decode_vector, encode_vector
+
 PREV_TEXT = "prev_text"  # extras key: the previous message's text, for detectors that read it
 
 
 def _vec_out(v: np.ndarray | None) -> str | None:
-    return None if v is None else base64.b64encode(np.asarray(v, dtype=np.float32).tobytes()).decode()
+    return None if v is None else encode_vector(v)
 
 
 def _vec_in(s: str | None) -> np.ndarray | None:
-    return None if s is None else np.frombuffer(base64.b64decode(s), dtype=np.float32).copy()
+    return None if s is None else decode_vector(s)
 
 
 @dataclass(frozen=True, eq=False)

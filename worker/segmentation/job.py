@@ -57,7 +57,7 @@ class MessageFailed(Exception):
 @dataclass
 class DrainOutcome:
     processed: int = 0
-    episodes: list[str] = field(default_factory=list)
+    episodes: list[str] = field(default_factory=list)  # ids of the segments closed (each becomes an episode)
     more: bool = False  # stopped by the budget with work left
     flushed: bool = False
 
@@ -212,125 +212,221 @@ def drain(
     on_episode: Callable[[str], None],
     snapshot: Snapshot,
 ) -> DrainOutcome:
-    segmenter = Segmenter.from_settings(settings, detector, snapshot.buffer, snapshot.event)
-    seq, last_eff, fence = snapshot.seq, snapshot.last_eff_us, snapshot.fence
-    outcome = DrainOutcome()
-    ends_at = time.monotonic() + settings.drain_max_seconds
-    step_seconds = settings.lock_lease_seconds / 2  # a step never outlives half the lock's lease
+    """Segment the conversation's inbox, in order, from ``snapshot`` (read under the
+    conversation's lock, synced with PostgreSQL), until the inbox holds nothing decidable
+    or the budget (``MEMQ_DRAIN_MAX_MESSAGES``, ``MEMQ_DRAIN_MAX_SECONDS``) runs out; then,
+    when a flush is asked for and nothing waits in the inbox, close the open event.
 
-    def out_of_budget() -> bool:
-        return outcome.processed >= settings.drain_max_messages or time.monotonic() >= ends_at
+    Each batch of the inbox front is read (``_Drain.next_batch``: decoded, embedded when
+    the detector needs it), advanced through the segmenter message by message
+    (``_Drain.segment``) and committed in one fenced script call (``_Pending``).
+    ``on_episode`` is called with the id of each segment closed, once its step is committed.
 
-    lookahead = detector.lookahead if detector.needs_embeddings else 0
-    embedded: dict[str, np.ndarray | _Unusable | None] = {}  # inbox item -> its vector, within this drain
-    while True:
-        if out_of_budget():
-            outcome.more = True  # the task's release decides, with the inbox, whether a drain follows
-            return outcome
-        flushing = store.flush_requested() is not None
-        want = min(settings.embed_prefetch, settings.drain_max_messages - outcome.processed)
-        raws = store.peek_inbox_raw(want + lookahead)
+    Guarantees: messages are numbered and decided strictly in inbox order; nothing is
+    written but through fenced commits, so a drain that stops at any point (budget,
+    crash, lost lock) leaves the state as its last commit left it, and the next drain
+    resumes from there; a message with look-ahead is decided only once the next ones are
+    there or the conversation is flushed. Raises ``MessageFailed`` (the steps before the
+    failing message committed), ``LockLost`` / ``StateChanged`` (refused commits) and
+    transient errors (the uncommitted steps are redone by the next drain).
+    ``DrainOutcome.more``: stopped by the budget with work left."""
+    return _Drain(store, settings, detector, embedder, on_episode, snapshot).run()
+
+
+@dataclass
+class _Batch:
+    """Inbox items read at once: decoded, their vectors (None without embeddings), and
+    how many of them (from the first) can be decided now."""
+
+    raws: list[str]
+    decoded: list[QueuedMessage | _Unusable]
+    vectors: list[np.ndarray | _Unusable | None]
+    decidable: int
+
+
+def _ahead(vectors: list[np.ndarray | _Unusable | None]) -> list[np.ndarray]:
+    """The look-ahead vectors, up to the first one missing or unusable."""
+    ahead: list[np.ndarray] = []
+    for v in vectors:
+        if v is None or isinstance(v, _Unusable):
+            break
+        ahead.append(v)
+    return ahead
+
+
+class _Drain:
+    """One run of ``drain``: the segmenter and the counters it advances."""
+
+    def __init__(
+        self,
+        store: ConversationStore,
+        settings: Settings,
+        detector: Detector,
+        embedder: Callable[[], Embedder] | None,
+        on_episode: Callable[[str], None],
+        snapshot: Snapshot,
+    ):
+        self.store, self.settings, self.detector = store, settings, detector
+        self.embedder, self.on_episode = embedder, on_episode
+        self.segmenter = Segmenter.from_settings(settings, detector, snapshot.buffer, snapshot.event)
+        self.seq, self.last_eff, self.fence = snapshot.seq, snapshot.last_eff_us, snapshot.fence
+        self.outcome = DrainOutcome()
+        self.ends_at = time.monotonic() + settings.drain_max_seconds
+        self.step_seconds = settings.lock_lease_seconds / 2  # a step never outlives half the lock's lease
+        self.lookahead = detector.lookahead if detector.needs_embeddings else 0
+        self.embedded: dict[str, np.ndarray | _Unusable | None] = {}  # inbox item -> its vector, within this drain
+
+    def run(self) -> DrainOutcome:
+        while not self.out_of_budget():
+            batch = self.next_batch()
+            if batch is None:
+                return self.close_if_flushed()
+            if not self.segment(batch):
+                return self.outcome
+        self.outcome.more = True  # the task's release decides, with the inbox, whether a drain follows
+        return self.outcome
+
+    def out_of_budget(self) -> bool:
+        return self.outcome.processed >= self.settings.drain_max_messages or time.monotonic() >= self.ends_at
+
+    # -- reading a batch ----------------------------------------------------------------
+    def next_batch(self) -> _Batch | None:
+        """The inbox front, as far as this drain may go; None when none of it can be decided now."""
+        flushing = self.store.flush_requested() is not None
+        want = min(self.settings.embed_prefetch, self.settings.drain_max_messages - self.outcome.processed)
+        raws = self.store.peek_inbox_raw(want + self.lookahead)
         # With look-ahead, a message is decided once the next w messages are here, or
         # when the conversation is being flushed (its end is known).
-        decidable = len(raws) if flushing else min(want, len(raws) - lookahead)
+        decidable = len(raws) if flushing else min(want, len(raws) - self.lookahead)
         if decidable <= 0:
-            break
+            return None
         decoded = _decode(raws)
         vectors: list[np.ndarray | _Unusable | None] = [None] * len(raws)
-        if detector.needs_embeddings and embedder:
-            # the look-ahead messages of the last batch are this batch's first: embedded once
-            fresh = [i for i, raw in enumerate(raws) if raw not in embedded]
-            mark = _take_kept(store, raws, decoded, fresh, embedded)
-            fresh = [i for i in fresh if raws[i] not in embedded]
-            if fresh:
-                model = embedder()
-                with_others = functools.partial(
-                    co_embedding.embed, model, store=store, settings=settings, window=want + lookahead
-                )
-                _embed_fresh(store, model, raws, decoded, fresh, mark, with_others, embedded)
-            vectors = [embedded[raw] for raw in raws]
-            store.remember_vectors(  # for episode creation and later drains, on whichever worker they run
-                {
-                    item.id: vector
-                    for i in fresh
-                    if isinstance(item := decoded[i], QueuedMessage)
-                    and isinstance(vector := embedded[raws[i]], np.ndarray)
-                },
-                through=raws[-1],
+        if self.detector.needs_embeddings and self.embedder:
+            vectors = self.vectors(self.embedder, raws, decoded, want, decidable)
+        return _Batch(raws, decoded, vectors, decidable)
+
+    def vectors(
+        self,
+        embedder: Callable[[], Embedder],
+        raws: list[str],
+        decoded: list[QueuedMessage | _Unusable],
+        want: int,
+        decidable: int,
+    ) -> list[np.ndarray | _Unusable | None]:
+        """The batch's vectors: kept in Redis (another drain's), kept from the last batch
+        (its look-ahead), or embedded now (along with other conversations' fronts); the new
+        ones are kept in Redis for episode creation and later drains."""
+        store, embedded = self.store, self.embedded
+        # the look-ahead messages of the last batch are this batch's first: embedded once
+        fresh = [i for i, raw in enumerate(raws) if raw not in embedded]
+        mark = _take_kept(store, raws, decoded, fresh, embedded)
+        fresh = [i for i in fresh if raws[i] not in embedded]
+        if fresh:
+            model = embedder()
+            with_others = functools.partial(
+                co_embedding.embed, model, store=store, settings=self.settings, window=want + self.lookahead
             )
-            for raw in raws[:decidable]:
-                embedded.pop(raw, None)
-        pending = _Pending(store, outcome, on_episode)
-        for j in range(decidable):
-            if out_of_budget():
+            _embed_fresh(store, model, raws, decoded, fresh, mark, with_others, embedded)
+        vectors = [embedded[raw] for raw in raws]
+        store.remember_vectors(  # for episode creation and later drains, on whichever worker they run
+            {
+                item.id: vector
+                for i in fresh
+                if isinstance(item := decoded[i], QueuedMessage) and isinstance(vector := embedded[raws[i]], np.ndarray)
+            },
+            through=raws[-1],
+        )
+        for raw in raws[:decidable]:
+            embedded.pop(raw, None)
+        return vectors
+
+    # -- segmenting a batch -------------------------------------------------------------
+    def segment(self, batch: _Batch) -> bool:
+        """The batch's decidable messages through the segmenter, their steps committed
+        (``_Pending``); False when the budget ran out first (the rest waits for the next drain)."""
+        pending = _Pending(self.store, self.outcome, self.on_episode)
+        for j in range(batch.decidable):
+            if self.out_of_budget():
                 pending.commit()
-                outcome.more = True
-                return outcome
-            if pending.age() > step_seconds / 2:  # commits renew the lock's lease
+                self.outcome.more = True
+                return False
+            if pending.age() > self.step_seconds / 2:  # commits renew the lock's lease
                 pending.commit()
-            raw, item = raws[j], decoded[j]
-            try:
-                if isinstance(item, _Unusable):
-                    raise item.exc
-                vector = vectors[j]
-                if isinstance(vector, _Unusable):
-                    raise vector.exc
-                message = item.numbered(seq + 1, last_eff)
-                ahead = []
-                for v in vectors[j + 1 : j + 1 + lookahead]:
-                    if v is None or isinstance(v, _Unusable):
-                        break
-                    ahead.append(v)
-                with deadline.within(min(step_seconds, ends_at - time.monotonic())):
-                    result = segmenter.advance(message, vector, ahead)
-            except STOP:
-                raise
-            except Exception as exc:
-                if is_transient(exc):
-                    raise  # the steps not yet committed are redone by the next drain, as after a crash
-                pending.commit()  # the messages before it are done: the failure is the inbox front's
-                message_id = item.id if isinstance(item, QueuedMessage) else _fallback_id(raw)
-                raise MessageFailed(raw, message_id, exc) from exc
-            seq += 1
-            last_eff = to_micros(message.timestamp)
-            step = store.step(
-                head_raw=raw,
-                push=message if result.push else None,
-                drop=result.drop,
-                segment=result.segment,
-                state=result.state,
-                fence=fence,
-                seq=seq,
-                last_eff_us=last_eff,
-            )
-            pending.add(step, result.segment)
-            outcome.processed += 1
-            if settings.boundary_verbose:
+            message, result = self.advance(batch, j, pending)
+            pending.add(self.step(batch.raws[j], message, result), result.segment)
+            self.outcome.processed += 1
+            if self.settings.boundary_verbose:
                 log_boundary_score(message.seq, result)
         pending.commit()
+        return True
 
-    if store.peek_inbox_raw(1):
-        return outcome  # messages wait for look-ahead; a later message or a flush decides them
-    flush = store.flush_requested()
-    if flush is not None:
+    def advance(self, batch: _Batch, j: int, pending: _Pending) -> tuple[QueuedMessage, Step]:
+        """Message ``j`` of the batch, numbered, and the segmenter's step for it. A failure
+        that is not transient is the inbox front's: the steps before it are committed and
+        ``MessageFailed`` names the message."""
+        raw, item = batch.raws[j], batch.decoded[j]
+        try:
+            if isinstance(item, _Unusable):
+                raise item.exc
+            vector = batch.vectors[j]
+            if isinstance(vector, _Unusable):
+                raise vector.exc
+            message = item.numbered(self.seq + 1, self.last_eff)
+            ahead = _ahead(batch.vectors[j + 1 : j + 1 + self.lookahead])
+            with deadline.within(min(self.step_seconds, self.ends_at - time.monotonic())):
+                return message, self.segmenter.advance(message, vector, ahead)
+        except STOP:
+            raise
+        except Exception as exc:
+            if is_transient(exc):
+                raise  # the steps not yet committed are redone by the next drain, as after a crash
+            pending.commit()  # the messages before it are done: the failure is the inbox front's
+            message_id = item.id if isinstance(item, QueuedMessage) else _fallback_id(raw)
+            raise MessageFailed(raw, message_id, exc) from exc
+
+    def step(self, raw: str, message: QueuedMessage, result: Step) -> CommitStep:
+        """The segmenter's step for the inbox front ``raw`` (numbered ``message``), ready to commit."""
+        self.seq += 1
+        self.last_eff = to_micros(message.timestamp)
+        return self.store.step(
+            head_raw=raw,
+            push=message if result.push else None,
+            drop=result.drop,
+            segment=result.segment,
+            state=result.state,
+            fence=self.fence,
+            seq=self.seq,
+            last_eff_us=self.last_eff,
+        )
+
+    # -- the end ------------------------------------------------------------------------
+    def close_if_flushed(self) -> DrainOutcome:
+        """The inbox is drained as far as it can be: when a flush is asked for and nothing
+        waits for look-ahead, close the open event (a flush with nothing open is only cleared)."""
+        if self.store.peek_inbox_raw(1):
+            return self.outcome  # messages wait for look-ahead; a later message or a flush decides them
+        flush = self.store.flush_requested()
+        if flush is None:
+            return self.outcome
         reason = "inactivity" if flush.endswith(":inactivity") else "flush"
-        closing = segmenter.close(reason)  # None: nothing open, the flush is only cleared
-        episode_id = store.commit(
-            store.step(
+        closing = self.segmenter.close(reason)  # None: nothing open, the flush is only cleared
+        segment_id = self.store.commit(
+            self.store.step(
                 head_raw=None,
                 push=None,
                 drop=closing.drop if closing else 0,
                 segment=closing.segment if closing else None,
-                state=closing.state if closing else segmenter.state,
-                fence=fence,
+                state=closing.state if closing else self.segmenter.state,
+                fence=self.fence,
                 clear_flush=flush,
             )
         )
         if closing is not None:
-            assert episode_id is not None and closing.segment is not None  # closing a non-empty event
-            _closed(episode_id, closing.segment, outcome, on_episode)
-        outcome.flushed = True
-    return outcome
+            assert segment_id is not None and closing.segment is not None  # closing a non-empty event
+            _closed(segment_id, closing.segment, self.outcome, self.on_episode)
+        self.outcome.flushed = True
+        return self.outcome
 
 
 class _Pending:
@@ -342,14 +438,14 @@ class _Pending:
     def __init__(self, store: ConversationStore, outcome: DrainOutcome, on_episode: Callable[[str], None]):
         self.store, self.outcome, self.on_episode = store, outcome, on_episode
         self.steps: list[CommitStep] = []
-        self.closed: list[tuple[str, ClosedSegment]] = []
+        self.closed: list[tuple[str, ClosedSegment]] = []  # (segment id, segment)
         self.since = time.monotonic()
 
     def add(self, step: CommitStep, segment: ClosedSegment | None) -> None:
         self.steps.append(step)
-        if step.episode_id:
-            assert segment is not None  # an episode id comes with its segment
-            self.closed.append((step.episode_id, segment))
+        if step.segment_id:
+            assert segment is not None  # a segment id comes with its segment
+            self.closed.append((step.segment_id, segment))
 
     def age(self) -> float:
         """Seconds since the last commit (or since the batch began)."""
@@ -359,14 +455,14 @@ class _Pending:
         self.store.commit_steps(self.steps)
         closed, self.steps, self.closed = self.closed, [], []
         self.since = time.monotonic()
-        for episode_id, segment in closed:
-            _closed(episode_id, segment, self.outcome, self.on_episode)
+        for segment_id, segment in closed:
+            _closed(segment_id, segment, self.outcome, self.on_episode)
 
 
-def _closed(episode_id: str, segment: ClosedSegment, outcome: DrainOutcome, on_episode: Callable[[str], None]) -> None:
+def _closed(segment_id: str, segment: ClosedSegment, outcome: DrainOutcome, on_episode: Callable[[str], None]) -> None:
     log.info(
         "segment_closed",
-        episode_id=episode_id,
+        episode_id=segment_id,
         reason=segment.reason,
         messages=len(segment.messages),
         first_seq=segment.messages[0].seq,
@@ -374,5 +470,5 @@ def _closed(episode_id: str, segment: ClosedSegment, outcome: DrainOutcome, on_e
         surprise=round(segment.surprise, 3),
     )
     metrics().boundaries.labels(reason=segment.reason).inc()
-    outcome.episodes.append(episode_id)
-    on_episode(episode_id)
+    outcome.episodes.append(segment_id)
+    on_episode(segment_id)

@@ -21,11 +21,17 @@ def conversation_args(settings: Settings, tenant: object, conversation_id: objec
     return check_tenant(tenant), check_conversation_id(conversation_id, settings.conversation_id_max_length)
 
 
-def episode_arg(value: object) -> str:
+# what a task's id argument names, in error messages
+_ID_NAMES = {"episode_id": "an episode id", "segment_id": "a segment id"}
+
+
+def id_arg(value: object, name: str) -> str:
+    """A task's UUID argument ``name`` (``episode_id``, ``segment_id``), normalised."""
     try:
         return str(uuid.UUID(str(value)))
     except ValueError:
-        raise ValidationError(f"{str(value)[:60]!r} is not an episode id (a UUID)", field="episode_id") from None
+        what = _ID_NAMES.get(name, name)
+        raise ValidationError(f"{str(value)[:60]!r} is not {what} (a UUID)", field=name) from None
 
 
 def refused(exc: ValidationError) -> dict[str, Any]:
@@ -37,11 +43,14 @@ def refused(exc: ValidationError) -> dict[str, Any]:
 TaskBody = Callable[..., dict[str, Any]]
 
 
-def checked_arguments(*, episode: bool = False) -> Callable[[TaskBody], TaskBody]:
-    """Wrap a task body taking ``(tenant, conversation_id[, episode_id], ...)``: the ids are
-    validated (and normalised) before the body runs, and a malformed one drops the task
-    with a clear log line instead of reaching the body. Every memq task uses it, so none
-    can forget."""
+def checked_arguments(*, id_argument: str | None = None) -> Callable[[TaskBody], TaskBody]:
+    """Wrap a task body taking ``(tenant, conversation_id[, <id_argument>], ...)``, where
+    ``id_argument`` names a UUID (``episode_id``, ``segment_id``): the ids are validated (and
+    normalised) before the body runs, and a malformed one drops the task with a clear log
+    line instead of reaching the body. Every memq task uses it, so none can forget.
+
+    ``memq.shared.publisher`` sends the ids positionally (only ``attempt`` goes by name), so
+    a task's id parameter can be renamed without breaking messages already queued."""
 
     def wrap(body: TaskBody) -> TaskBody:
         @functools.wraps(body)
@@ -50,9 +59,9 @@ def checked_arguments(*, episode: bool = False) -> Callable[[TaskBody], TaskBody
 
             try:
                 checked = conversation_args(resources.settings(), tenant, conversation_id)
-                if episode:
-                    episode_id, *rest = args if args else (kwargs.pop("episode_id", None),)
-                    args = (episode_arg(episode_id), *rest)
+                if id_argument is not None:
+                    value, *rest = args if args else (kwargs.pop(id_argument, None),)
+                    args = (id_arg(value, id_argument), *rest)
             except ValidationError as exc:
                 return refused(exc)
             return body(*checked, *args, **kwargs)

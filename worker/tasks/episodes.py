@@ -17,6 +17,7 @@ from billiard.exceptions import SoftTimeLimitExceeded
 
 from memq.shared import publisher, tasks
 from memq.shared.db.episodes import StaleSegment, StoredChanged
+from memq.shared.mailbox.replies import Adoption
 from memq.worker import resources
 from memq.worker.app import app
 from memq.worker.episodes.job import create_episode
@@ -27,33 +28,35 @@ log = structlog.get_logger("memq.tasks")
 
 
 @app.task(name=tasks.EPISODE_CREATION, acks_late=True)
-@checked_arguments(episode=True)
-def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt: int = 0) -> dict[str, Any]:
+@checked_arguments(id_argument="segment_id")
+def episode_creation(tenant: str, conversation_id: str, segment_id: str, attempt: int = 0) -> dict[str, Any]:
+    """Create the episode of the closed segment ``segment_id`` (the id ``commit_steps.lua``
+    stored it under; publishers send it positionally, never by name)."""
     settings = resources.settings()
     store = resources.store(tenant, conversation_id)
 
     def again(delay_attempt: int) -> None:
         delay = retry_delay(settings, delay_attempt)
-        publisher.episode(app, tenant, conversation_id, episode_id, countdown=delay, attempt=attempt + 1)
+        publisher.episode(app, tenant, conversation_id, segment_id, countdown=delay, attempt=attempt + 1)
 
     try:
         with resources.database(tenant) as conn:
-            created = create_episode(store, conn, episode_id, settings, resources.embedder())
+            created = create_episode(store, conn, segment_id, settings, resources.embedder())
         if created.status == "created":  # the chain goes on: what was retrieved before this segment is reviewed
             assert created.episode_id is not None  # a created episode has its id
             publisher.review(app, tenant, conversation_id, created.episode_id)
         return {"status": created.status, "episode_id": created.episode_id, "summary_source": created.summary_source}
     except StaleSegment as exc:
-        fence = store.adopt_segment(episode_id)
-        if fence < 0:
+        adopted = store.adopt_segment(segment_id)
+        if adopted.outcome is Adoption.GONE:
             return {"status": "gone"}
-        if fence > 0:  # the segment in Redis is authoritative: it now carries the current fence
-            log.info("segment_adopted", segment_id=episode_id, fence=fence, error=str(exc))
-            publisher.episode(app, tenant, conversation_id, episode_id, attempt=attempt + 1)
+        if adopted.outcome is Adoption.ADOPTED:  # the segment in Redis is authoritative: it carries the fence now
+            log.info("segment_adopted", segment_id=segment_id, fence=adopted.fence, error=str(exc))
+            publisher.episode(app, tenant, conversation_id, segment_id, attempt=attempt + 1)
             return {"status": "adopted"}
         log.warning(
             "stale_segment",
-            segment_id=episode_id,
+            segment_id=segment_id,
             error=str(exc),
             hint="waiting for a drain to re-sync the conversation",
         )
@@ -62,18 +65,19 @@ def episode_creation(tenant: str, conversation_id: str, episode_id: str, attempt
         again(attempt)
         return {"status": "stale"}
     except SoftTimeLimitExceeded:
-        log.warning("soft_time_limit", segment_id=episode_id)
+        log.warning("soft_time_limit", segment_id=segment_id)
         again(0)
         return {"status": "time_limit"}
     except Exception as exc:
         if is_transient(exc) or isinstance(exc, StoredChanged):
-            log.warning("episode_failed", segment_id=episode_id, error=describe(exc), transient=True, attempt=attempt)
+            log.warning("episode_failed", segment_id=segment_id, error=describe(exc), transient=True, attempt=attempt)
             again(attempt)
             return {"status": "retrying"}
-        failures, quarantined = store.record_failure("segment", episode_id, describe(exc))
+        recorded = store.record_failure("segment", segment_id, describe(exc))
+        failures, quarantined = recorded.failures, recorded.quarantined
         log.exception(
             "segment_quarantined" if quarantined else "episode_failed",
-            segment_id=episode_id,
+            segment_id=segment_id,
             error=describe(exc),
             failures=failures,
             hint="see `memq quarantine list`" if quarantined else None,

@@ -24,6 +24,7 @@ import structlog
 
 from memq.shared import publisher, tasks
 from memq.shared.mailbox.keys import all_shards, conversation_keys, split_member
+from memq.shared.mailbox.replies import decode_items, decode_request_flush
 from memq.worker import resources
 from memq.worker.app import app
 
@@ -40,15 +41,17 @@ def collapse_idle() -> dict[str, Any]:
     timeout = settings.segment_timeout_minutes * 60
     requested = 0
     for shard in all_shards(settings.key_prefix, settings.redis_shards):
-        for member in scripts.due(keys=[shard.active], args=[timeout, SCAN_LIMIT, 0]):
+        for member in decode_items(scripts.due(keys=[shard.active], args=[timeout, SCAN_LIMIT, 0])):
             tenant, conversation_id = split_member(member)
             keys = conversation_keys(settings, tenant, conversation_id)
-            schedule, has_work = scripts.request_flush(
-                keys=[keys.state, shard.drains, keys.inbox, keys.buffer, shard.active],
-                args=[member, "inactivity", timeout],
+            flush = decode_request_flush(
+                scripts.request_flush(
+                    keys=[keys.state, shard.drains, keys.inbox, keys.buffer, shard.active],
+                    args=[member, "inactivity", timeout],
+                )
             )
-            requested += int(bool(has_work))
-            if schedule:
+            requested += int(flush.has_work)
+            if flush.publish_drain:
                 publisher.drain(app, tenant, conversation_id)
     if requested:
         log.info("collapse_idle", conversations=requested)
@@ -69,14 +72,14 @@ def sweep_stalled(age: float | None = None, once_per_seconds: float = 0.0) -> di
     age = settings.stalled_after_seconds if age is None else max(0.0, float(age))
     drains = episodes = 0
     for shard in all_shards(settings.key_prefix, settings.redis_shards):
-        for member in scripts.due(keys=[shard.drains], args=[age, SCAN_LIMIT, 1]):
+        for member in decode_items(scripts.due(keys=[shard.drains], args=[age, SCAN_LIMIT, 1])):
             tenant, conversation_id = split_member(member)
             publisher.drain(app, tenant, conversation_id)
             drains += 1
-        for entry in scripts.due(keys=[shard.pending], args=[age, SCAN_LIMIT, 1]):
-            conv_member, _, episode_id = entry.rpartition("/")
+        for entry in decode_items(scripts.due(keys=[shard.pending], args=[age, SCAN_LIMIT, 1])):
+            conv_member, _, segment_id = entry.rpartition("/")
             tenant, conversation_id = split_member(conv_member)
-            publisher.episode(app, tenant, conversation_id, episode_id)
+            publisher.episode(app, tenant, conversation_id, segment_id)
             episodes += 1
     if drains or episodes:
         log.warning("stalled_work_requeued", drains=drains, episodes=episodes, age=age)

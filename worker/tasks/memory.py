@@ -38,7 +38,7 @@ def _due(conn: psycopg.Connection, settings: Settings, tenant: str, conversation
 
 
 @app.task(name=tasks.MEMORY_REVIEW, acks_late=True)
-@checked_arguments(episode=True)
+@checked_arguments(id_argument="episode_id")
 def memory_review(tenant: str, conversation_id: str, episode_id: str, attempt: int = 0) -> dict[str, Any]:
     settings = resources.settings()
     try:

@@ -61,7 +61,7 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
             settings,
             detector,
             resources.embedder,
-            lambda episode_id: publisher.episode(app, tenant, conversation_id, episode_id),
+            lambda segment_id: publisher.episode(app, tenant, conversation_id, segment_id),
             snapshot,
         )
         result.update(
@@ -75,7 +75,8 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
             flushed=outcome.flushed,
         )
     except MessageFailed as failed:
-        failures, quarantined = store.record_failure("message", failed.message_id, failed.error, head_raw=failed.raw)
+        recorded = store.record_failure("message", failed.message_id, failed.error, head_raw=failed.raw)
+        failures, quarantined = recorded.failures, recorded.quarantined
         (log.error if quarantined else log.warning)(
             "message_quarantined" if quarantined else "message_failed",
             message_id=failed.message_id,

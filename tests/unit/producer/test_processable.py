@@ -99,9 +99,9 @@ def check_worker_run(valid: ValidMessage, detector: str, gap_seconds: float) -> 
         for value in (row.messages, row.fsrs_card, row.tools_used, row.overlap):  # jsonb refuses NaN
             json.dumps(value, allow_nan=False)
         # What build_episode does not call on the extractive path, called here.
-        render_segment(segment["messages"], segment["overlap"])
-        assert extractive_title(segment["messages"], S.extractive_title_min_words, S.extractive_title_max_words)
-        assert extractive_summary(segment["messages"], S.summary_max_sentences, tools_used(segment["messages"]))
+        render_segment(segment.messages, segment.overlap)
+        assert extractive_title(segment.messages, S.extractive_title_min_words, S.extractive_title_max_words)
+        assert extractive_summary(segment.messages, S.summary_max_sentences, tools_used(segment.messages))
         if valid.role == "tool" and any(m["seq"] == 3 for m in row.messages):
             assert (
                 tool_name((valid.metadata or {}).get("tool_name"))

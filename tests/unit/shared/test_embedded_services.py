@@ -64,7 +64,7 @@ def test_env_is_validated(monkeypatch):
 def test_stop_never_shuts_down_another_server_on_its_port(tmp_path):
     """The folder's server started on one port; the settings now name another, where another
     server runs: stopping stops ours (by its pid) and leaves the other one alone."""
-    from memq.testing.tcp_proxy import free_port
+    from memq_lab.testing.tcp_proxy import free_port
 
     ours = EmbeddedRedis(tmp_path / "ours", free_port())
     other = EmbeddedRedis(tmp_path / "other", free_port())
@@ -81,7 +81,7 @@ def test_stop_never_shuts_down_another_server_on_its_port(tmp_path):
 
 def test_a_folder_whose_server_runs_on_another_port_is_not_given_a_second_server(tmp_path):
     """Two servers in one folder would write one append-only file, each over the other's."""
-    from memq.testing.tcp_proxy import free_port
+    from memq_lab.testing.tcp_proxy import free_port
 
     first = EmbeddedRedis(tmp_path, free_port())
     first.start()

@@ -10,19 +10,20 @@ import pytest
 from strategies import FakeEmbedder, fake_unit_vector
 
 from memq.shared.embeddings import episode_vector, summary_is_embedded
+from memq.shared.mailbox.segment import Segment
 from memq.shared.settings import Settings
-from memq.worker.conversation_store import decode_vector, encode_vector
+from memq.shared.vector_codec import decode_vector, encode_vector
 from memq.worker.episodes.builder import build_episode
 
 
-def _segment(n: int) -> dict:
-    return {
-        "episode_id": "00000000-0000-4000-8000-000000000007",
-        "tenant": "t1",
-        "conversation_id": "c1",
-        "reason": "flush",
-        "surprise": 0.2,
-        "messages": [
+def _segment(n: int) -> Segment:
+    return Segment(
+        id="00000000-0000-4000-8000-000000000007",
+        tenant="t1",
+        conversation_id="c1",
+        reason="flush",
+        surprise=0.2,
+        messages=[
             {
                 "id": f"m{i}",
                 "seq": i + 1,
@@ -32,18 +33,22 @@ def _segment(n: int) -> dict:
             }
             for i in range(n)
         ],
-    }
+        overlap=[],
+        detector="rules",
+        source="rules",
+        token_count=0,
+    )
 
 
 def test_carried_vectors_are_used_and_only_the_rest_is_embedded():
     segment, embedder = _segment(5), FakeEmbedder()
-    carried = {m["id"]: fake_unit_vector("carried " + m["id"], 384) for m in segment["messages"][:3]}
+    carried = {m["id"]: fake_unit_vector("carried " + m["id"], 384) for m in segment.messages[:3]}
     row = build_episode(segment, Settings(), embedder, carried)
     # the two messages without a vector (the extractive title and summary weigh messages by
     # their vectors), and nothing else
-    assert embedder.calls == [[m["content"] for m in segment["messages"][3:]]]
+    assert embedder.calls == [[m["content"] for m in segment.messages[3:]]]
     assert row.message_embeddings is not None and row.message_embeddings.shape == (5, 384)
-    for i, m in enumerate(segment["messages"]):
+    for i, m in enumerate(segment.messages):
         expected = carried.get(m["id"], fake_unit_vector(m["content"], 384))
         assert np.array_equal(row.message_embeddings[i], expected)
 
@@ -52,12 +57,12 @@ def test_without_carried_vectors_every_message_is_embedded_as_before():
     segment, embedder = _segment(4), FakeEmbedder()
     row = build_episode(segment, Settings(), embedder)
     assert row.summary_source == "extractive"  # quotes the messages: not embedded again
-    assert embedder.calls == [[m["content"] for m in segment["messages"]]]
+    assert embedder.calls == [[m["content"] for m in segment.messages]]
 
 
 def test_an_extractive_episodes_vector_is_its_messages_mean():
     segment = _segment(4)
-    carried = {m["id"]: fake_unit_vector(m["content"], 384) for m in segment["messages"]}
+    carried = {m["id"]: fake_unit_vector(m["content"], 384) for m in segment.messages}
     row = build_episode(segment, Settings(episode_summary_weight=0.5), FakeEmbedder(), carried)
     assert row.summary_source == "extractive" and row.message_embeddings is not None
     mean = row.message_embeddings.mean(axis=0)
