@@ -4,7 +4,13 @@ dimension, tenant, time of export), the last is ``end`` (how many records came b
 it, so a file cut at a line boundary is told from a whole one). In between, per
 conversation: its ``conversation`` record, its ``gap`` records, each ``episode`` followed
 by its ``message`` records, its ``review`` and ``pending_review`` records and its ``fact``
-records (each with its history). Vectors are base64 of little-endian float32.
+records (each with its history). Vectors are base64 of little-endian float32
+(``memq.shared.vector_codec``).
+
+Each record type is a pydantic model below (``RECORDS``): what a field holds, whether it
+may be null (``X | None``) and whether a file may lack it (a default: a field added after
+version 1, which files written before it lack). Values stay as JSON gives them
+(timestamps and ids as strings, checked); the importer reads the checked dict.
 
 Everything here is pure: building records, encoding a line, and parsing and checking a
 line (``parse_line``), which raises ``FormatError`` naming the line and what is wrong."""
@@ -14,141 +20,221 @@ from __future__ import annotations
 import json
 import uuid
 from datetime import date, datetime
-from typing import Any
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, StrictFloat, StrictInt, StrictStr
+from pydantic import ValidationError as PydanticError
 
 from memq.shared.errors import MemqError
 
 FORMAT = "memq-export"
 VERSION = 1
 
-# Field kinds: str, int, num, ts (ISO-8601 timestamp), day (ISO date), uuid, obj, list,
-# vec (base64 float32), any; a trailing "?" allows null, a trailing "*" null or no field at
-# all (a field added after version 1: files written before it lack it).
-FIELDS: dict[str, dict[str, str]] = {
-    "header": {
-        "format": "str",
-        "version": "int",
-        "embedding_model": "str",
-        "embedding_dim": "int",
-        "tenant": "str",
-        "conversation_id": "str?",
-        "user_id": "str*",
-        "exported_at": "ts",
-    },
-    "conversation": {
-        "tenant": "str",
-        "conversation_id": "str",
-        "fence": "int?",
-        "last_seq": "int?",
-        "last_message_at": "ts?",
-        "message_count": "int?",
-        "episode_count": "int?",
-        "created_at": "ts?",
-        "user_id": "str*",
-    },
-    "gap": {
-        "tenant": "str",
-        "conversation_id": "str",
-        "first_seq": "int",
-        "last_seq": "int",
-        "reason": "str",
-        "message_id": "str?",
-        "recorded_at": "ts",
-    },
-    "episode": {
-        "tenant": "str",
-        "conversation_id": "str",
-        "id": "uuid",
-        "message_count": "int",
-        "first_seq": "int",
-        "last_seq": "int",
-        "title": "str",
-        "summary": "str",
-        "embedding": "vec",
-        "embedding_model": "str",
-        "stability": "num",
-        "difficulty": "num",
-        "fsrs_card": "obj",
-        "surprise": "num",
-        "boundary_reason": "str",
-        "boundary_source": "str",
-        "detector": "str",
-        "summary_source": "str",
-        "summary_model": "str?",
-        "summary_error": "str?",
-        "tools_used": "list",
-        "overlap": "list",
-        "token_count": "int",
-        "start_at": "ts",
-        "end_at": "ts",
-        "created_at": "ts",
-        "last_reviewed_at": "ts?",
-        "consolidated_at": "ts?",
-    },
-    "message": {
-        "tenant": "str",
-        "conversation_id": "str",
-        "episode_id": "uuid",
-        "seq": "int",
-        "id": "str",
-        "role": "str",
-        "content": "str",
-        "timestamp": "ts",
-        "sent_at": "ts?",
-        "metadata": "obj?",
-        "speaker": "str?",
-        "embedding": "vec?",
-    },
-    "review": {
-        "tenant": "str",
-        "conversation_id": "str",
-        "memory_id": "uuid",
-        "review_day": "day",
-        "reviewed_at": "ts",
-        "rating": "int",
-        "source": "str",
-        "detail": "obj",
-        "card_before": "obj",
-        "card_after": "obj",
-        "reviews_merged": "int",
-        "segment_id": "uuid?",
-        "created_at": "ts",
-        "updated_at": "ts",
-    },
-    "pending_review": {
-        "tenant": "str",
-        "conversation_id": "str",
-        "memory_id": "uuid",
-        "query": "str",
-        "rank": "int",
-        "score": "num",
-        "retrieved_at": "ts",
-        "consumed_at": "ts?",
-        "asked_in": "str?",
-        "review_memory_id": "uuid?",
-        "review_day": "day?",
-    },
-    "fact": {
-        "tenant": "str",
-        "conversation_id": "str",
-        "id": "uuid",
-        "category": "str",
-        "content": "str",
-        "embedding": "vec",
-        "valid_at": "ts?",
-        "invalid_at": "ts?",
-        "created_at": "ts",
-        "expired_at": "ts?",
-        "superseded_by": "uuid?",
-        "source_episode_ids": "list",
-        "reinforcements": "int",
-        "last_reinforced_at": "ts?",
-        "model": "str?",
-        "history": "list",
-    },
-    "end": {"records": "int"},
+
+def _timestamp(value: str) -> str:
+    try:
+        datetime.fromisoformat(value)
+    except ValueError:
+        raise ValueError("an ISO-8601 timestamp") from None
+    return value
+
+
+def _day(value: str) -> str:
+    try:
+        date.fromisoformat(value)
+    except ValueError:
+        raise ValueError("an ISO-8601 date") from None
+    return value
+
+
+def _uuid(value: str) -> str:
+    try:
+        uuid.UUID(value)
+    except ValueError:
+        raise ValueError("a UUID") from None
+    return value
+
+
+Str = StrictStr
+Int = StrictInt
+Num = StrictFloat  # an integer too (strict float takes one), never a boolean
+Timestamp = Annotated[StrictStr, AfterValidator(_timestamp)]  # ISO-8601, kept as the string
+Day = Annotated[StrictStr, AfterValidator(_day)]
+Uuid = Annotated[StrictStr, AfterValidator(_uuid)]
+Vector = StrictStr  # base64 of little-endian float32
+Obj = dict[str, Any]
+Array = list[Any]
+
+
+class _Record(BaseModel):
+    """Fields a newer memq adds are ignored by this one (a record is read as a dict)."""
+
+    model_config = ConfigDict(strict=True, extra="ignore")
+
+
+class Header(_Record):
+    type: Literal["header"]
+    format: Str
+    version: Int
+    embedding_model: Str
+    embedding_dim: Int
+    tenant: Str
+    conversation_id: Str | None
+    user_id: Str | None = None
+    exported_at: Timestamp
+
+
+class Conversation(_Record):
+    type: Literal["conversation"]
+    tenant: Str
+    conversation_id: Str
+    fence: Int | None
+    last_seq: Int | None
+    last_message_at: Timestamp | None
+    message_count: Int | None
+    episode_count: Int | None
+    created_at: Timestamp | None
+    user_id: Str | None = None
+
+
+class Gap(_Record):
+    type: Literal["gap"]
+    tenant: Str
+    conversation_id: Str
+    first_seq: Int
+    last_seq: Int
+    reason: Str
+    message_id: Str | None
+    recorded_at: Timestamp
+
+
+class Episode(_Record):
+    type: Literal["episode"]
+    tenant: Str
+    conversation_id: Str
+    id: Uuid
+    message_count: Int
+    first_seq: Int
+    last_seq: Int
+    title: Str
+    summary: Str
+    embedding: Vector
+    embedding_model: Str
+    stability: Num
+    difficulty: Num
+    fsrs_card: Obj
+    surprise: Num
+    boundary_reason: Str
+    boundary_source: Str
+    detector: Str
+    summary_source: Str
+    summary_model: Str | None
+    summary_error: Str | None
+    tools_used: Array
+    overlap: Array
+    token_count: Int
+    start_at: Timestamp
+    end_at: Timestamp
+    created_at: Timestamp
+    last_reviewed_at: Timestamp | None
+    consolidated_at: Timestamp | None
+
+
+class Message(_Record):
+    type: Literal["message"]
+    tenant: Str
+    conversation_id: Str
+    episode_id: Uuid
+    seq: Int
+    id: Str
+    role: Str
+    content: Str
+    timestamp: Timestamp
+    sent_at: Timestamp | None
+    metadata: Obj | None
+    speaker: Str | None
+    embedding: Vector | None
+
+
+class Review(_Record):
+    type: Literal["review"]
+    tenant: Str
+    conversation_id: Str
+    memory_id: Uuid
+    review_day: Day
+    reviewed_at: Timestamp
+    rating: Int
+    source: Str
+    detail: Obj
+    card_before: Obj
+    card_after: Obj
+    reviews_merged: Int
+    segment_id: Uuid | None
+    created_at: Timestamp
+    updated_at: Timestamp
+
+
+class PendingReview(_Record):
+    type: Literal["pending_review"]
+    tenant: Str
+    conversation_id: Str
+    memory_id: Uuid
+    query: Str
+    rank: Int
+    score: Num
+    retrieved_at: Timestamp
+    consumed_at: Timestamp | None
+    asked_in: Str | None
+    review_memory_id: Uuid | None
+    review_day: Day | None
+
+
+class FactChange(_Record):
+    """One entry of a fact's history."""
+
+    action: Str
+    at: Timestamp
+    run_id: Uuid
+    episode_ids: Array
+    detail: Obj
+
+
+class Fact(_Record):
+    type: Literal["fact"]
+    tenant: Str
+    conversation_id: Str
+    id: Uuid
+    category: Str
+    content: Str
+    embedding: Vector
+    valid_at: Timestamp | None
+    invalid_at: Timestamp | None
+    created_at: Timestamp
+    expired_at: Timestamp | None
+    superseded_by: Uuid | None
+    source_episode_ids: Array
+    reinforcements: Int
+    last_reinforced_at: Timestamp | None
+    model: Str | None
+    history: list[FactChange]
+
+
+class End(_Record):
+    type: Literal["end"]
+    records: Int
+
+
+RECORDS: dict[str, type[_Record]] = {
+    "header": Header,
+    "conversation": Conversation,
+    "gap": Gap,
+    "episode": Episode,
+    "message": Message,
+    "review": Review,
+    "pending_review": PendingReview,
+    "fact": Fact,
+    "end": End,
 }
-HISTORY_FIELDS = {"action": "str", "at": "ts", "run_id": "uuid", "episode_ids": "list", "detail": "obj"}
 
 
 class FormatError(MemqError):
@@ -189,79 +275,53 @@ def header(
     exported_at: datetime,
     user_id: str | None = None,
 ) -> dict[str, Any]:
-    return {
-        "type": "header",
-        "format": FORMAT,
-        "version": VERSION,
-        "embedding_model": embedding_model,
-        "embedding_dim": embedding_dim,
-        "tenant": tenant,
-        "conversation_id": conversation_id,
-        "user_id": user_id,
-        "exported_at": exported_at.isoformat(),
-    }
+    return Header(
+        type="header",
+        format=FORMAT,
+        version=VERSION,
+        embedding_model=embedding_model,
+        embedding_dim=embedding_dim,
+        tenant=tenant,
+        conversation_id=conversation_id,
+        user_id=user_id,
+        exported_at=exported_at.isoformat(),
+    ).model_dump()
 
 
 def end(records: int) -> dict[str, Any]:
-    return {"type": "end", "records": records}
+    return End(type="end", records=records).model_dump()
 
 
 # -- reading ------------------------------------------------------------------------
 
-
-def _kind_ok(kind: str, value: Any) -> bool:
-    if value is None:
-        return kind.endswith(("?", "*"))
-    kind = kind.rstrip("?*")
-    if kind == "int":
-        return isinstance(value, int) and not isinstance(value, bool)
-    if kind == "num":
-        return isinstance(value, int | float) and not isinstance(value, bool)
-    if kind in ("str", "vec"):
-        return isinstance(value, str)
-    if kind == "obj":
-        return isinstance(value, dict)
-    if kind == "list":
-        return isinstance(value, list)
-    if kind in ("ts", "day", "uuid"):
-        if not isinstance(value, str):
-            return False
-        try:
-            if kind == "ts":
-                datetime.fromisoformat(value)
-            elif kind == "day":
-                date.fromisoformat(value)
-            else:
-                uuid.UUID(value)
-        except ValueError:
-            return False
-        return True
-    return True  # any
-
-
-_KIND_NAMES = {
-    "int": "an integer",
-    "num": "a number",
-    "str": "a string",
-    "vec": "a base64 vector",
-    "obj": "an object",
-    "list": "an array",
-    "ts": "an ISO-8601 timestamp",
-    "day": "an ISO-8601 date",
-    "uuid": "a UUID",
+# what a field must be, by pydantic's error type (a checked string says it itself)
+_EXPECTED = {
+    "int_type": "an integer",
+    "float_type": "a number",
+    "string_type": "a string",
+    "dict_type": "an object",
+    "list_type": "an array",
+    "literal_error": "the record's type",
 }
 
 
-def check_fields(record: dict[str, Any], fields: dict[str, str], what: str, line: int) -> None:
-    for name, kind in fields.items():
-        if name not in record:
-            if kind.endswith("*"):
-                continue
-            raise FormatError(line, f"{what} has no field {name!r}")
-        if not _kind_ok(kind, record[name]):
-            shown = json.dumps(record[name], default=str)[:60]
-            expected = _KIND_NAMES.get(kind.rstrip("?*"), kind)
-            raise FormatError(line, f"{what} field {name!r} must be {expected}, not {shown}")
+def _reason(kind: str, error: Any) -> str:
+    """One pydantic error as memq words it: which field, and what it must be."""
+    loc = tuple(error["loc"])
+    what, name = f"the {kind} record", str(loc[0]) if loc else "?"
+    if loc[:1] == ("history",) and len(loc) >= 2:  # an entry of a fact's history
+        what = f"the fact record's history[{loc[1]}]"
+        if len(loc) == 2:
+            return f"{what} is not an object"
+        name = str(loc[2])
+    if error["type"] == "missing":
+        return f"{what} has no field {name!r}"
+    if error["type"] == "value_error":  # the checked strings (timestamp, date, UUID) name what they must be
+        expected = str(error.get("ctx", {}).get("error", "valid"))
+    else:
+        expected = _EXPECTED.get(error["type"], "valid")
+    shown = json.dumps(error.get("input"), default=str)[:60]
+    return f"{what} field {name!r} must be {expected}, not {shown}"
 
 
 def parse_line(raw: str | bytes, line: int) -> dict[str, Any]:
@@ -279,15 +339,13 @@ def parse_line(raw: str | bytes, line: int) -> dict[str, Any]:
     if not isinstance(record, dict):
         raise FormatError(line, "not a JSON object")
     kind = record.get("type")
-    if kind not in FIELDS:
-        known = ", ".join(FIELDS)
+    if kind not in RECORDS:
+        known = ", ".join(RECORDS)
         raise FormatError(line, f"unknown record type {str(kind)[:40]!r} (known: {known})")
-    check_fields(record, FIELDS[kind], f"the {kind} record", line)
-    if kind == "fact":
-        for i, change in enumerate(record["history"]):
-            if not isinstance(change, dict):
-                raise FormatError(line, f"the fact record's history[{i}] is not an object")
-            check_fields(change, HISTORY_FIELDS, f"the fact record's history[{i}]", line)
+    try:
+        RECORDS[kind].model_validate(record)
+    except PydanticError as exc:
+        raise FormatError(line, _reason(kind, exc.errors()[0])) from None
     return record
 
 
