@@ -92,13 +92,13 @@ def test_accepted_messages_are_stored_and_read_back_exactly(db, tenant, extracti
     )
 
     for segment, row in zip(run.segments, run.episodes, strict=True):
-        expected = check_stored(db, tenant, conversation, segment["messages"])
+        expected = check_stored(db, tenant, conversation, segment.messages)
         outcome = store_episode(
             db,
             tenant=tenant,
             conversation_id=conversation,
             fence=plan.fence,
-            messages=segment["messages"],
+            messages=segment.messages,
             expected=expected,
             row=row,
         )
