@@ -285,7 +285,7 @@ def test_words_most_of_the_scope_holds_are_left_out_of_the_lexical_legs(db, sett
     alone and the one message holding it ranks first. Searching every word, the twelve
     messages holding two of them fill the wide leg's first tier and the pottery message is
     never read (one conversation: ranked below them by cover density)."""
-    from memq.memory.retrieval.service import _lexical_text
+    from memq.memory.retrieval.service import lexical_text
 
     start = NOW - timedelta(days=2)
     lessons = [("user", f"lesson time again, lesson {i} of the time I have", axis(10 + i)) for i in range(12)]
@@ -315,7 +315,7 @@ def test_words_most_of_the_scope_holds_are_left_out_of_the_lexical_legs(db, sett
         "lesson": (12,),
     }
     assert legs.word_counts(db, request, ["pottery"], 12)[0] == [("pottery", ("potteri",), None)]  # too large
-    searched = _lexical_text(db, request, request.query, settings)
+    searched = lexical_text(db, request, request.query, settings)
     assert searched == "what is my pottery"
     ranks = legs.run_legs(
         db, request, axis(7), ("message_lexical",), 10, settings.hnsw_ef_search, query_text=searched
@@ -326,6 +326,6 @@ def test_words_most_of_the_scope_holds_are_left_out_of_the_lexical_legs(db, sett
         db, request, axis(7), ("message_lexical",), 10, settings.hnsw_ef_search, query_text=request.query
     ).messages
     assert everything[episode].get(13, {}).get("lexical", 99) > 10
-    assert _lexical_text(db, request, request.query, settings.model_copy(update={"lexical_common_share": 0.0})) == (
+    assert lexical_text(db, request, request.query, settings.model_copy(update={"lexical_common_share": 0.0})) == (
         request.query
     )

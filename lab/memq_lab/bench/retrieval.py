@@ -171,7 +171,7 @@ def measure_scope(
     from memq.memory.retrieval import legs
     from memq.memory.retrieval.participants import query_terms
     from memq.memory.retrieval.request import build_request
-    from memq.memory.retrieval.service import retrieve_memory
+    from memq.memory.retrieval.service import lexical_text, retrieve_memory
 
     settings = ctx.settings
     conn = conns["main"]
@@ -187,7 +187,9 @@ def measure_scope(
         )
         _use_both(conns, settings, q.tenant)
         text = query_terms(q.text, legs.participants(conn, request)).search_text
-        prepared.append((q, request, text, embed(text)))
+        # the lexical legs search what retrieval's do (the query without its common words),
+        # the vector legs the vector of the whole searched text, as retrieval embeds it
+        prepared.append((q, request, lexical_text(conn, request, text, settings), embed(text)))
 
     def retrieve(q: Query) -> dict[str, float]:
         return retrieve_memory(

@@ -317,8 +317,8 @@ def retrieve(
         if embed is None:  # after PostgreSQL answered: services that are down are reported at once
             embed = _model(settings, clock.timings)
         terms = query_terms(request.query, participants(c, request, settings))
-        vector, lexical_text = _query_forms(c, request, terms.search_text, embed, settings, clock)
-        found = _legs(c, request, vector, lexical_text, named, spare, settings)
+        vector, searched = _query_forms(c, request, terms.search_text, embed, settings, clock)
+        found = _legs(c, request, vector, searched, named, spare, settings)
         clock.mark("sql")
         hits = _ranked(found, request, named, settings)
         params = _selection_params(request, settings)
@@ -363,7 +363,7 @@ def _query_forms(
 ) -> tuple[np.ndarray, str]:
     """The query's vector and the text the lexical legs search by, at once: the model
     embeds on a pooled thread while PostgreSQL counts the query's words in the scope
-    (``_lexical_text``). Timed as ``embed`` (the embedding's own time) and, when the
+    (``lexical_text``). Timed as ``embed`` (the embedding's own time) and, when the
     count took a round trip, ``common_words`` (its own time, overlapped)."""
     embedded: dict[str, float] = {}
 
@@ -375,21 +375,21 @@ def _query_forms(
 
     def words() -> tuple[str, float]:
         t = time.perf_counter()
-        return _lexical_text(conn, request, search_text, settings), (time.perf_counter() - t) * 1000
+        return lexical_text(conn, request, search_text, settings), (time.perf_counter() - t) * 1000
 
-    vector, (lexical_text, counted_ms) = alongside(vector_of, words)
+    vector, (searched, counted_ms) = alongside(vector_of, words)
     clock.mark("query_forms")
     clock.timings["embed"] = embedded["ms"]
     if counted_ms >= 0.1:
         clock.timings["common_words"] = counted_ms
-    return vector, lexical_text
+    return vector, searched
 
 
 def _legs(
     conn: psycopg.Connection,
     request: RetrievalRequest,
     vector: np.ndarray,
-    lexical_text: str,
+    searched: str,
     named: NamedTime | None,
     spare: legs.Spare | None,
     settings: Settings,
@@ -403,7 +403,7 @@ def _legs(
         settings.legs,
         settings.retrieval_candidates,
         settings.hnsw_ef_search,
-        query_text=lexical_text,
+        query_text=searched,
         full=True,
         reach=message_reach(request.max_tokens, settings),
         facts=(FACT_CANDIDATES, settings.fact_min_similarity) if settings.retrieval_facts > 0 else None,
@@ -515,7 +515,7 @@ def _note_for_review(request: RetrievalRequest, chosen: list[Selected], settings
     return len(chosen)
 
 
-def _lexical_text(conn: psycopg.Connection, request: RetrievalRequest, text: str, settings: Settings) -> str:
+def lexical_text(conn: psycopg.Connection, request: RetrievalRequest, text: str, settings: Settings) -> str:
     """What the lexical legs search by: the query without its common words
     (``common_words.py``), or as it is."""
     share = settings.lexical_common_share
