@@ -27,18 +27,16 @@ Method (deterministic given the seed, the size and the utterance pool):
   at random (``partnered``), plus Gaussian noise of norm ~``NOISE`` (0.25),
   renormalised: cosine ~0.84 to its own utterance, and two copies of one utterance
   (which recurs about N / pool size times) ~0.73 apart, as close as a real utterance and
-  its nearest real neighbour typically are (median 0.73 in the pool). With noise alone
-  (version 1) the copies were ~0.94 apart: at 1M every message had ~65 near-copies, tight
-  clusters no real corpus has, which filled HNSW's neighbour lists. An episode's vector
-  is the normalised mean of its utterances' real vectors, as the pipeline makes it for an
-  extractive summary (``episode_vector``), plus ``EPISODE_PARTNER_WEIGHT`` (0.3) times
-  the centred mean of a random window of 20 pool utterances, plus the same noise
-  (``episode_partnered``). In version 2 it was the mean of its messages' partnered
-  vectors, which carried the partners' mean, the same for every episode: two random
-  episodes were ~0.50 apart (real windows of 20 consecutive utterances: ~0.27) and each
-  had near-copies at ~0.89 (real: ~0.81), and at 1M the HNSW search of some queries
-  stayed in a wrong cluster (a query's recall of the exact top 100 could be 0). Now ~0.27
-  and ~0.80 (sampled as many as the pool has windows).
+  its nearest real neighbour typically are (median 0.73 in the pool). Noise alone would
+  leave the copies ~0.94 apart: tight clusters of near-copies no real corpus has, which
+  fill HNSW's neighbour lists. An episode's vector is the normalised mean of its
+  utterances' real vectors, as the pipeline makes it for an extractive summary
+  (``episode_vector``), plus ``EPISODE_PARTNER_WEIGHT`` (0.3) times the centred mean of a
+  random window of 20 pool utterances, plus the same noise (``episode_partnered``): two
+  random episodes ~0.27 apart and nearest neighbours ~0.80, as real windows of 20
+  consecutive utterances are (~0.27, ~0.81). The mean of the messages' partnered vectors
+  would carry the partners' common mean, the same for every episode, and put every
+  episode near every other (~0.50), where an HNSW search can stay in a wrong cluster.
 
 Tenants are named ``bench-corpus-<size>-<key>-tNN`` (``key``: a digest of the format
 version, size, seed and pool), so a loaded corpus is recognised and reused (its
