@@ -9,10 +9,8 @@ from rich.console import Console
 from rich.table import Table
 
 from memq.cli.options import tenant_option
-from memq.shared.connections import pg_connect
-from memq.shared.db.episodes import list_episodes
+from memq.cli.output import reading
 from memq.shared.episode_listing import EpisodeListing
-from memq.shared.settings import get_settings
 
 
 def episodes_table(episodes: list[EpisodeListing], title: str) -> Table:
@@ -47,10 +45,8 @@ def episodes_table(episodes: list[EpisodeListing], title: str) -> Table:
 @click.option("--summaries", is_flag=True, help="Print each summary below the table.")
 def episodes_cmd(conversation_id: str, tenant: str | None, summaries: bool) -> None:
     """List a conversation's episodic memories."""
-    settings = get_settings()
-    tenant = tenant or settings.tenant
-    with pg_connect(settings, tenant=tenant) as conn:
-        episodes = list_episodes(conn, tenant, conversation_id)
+    with reading(tenant) as memory:
+        episodes = memory.episodes(conversation_id)
     console = Console(width=None if sys.stdout.isatty() else 150)
     console.print(episodes_table(episodes, f"{len(episodes)} episodes of {conversation_id}"))
     if summaries:

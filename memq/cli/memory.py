@@ -4,7 +4,6 @@ configured) and ``memq facts`` (a conversation's facts, a search, or one fact's 
 from __future__ import annotations
 
 import json
-from typing import Any
 
 import click
 
@@ -98,33 +97,29 @@ def facts_cmd(
     """A conversation's facts (semantic memory); with --query --user: search every
     conversation of the user."""
     from memq.memory.retrieval.facts_section import fact_line
-    from memq.shared.connections import pg_connect
-    from memq.shared.db.facts import fact_history, get_fact, list_facts
     from memq.shared.ids import check_conversation_id, is_uuid
 
-    settings = get_settings()
-    tenant = tenant or settings.tenant
-    with answer_only_on_stdout():
-        check_conversation_id(conversation_id, settings.conversation_id_max_length)
-    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
+    found = None
+    with reading(tenant) as memory:  # stdout carries the answer only: printed below
+        check_conversation_id(conversation_id, memory.settings.conversation_id_max_length)
         if fact_id:
-            fact = get_fact(conn, tenant, fact_id) if is_uuid(fact_id) else None
-            if fact is None or fact.conversation_id != conversation_id:
-                raise click.ClickException(f"no fact {fact_id!r} in {conversation_id!r}")
-            data: dict[str, Any] = {"fact": fact.to_json(), "history": fact_history(conn, tenant, fact_id)}
-            if as_json:
-                click.echo(json.dumps(data, indent=2))
-            else:
-                click.echo(fact_line(fact))
-                for h in data["history"]:
-                    click.echo(f"  {h['at']}  {h['action']}  {json.dumps(h['detail'])}")
-            return
-        if not query:
-            facts = list_facts(conn, tenant, conversation_id, include_retired=include_retired)
-    if query:
-        with reading(tenant) as memory:
-            _, found = memory.facts(query, conversation_id=None if user_id else conversation_id, user_id=user_id)
-        facts = [f for f, _, _ in found]
+            found = memory.fact(fact_id) if is_uuid(fact_id) else None
+        elif query:
+            _, searched = memory.facts(query, conversation_id=None if user_id else conversation_id, user_id=user_id)
+            facts = [f for f, _, _ in searched]
+        else:
+            facts = memory.conversation_facts(conversation_id, include_retired=include_retired)
+    if fact_id:
+        if found is None or found[0].conversation_id != conversation_id:
+            raise click.ClickException(f"no fact {fact_id!r} in {conversation_id!r}")
+        fact, changes = found
+        if as_json:
+            click.echo(json.dumps({"fact": fact.to_json(), "history": changes}, indent=2))
+        else:
+            click.echo(fact_line(fact))
+            for h in changes:
+                click.echo(f"  {h['at']}  {h['action']}  {json.dumps(h['detail'])}")
+        return
     if as_json:
         click.echo(json.dumps([f.to_json() for f in facts], indent=2))
         return

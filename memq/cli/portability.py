@@ -33,11 +33,12 @@ def export_cmd(tenant: str | None, conversation_id: str | None, user_id: str | N
     (messages not yet in an episode) and API keys are not exported."""
     partial = output.with_name(output.name + ".partial") if output else None
     columns = (TextColumn("[bold]exporting[/] records"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
+    stdout = sys.stdout  # the file's lines go here; while memq reads, anything else it prints goes to stderr
     with reading(tenant) as memory:
         chunks = memory.export(conversation_id=conversation_id, user_id=user_id)
         total = memory.export_size(conversation_id=conversation_id, user_id=user_id)
         with (
-            open(partial, "w", encoding="utf-8") if partial else nullcontext(sys.stdout) as out,
+            open(partial, "w", encoding="utf-8") if partial else nullcontext(stdout) as out,
             Progress(*columns, console=Console(stderr=True)) as progress,
         ):
             task = progress.add_task("records", total=total)

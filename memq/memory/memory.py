@@ -1,7 +1,8 @@
 """memq's read side, bound once: ``Memory(connections, tenant)`` answers what an agent asks
-of its memory (retrieve, recent, manifest, session context, facts) and carries a tenant's
-memories out and in (export, import). The HTTP API, the MCP server, the CLI and the
-inspector are adapters over it; the Python client mirrors its methods over HTTP.
+of its memory (retrieve, recent, manifest, session context, facts search; a conversation's
+episodes and facts, a fact's history) and carries a tenant's memories out and in (export,
+import). The HTTP API, the MCP server, the CLI and the inspector are adapters over it; the
+Python client mirrors its methods over HTTP.
 
 Binding is cheap (``for_tenant``): the connections (a pool scoped per call by row-level
 security, the mailbox's Redis) and the warm state (the embedding model, the scope word
@@ -25,8 +26,9 @@ from memq.memory.context.session import SessionContext
 from memq.memory.portability.importer import ImportReport
 from memq.memory.retrieval.service import RecentResult, RetrievalResult
 from memq.shared.db.facts import Fact
+from memq.shared.episode_listing import EpisodeListing
 from memq.shared.errors import ValidationError
-from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
+from memq.shared.ids import check_conversation_id, check_tenant, check_user_id, is_uuid
 from memq.shared.settings import Settings
 
 FoundFacts = list[tuple[Fact, float, dict[str, int]]]  # each fact, its fused score, its rank in each leg
@@ -212,6 +214,33 @@ class Memory:
                 limit=limit,
                 user_id=user_id,
             )
+
+    def episodes(self, conversation_id: str) -> list[EpisodeListing]:
+        """The conversation's stored episodes, oldest first (title, time range, summary, how
+        each was cut and summarised)."""
+        from memq.shared.db.episodes import list_episodes
+
+        conversation_id = check_conversation_id(conversation_id, self.settings.conversation_id_max_length)
+        with self.connections.scoped(self.tenant) as conn:
+            return list_episodes(conn, self.tenant, conversation_id)
+
+    def conversation_facts(self, conversation_id: str, *, include_retired: bool = False) -> list[Fact]:
+        """The facts distilled from the conversation: the active ones, or all with the retired."""
+        from memq.shared.db.facts import list_facts
+
+        conversation_id = check_conversation_id(conversation_id, self.settings.conversation_id_max_length)
+        with self.connections.scoped(self.tenant) as conn:
+            return list_facts(conn, self.tenant, conversation_id, include_retired=include_retired)
+
+    def fact(self, fact_id: str) -> tuple[Fact, list[dict[str, Any]]] | None:
+        """A fact and every change to it, oldest first; None when this tenant has no such fact."""
+        from memq.shared.db.facts import fact_history, get_fact
+
+        if not is_uuid(fact_id):
+            raise ValidationError("must be a fact id (a UUID)", field="fact_id")
+        with self.connections.scoped(self.tenant) as conn:
+            found = get_fact(conn, self.tenant, fact_id)
+            return None if found is None else (found, fact_history(conn, self.tenant, fact_id))
 
     # --- carrying memories out and in -------------------------------------------------------
 

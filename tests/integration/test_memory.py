@@ -61,6 +61,14 @@ def test_every_read_answers_through_the_bound_memory(memory, stored):
     assert "PostgreSQL" in memory.context(conversation).text
     query, facts = memory.facts("database", conversation_id=conversation)
     assert query == "database" and facts == []  # no LLM here: no facts distilled
+    listed = memory.episodes(conversation)
+    assert listed and sum(e.message_count for e in listed) == len(TALK)
+    assert memory.conversation_facts(conversation, include_retired=True) == []
+    assert memory.fact(str(uuid.uuid4())) is None
+    with pytest.raises(ValidationError, match="fact id"):
+        memory.fact("not-a-fact-id")
+    with pytest.raises(ValidationError):
+        memory.episodes("no/slash")
 
 
 def test_another_tenant_bound_to_the_same_connections_sees_nothing(memory, stored):

@@ -222,6 +222,8 @@ def test_round_trip_into_a_fresh_tenant(source, producer, db, settings, tmp_path
     assert last == {"type": "end", "records": len(lines) - 1}
     kinds = {json.loads(line)["type"] for line in lines}
     assert kinds >= {"conversation", "episode", "message", "review", "pending_review", "fact"}
+    piped = cli("export", "--tenant", source).stdout.splitlines()  # to stdout: the file's lines and nothing else
+    assert [json.loads(line)["type"] for line in piped] == [json.loads(line)["type"] for line in lines]
 
     target = f"t{uuid.uuid4().hex[:12]}"
     out = cli("import", str(path), "--tenant", target).output
@@ -240,6 +242,9 @@ def test_round_trip_into_a_fresh_tenant(source, producer, db, settings, tmp_path
     assert counts(db, target) == before
     # the same tenant in another deployment keeps every id: here, the same rows already there
     assert sum(run_import(db, settings, path.read_text().splitlines(True), source).inserted.values()) == 0
+    assert counts(db, source) == before
+    # without --tenant, memq import writes to the tenant the file names: the same rows again
+    assert f"imported into tenant {source} from {source}" in cli("import", str(path)).output
     assert counts(db, source) == before
 
 

@@ -13,7 +13,6 @@ from memq.api.auth import caller, services
 from memq.api.formats import JSON_BY_DEFAULT, Format, markdown, markdown_or_json
 from memq.api.models import ContextOut, EpisodeOut, EpisodesOut, ErrorOut, ForgetOut, ManifestOut
 from memq.api.services import Services
-from memq.shared.db.episodes import list_episodes
 from memq.shared.forget import forget_conversation
 from memq.shared.ids import check_conversation_id
 
@@ -27,9 +26,7 @@ ConversationId = Path(description="1-128 letters, digits, '.', '_', ':', '-', st
 def episodes(
     conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> EpisodesOut:
-    check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
-    with svc.conn(tenant) as conn:
-        rows = list_episodes(conn, tenant, conversation_id)
+    rows = svc.memory(tenant).episodes(conversation_id)
     return EpisodesOut(
         conversation_id=conversation_id,
         episodes=[

@@ -3,7 +3,6 @@ history of one fact; scoped to the key's tenant like everything else."""
 
 from __future__ import annotations
 
-import uuid
 from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query
@@ -12,9 +11,7 @@ from memq.api.auth import caller, services
 from memq.api.models import ConversationFactsOut, FactHistoryOut, FactSearchIn, FactSearchOut
 from memq.api.services import Services
 from memq.memory.retrieval.facts_section import fact_record
-from memq.shared.db.facts import fact_history, get_fact, list_facts
-from memq.shared.errors import NotFound, ValidationError
-from memq.shared.ids import check_conversation_id
+from memq.shared.errors import NotFound
 
 router = APIRouter(tags=["facts"])
 
@@ -30,9 +27,7 @@ def conversation_facts(
     tenant: str = Depends(caller),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
-    check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
-    with svc.conn(tenant) as conn:
-        facts = list_facts(conn, tenant, conversation_id, include_retired=include_retired)
+    facts = svc.memory(tenant).conversation_facts(conversation_id, include_retired=include_retired)
     return {"conversation_id": conversation_id, "facts": [f.to_json() for f in facts]}
 
 
@@ -60,12 +55,8 @@ def facts_search(
 def history(
     fact_id: str = Path(...), tenant: str = Depends(caller), svc: Services = Depends(services)
 ) -> dict[str, Any]:
-    try:
-        uuid.UUID(fact_id)
-    except ValueError:
-        raise ValidationError("must be a fact id (a UUID)", field="fact_id") from None
-    with svc.conn(tenant) as conn:
-        fact = get_fact(conn, tenant, fact_id)
-        if fact is None:
-            raise NotFound("no such fact")
-        return {"fact": fact.to_json(), "history": fact_history(conn, tenant, fact_id)}
+    found = svc.memory(tenant).fact(fact_id)
+    if found is None:
+        raise NotFound("no such fact")
+    fact, changes = found
+    return {"fact": fact.to_json(), "history": changes}
