@@ -32,8 +32,11 @@ class Services:
     @classmethod
     def start(cls, settings: Settings, *, load_model: bool = True) -> Services:
         from memq.shared.db.api_keys import active_key, active_keys
+        from memq.shared.embedded import services as embedded
 
-        connections = Connections.open(settings, max_size=10, name="memq-api")
+        embedded.up(settings)  # first: the URLs below are the embedded servers' in development
+        producer = Producer(settings)  # its Redis is the mailbox's: the read side shares it
+        connections = Connections.open(settings, max_size=10, name="memq-api", mailbox=producer.redis)
 
         # The key store looks keys up before a request's tenant is known: as the owner.
         def load_keys() -> dict[str, tuple[bytes, str]]:
@@ -50,8 +53,7 @@ class Services:
             from memq.shared.embeddings import get_embedder
 
             get_embedder(settings)
-        producer = Producer(settings)
-        return cls(settings, Connections(settings, connections.pool, producer.redis), producer, keys)
+        return cls(settings, connections, producer, keys)
 
     def memory(self, tenant: str) -> Memory:
         """The read side bound to ``tenant`` (cheap: the connections are the process's)."""

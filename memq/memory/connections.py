@@ -27,8 +27,11 @@ class Connections:
         self._mailbox = mailbox
 
     @classmethod
-    def open(cls, settings: Settings, *, max_size: int = 10, name: str = "memq") -> Connections:
-        """Starts the embedded servers when configured (development), then opens the pool."""
+    def open(
+        cls, settings: Settings, *, max_size: int = 10, name: str = "memq", mailbox: MailboxClient | None = None
+    ) -> Connections:
+        """Starts the embedded servers when configured (development), then opens the pool.
+        ``mailbox``: a mailbox client to share (default: one of its own, made when first used)."""
         from pgvector.psycopg import register_vector
 
         from memq.shared.connections import database_url
@@ -47,7 +50,7 @@ class Connections:
             name=name,
         )
         pool.wait(timeout=30)
-        return cls(settings, pool)
+        return cls(settings, pool, mailbox)
 
     @functools.cached_property
     def mailbox(self) -> MailboxClient:
