@@ -3,8 +3,9 @@ fuse them by Reciprocal Rank Fusion, re-rank by FSRS retrievability at the momen
 question (and by a time the query names), pick the most relevant messages of the best
 episodes within the token budget, render, and record what was returned for review.
 
-``retrieve_memory`` and ``recent_memory`` are the library's entry points; the CLI, the
-HTTP API, the MCP server and the evaluation all call them.
+``retrieve_memory`` and ``recent_memory`` are the entry points; the CLI, the HTTP API,
+the MCP server and the inspector reach them through ``memq.memory.Memory``, the lab calls
+them directly.
 """
 
 from __future__ import annotations
@@ -272,17 +273,13 @@ def _model(settings: Settings, timings: dict[str, float]) -> Callable[[str], np.
     return embed
 
 
-@dataclass
 class _Clock:
     """The stages' times in milliseconds (``RetrievalResult.timings_ms``), each from the
     end of the previous one."""
 
-    timings: dict[str, float] = field(default_factory=dict)
-    start: float = field(default_factory=time.perf_counter)
-    last: float = 0.0
-
-    def __post_init__(self) -> None:
-        self.last = self.start
+    def __init__(self) -> None:
+        self.timings: dict[str, float] = {}
+        self.start = self.last = time.perf_counter()
 
     def mark(self, stage: str) -> None:
         now = time.perf_counter()
@@ -365,21 +362,18 @@ def _query_forms(
     embeds on a pooled thread while PostgreSQL counts the query's words in the scope
     (``lexical_text``). Timed as ``embed`` (the embedding's own time) and, when the
     count took a round trip, ``common_words`` (its own time, overlapped)."""
-    embedded: dict[str, float] = {}
 
-    def vector_of() -> np.ndarray:
+    def vector_of() -> tuple[np.ndarray, float]:
         t = time.perf_counter()
-        vector = np.asarray(embed(search_text), dtype=np.float32)
-        embedded["ms"] = (time.perf_counter() - t) * 1000
-        return vector
+        return np.asarray(embed(search_text), dtype=np.float32), (time.perf_counter() - t) * 1000
 
     def words() -> tuple[str, float]:
         t = time.perf_counter()
         return lexical_text(conn, request, search_text, settings), (time.perf_counter() - t) * 1000
 
-    vector, (searched, counted_ms) = alongside(vector_of, words)
+    (vector, embedded_ms), (searched, counted_ms) = alongside(vector_of, words)
     clock.mark("query_forms")
-    clock.timings["embed"] = embedded["ms"]
+    clock.timings["embed"] = embedded_ms
     if counted_ms >= 0.1:
         clock.timings["common_words"] = counted_ms
     return vector, searched
