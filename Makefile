@@ -80,7 +80,9 @@ check-deps: install
 
 # Quality (MEMQ_EVAL_DATA=<dir>, the public data sets; without it each command says which
 # sets it needs and where to get them): segmentation of every detector profile next to
-# baselines; retrieval on LoCoMo through the real producer, workers and database (evidence
+# baselines; chapters (the reader's level) at the joins of stitched dialogues and on the demo
+# sample, next to events as entries;
+# retrieval on LoCoMo through the real producer, workers and database (evidence
 # recall at 250-2,000 tokens and the field's session measures, next to baselines; latency);
 # one person's memory across conversations on LongMemEval (the field's session and turn
 # measures and evidence recall at a budget, memq next to four baselines; ~25 min), and what
@@ -88,6 +90,7 @@ check-deps: install
 # .memq/eval/.
 eval: install
 	$(MEMQ) eval $(MEMQ_EVAL_DATA)
+	$(MEMQ) eval-chapters $(MEMQ_EVAL_DATA)
 	$(MEMQ) eval-locomo $(MEMQ_EVAL_DATA) --ablations
 	$(MEMQ) eval-longmemeval $(MEMQ_EVAL_DATA)
 	$(MEMQ) eval-longmemeval $(MEMQ_EVAL_DATA) --scripted-llm --limit 5

@@ -139,13 +139,14 @@ def recent_memory(
 
 
 @tool(
-    "The conversation's manifest: its episodes as a tree by day (Today, Yesterday, dates), each with its time "
-    "range and short title; the segment still open is marked Active."
+    "The conversation's manifest: its chapters (the topics talked about, each a run of episodes) as a tree by "
+    "day (Today, Yesterday, dates), each with its time range and short title; the segment still open is marked "
+    "Active."
 )
 def manifest(
     memory: Memory,
     conversation_id: ConversationId,
-    depth: Annotated[int | None, Field(description="Most entries shown (default 30).")] = None,
+    depth: Annotated[int | None, Field(description="Newest episodes read into chapters (default 100).")] = None,
     timezone: Annotated[str | None, Field(description="IANA time zone for days and times (default UTC).")] = None,
     user_id: UserId = None,
 ) -> str:

@@ -341,12 +341,29 @@ class ManifestGroupOut(BaseModel):
     segments: list[ManifestSegmentOut]
 
 
+class ManifestChapterOut(BaseModel):
+    id: str | None = Field(description="Its first event's id; null for the open segment (not yet an episode).")
+    title: str
+    title_source: str = Field(description="'episode' (its one event's title), 'extractive' or 'llm'; '' when open.")
+    status: Literal["active", "collapsed"]
+    date: str = Field(description="The day it began, in the manifest's time zone.")
+    label: str = Field(examples=["Today"])
+    start_at: str
+    end_at: str
+    message_count: int
+    episode_ids: list[str] = Field(description="Its events, oldest first.")
+    tools_used: list[str]
+
+
 class ManifestOut(BaseModel):
     conversation_id: str
     generated_at: str
     timezone: str
     total_episodes: int
-    groups: list[ManifestGroupOut] = Field(description="By day, newest first.")
+    groups: list[ManifestGroupOut] = Field(description="Every event (episode) by day, newest first.")
+    chapters: list[ManifestChapterOut] = Field(
+        description="Chapters, newest first: runs of events a reader would name as one topic (what `text` shows)."
+    )
     text: str = Field(description="The markdown tree (what format=markdown answers).")
     cached: bool
 

@@ -4,7 +4,7 @@ Commands are imported when used (or listed), so that the thin producer install (
 install memq``: no worker stack) runs ``memq send`` / ``replay`` / ``flush`` / ``status``;
 a command whose extra is not installed says which extra to install instead of failing.
 
-The lab's commands (``bench``, ``soak``, ``eval``, ``eval-locomo``, ``eval-longmemeval``)
+The lab's commands (``bench``, ``soak``, ``eval``, ``eval-chapters``, ``eval-locomo``, ``eval-longmemeval``)
 live in the memq-lab distribution (``lab/`` in a checkout, package ``memq_lab``), not in
 memq's wheel; they are named here and loaded from the lab when it is installed. Without it
 each is still listed, and says how to install the lab. This module is the only place in
@@ -40,6 +40,7 @@ COMMANDS: dict[str, tuple[str, str]] = {
     "flower": ("memq.cli.worker_commands", "flower_cmd"),
     "demo": ("memq.cli.demo", "demo_cmd"),
     "eval": ("memq_lab.cli.evaluate", "eval_cmd"),
+    "eval-chapters": ("memq_lab.cli.chapters", "eval_chapters_cmd"),
     "eval-locomo": ("memq_lab.cli.evaluate", "eval_locomo_cmd"),
     "eval-longmemeval": ("memq_lab.cli.evaluate", "eval_longmemeval_cmd"),
     "soak": ("memq_lab.cli.soak", "soak_cmd"),

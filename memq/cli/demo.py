@@ -125,7 +125,7 @@ def _manifest(console: Console, memory: Memory, conversations: list[str]) -> Non
     from rich.text import Text
 
     for cid in conversations:
-        result = memory.manifest(cid, depth=12)
+        result = memory.manifest(cid)
         console.print(Panel(Text(result.text), title=f"[bold]memq manifest[/] {cid}", expand=False))
 
 

@@ -20,6 +20,7 @@ from typing import Any
 
 import numpy as np
 
+from memq.memory.chapters.chapter import Chapter
 from memq.memory.connections import Connections
 from memq.memory.context.service import ManifestResult
 from memq.memory.context.session import SessionContext
@@ -161,6 +162,14 @@ class Memory:
                 conn=conn,
                 client=self.connections.mailbox,
             )
+
+    def chapters(self, conversation_id: str, *, depth: int | None = None) -> list[Chapter]:
+        """The chapters of the conversation's newest ``depth`` episodes (default
+        ``manifest_depth``), oldest first: the topics a reader would name, each with its events."""
+        from memq.memory.context.service import conversation_chapters
+
+        with self.connections.scoped(self.tenant) as conn:
+            return conversation_chapters(conn, self.settings, self.tenant, conversation_id, depth)
 
     def context(
         self,

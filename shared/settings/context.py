@@ -8,7 +8,23 @@ from pydantic import BaseModel, Field
 class ContextSettings(BaseModel):
     """Agent context (MIRA): the manifest and the session context."""
 
-    manifest_depth: int = Field(default=30, ge=1, le=500, description="MIRA: segments shown in the manifest")
+    manifest_depth: int = Field(
+        default=100,
+        ge=1,
+        le=500,
+        description="MIRA: the newest events (episodes) the manifest reads; it shows them grouped in chapters",
+    )
+    chapter_gap_minutes: float = Field(
+        default=30.0,
+        gt=0,
+        description="Chapters: a pause this long (or longer) between two messages always starts a new chapter.",
+    )
+    chapter_min_messages: int = Field(
+        default=4,
+        ge=1,
+        le=100,
+        description="Chapters: the fewest messages between two chapter starts the learned scorer places.",
+    )
     manifest_title_chars: int = Field(default=60, ge=10, le=500, description="MIRA: manifest title length")
     manifest_cache_seconds: float = Field(
         default=600.0,

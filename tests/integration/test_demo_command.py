@@ -9,13 +9,16 @@ import os
 import re
 import subprocess
 import sys
+from datetime import datetime
 
 import cluster_mode
 import pytest
 from invariants import assert_every_message_in_exactly_one_episode
 
 from memq.cli.demo import QUESTIONS, SAMPLE
+from memq.memory import Memory
 from memq.shared.db.episodes import list_episodes
+from memq_lab.evaluation.chapters import DEMO_CHAPTER_STARTS
 
 pytestmark = [
     pytest.mark.integration,
@@ -49,5 +52,16 @@ def test_the_demo_runs_the_sample_end_to_end(service_env, producer, db, settings
     assert out.count("memq retrieve") == len(QUESTIONS)  # one answer panel per question
     assert "No memories match" not in out
     manifest = out[out.index("CONVERSATION MANIFEST") :]
-    newest = max(episodes, key=lambda e: e.start_at)
-    assert newest.title.split(",")[0] in manifest  # the newest episode heads the manifest
+    with Memory.open(settings, tenant) as memory:
+        chapters = memory.chapters("demo-alex")
+    newest = max(chapters, key=lambda c: c.start_at)
+    assert newest.title[:20] in manifest  # the newest chapter heads the manifest
+    assert len(re.findall(r"\[\d\d:\d\d - \d\d:\d\d\]", manifest)) == len(chapters)
+
+    # the reader's level matches the sample's 11 ground-truth episodes (producer/samples/README.md)
+    at = {m["message_id"]: datetime.fromisoformat(m["timestamp"].replace("Z", "+00:00")) for m in sample}
+    gold = {at[m] for m in DEMO_CHAPTER_STARTS}
+    drawn = {c.start_at for c in sorted(chapters, key=lambda c: c.start_at)[1:]}
+    precision, recall = len(drawn & gold) / len(drawn), len(drawn & gold) / len(gold)
+    assert len(chapters) <= 15 and 2 * precision * recall / (precision + recall) >= 0.8, sorted(drawn ^ gold)
+    assert sum(len(c.episode_ids) for c in chapters) == len(episodes)

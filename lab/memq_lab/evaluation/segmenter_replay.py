@@ -45,8 +45,19 @@ def segment_dialogue(
     trace: list | None = None,
 ) -> set[int]:
     """Boundary indices (a new segment starts at utterance i) the segmenter produces."""
+    return segment_messages(as_messages(dialogue), embeddings, detector, settings, lookahead, trace)
+
+
+def segment_messages(
+    messages: Sequence[QueuedMessage],
+    embeddings: np.ndarray | None,
+    detector: Detector,
+    settings: Settings,
+    lookahead: int = 0,
+    trace: list | None = None,
+) -> set[int]:
+    """The same over messages with their own times (e.g. a shipped sample)."""
     segmenter = Segmenter.from_settings(settings, detector)
-    messages = as_messages(dialogue)
     boundaries: set[int] = set()
     for i, message in enumerate(messages):
         vector = embeddings[i] if embeddings is not None else None

@@ -126,11 +126,15 @@ def fit_logistic(
     return mean, scale, w[:-1], float(w[-1])
 
 
-def fit_trees(X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray) -> tuple[tuple[Tree, ...], float]:
-    """A HistGradientBoostingClassifier of ``TREE_PARAMS``, as numpy trees and a baseline logit."""
+def fit_trees(
+    X: np.ndarray, y: np.ndarray, sample_weight: np.ndarray, params: dict | None = None
+) -> tuple[tuple[Tree, ...], float]:
+    """A HistGradientBoostingClassifier of ``params`` (default ``TREE_PARAMS``), as numpy trees and a baseline logit."""
     from sklearn.ensemble import HistGradientBoostingClassifier  # training only: scoring needs numpy alone
 
-    est = HistGradientBoostingClassifier(random_state=0, **TREE_PARAMS).fit(X, y, sample_weight=sample_weight)
+    est = HistGradientBoostingClassifier(random_state=0, **(params or TREE_PARAMS)).fit(
+        X, y, sample_weight=sample_weight
+    )
     trees = []
     for (predictor,) in est._predictors:
         nodes = predictor.nodes

@@ -14,14 +14,16 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
-from dataclasses import dataclass
-from datetime import UTC, datetime, tzinfo
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime, timedelta, tzinfo
 from typing import TYPE_CHECKING, Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 import numpy as np
 import psycopg
 
+from memq.memory.chapters.chapter import Chapter, draw_chapters
+from memq.memory.chapters.detector import StreamMessage, load_model
 from memq.memory.context.manifest import Manifest, build_manifest, render_markdown
 from memq.memory.context.manifest import to_json as manifest_json
 from memq.memory.context.model import EpisodeListing, OpenSegment, OpenSpan, Said
@@ -68,7 +70,7 @@ def _now(now: datetime | None) -> datetime:
 # --- reading ----------------------------------------------------------------------------
 
 # The manifest cache's shape; an entry of another version (written by an older release) is a miss.
-_CACHE_VERSION = 2
+_CACHE_VERSION = 3
 
 
 def latest_episodes(
@@ -82,6 +84,47 @@ def latest_episodes(
         (tenant, conversation_id, limit),
     ).fetchall()
     return [EpisodeListing.from_row(r) for r in rows], (rows[0][-1] if rows else 0)
+
+
+def episode_messages(conn: psycopg.Connection, tenant: str, episodes: list[EpisodeListing]) -> list[StreamMessage]:
+    """The messages of ``episodes``, with their embeddings: each conversation's in order,
+    the conversations one after another (what chapters are drawn over)."""
+    if not episodes:
+        return []
+    rows = conn.execute(
+        "SELECT conversation_id, role, content, ts, embedding, episode_id::text, speaker FROM episode_message "
+        "WHERE tenant_id = %s AND episode_id = ANY(%s::uuid[]) ORDER BY conversation_id, seq",
+        (tenant, [e.id for e in episodes]),
+    ).fetchall()
+    vectors = [None if r[4] is None else np.asarray(r[4].to_numpy(), dtype=np.float32) for r in rows]
+    dim = next((len(v) for v in vectors if v is not None), 1)
+    return [
+        StreamMessage(c, role, content, ts, np.zeros(dim, np.float32) if v is None else v, e, sp)
+        for (c, role, content, ts, _, e, sp), v in zip(rows, vectors, strict=True)
+    ]
+
+
+def chapters_of(
+    conn: psycopg.Connection, tenant: str, episodes: list[EpisodeListing], settings: Settings
+) -> list[Chapter]:
+    """The chapters ``episodes`` make (``memq.memory.chapters``)."""
+    return draw_chapters(
+        episodes,
+        episode_messages(conn, tenant, episodes),
+        load_model(),
+        gap=timedelta(minutes=settings.chapter_gap_minutes),
+        min_messages=settings.chapter_min_messages,
+        title_words=(settings.extractive_title_min_words, settings.extractive_title_max_words),
+    )
+
+
+def conversation_chapters(
+    conn: psycopg.Connection, settings: Settings, tenant: str, conversation_id: str, depth: int | None
+) -> list[Chapter]:
+    tenant, conversation_id = _scope(settings, tenant, conversation_id)
+    depth = settings.manifest_depth if depth is None else _int(depth, "depth", 1, 500)
+    episodes, _ = latest_episodes(conn, tenant, conversation_id, depth)
+    return chapters_of(conn, tenant, episodes, settings)
 
 
 def last_messages(conn: psycopg.Connection, tenant: str, conversation_id: str, limit: int) -> list[Said]:
@@ -109,33 +152,47 @@ def _fingerprint(conn: psycopg.Connection, tenant: str, conversation_id: str) ->
     return [row[0], row[1]] if row else None
 
 
+def _within(chapters: list[Chapter], episodes: list[EpisodeListing]) -> list[Chapter]:
+    """The chapters of the first ``episodes`` (the newest ones), each with those of its events."""
+    shown = {e.id for e in episodes}
+    out = []
+    for c in chapters:
+        kept = tuple(i for i in c.episode_ids if i in shown)
+        if kept:
+            out.append(c if len(kept) == len(c.episode_ids) else replace(c, episode_ids=kept))
+    return out
+
+
 def _cached_episodes(
     client: MailboxClient, conn: psycopg.Connection, keys: ConversationKeys, depth: int, settings: Settings
-) -> tuple[list[EpisodeListing], int, bool]:
-    """(newest episodes, how many in all, whether the cache answered)."""
+) -> tuple[list[EpisodeListing], int, list[Chapter], bool]:
+    """(newest episodes, how many in all, their chapters, whether the cache answered)."""
     fingerprint = _fingerprint(conn, keys.tenant, keys.conversation_id)
     if fingerprint is None:
-        return [], 0, False
+        return [], 0, [], False
     usable = settings.manifest_cache_seconds > 0 and depth <= settings.manifest_depth
     if usable:
         raw = client.get(keys.manifest)
         if raw:
             cached = json.loads(raw)
             if cached.get("v") == _CACHE_VERSION and cached.get("fp") == fingerprint:
-                episodes = [EpisodeListing.from_json(e) for e in cached["episodes"]]
-                return episodes[:depth], cached["total"], True
+                episodes = [EpisodeListing.from_json(e) for e in cached["episodes"]][:depth]
+                chapters = [Chapter.from_json(c) for c in cached["chapters"]]
+                return episodes, cached["total"], _within(chapters, episodes), True
     episodes, total = latest_episodes(conn, keys.tenant, keys.conversation_id, max(depth, settings.manifest_depth))
+    chapters = chapters_of(conn, keys.tenant, episodes, settings)
     if usable:
         payload = {
             "v": _CACHE_VERSION,
             "fp": fingerprint,
             "total": total,
             "episodes": [e.to_json() for e in episodes],
+            "chapters": [c.to_json() for c in chapters],
         }
         client.set(
             keys.manifest, json.dumps(payload, ensure_ascii=False), px=int(settings.manifest_cache_seconds * 1000)
         )
-    return episodes[:depth], total, False
+    return episodes[:depth], total, _within(chapters, episodes[:depth]), False
 
 
 def invalidate_manifest(client: MailboxClient, keys: ConversationKeys) -> None:
@@ -207,10 +264,11 @@ def manifest(
     keys = conversation_keys(settings, tenant, conversation_id)
     with _resources(settings, tenant, conn, client) as (c, r):
         if user_id is None:
-            episodes, total, cached = _cached_episodes(r, c, keys, depth, settings)
+            episodes, total, chapters, cached = _cached_episodes(r, c, keys, depth, settings)
         else:
             scope = user_scope(c, r, settings, tenant, conversation_id, user_id)
             (episodes, total), cached = latest_episodes(c, tenant, scope, depth), False
+            chapters = chapters_of(c, tenant, episodes, settings)
         segment, open_count, first = open_segment(r, keys, 1)
     span = OpenSpan(first, segment.messages[-1], open_count) if first is not None else None
     built = build_manifest(
@@ -223,6 +281,7 @@ def manifest(
         depth=depth,
         title_chars=settings.manifest_title_chars,
         total_episodes=total,
+        chapters=chapters,
     )
     return ManifestResult(built, render_markdown(built, zone), cached)
 

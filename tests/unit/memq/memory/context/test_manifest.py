@@ -71,3 +71,55 @@ def test_labels_titles_and_an_empty_conversation():
     assert render_markdown(build([]), UTC) == "CONVERSATION MANIFEST\n└─ (no episodes yet)"
     spanning = render_markdown(build([episode(1, datetime(2026, 3, 8, 23, 0, tzinfo=UTC), 120)]), UTC)
     assert "[23:00 - Mar 9 01:00]" in spanning
+
+
+def test_chapters_are_what_the_tree_shows_and_the_json_keeps_both_levels():
+    from memq.memory.chapters.chapter import Chapter
+
+    day = datetime(2026, 3, 10, 9, 0, tzinfo=UTC)
+    episodes = [episode(i, day + timedelta(minutes=10 * i), 9) for i in range(4)]
+    chapters = [
+        Chapter(
+            "e0",
+            "conv",
+            "Lisbon trip: flights and the flat",
+            "extractive",
+            day,
+            day + timedelta(minutes=29),
+            24,
+            ("e0", "e1", "e2"),
+        ),
+        Chapter(
+            "e3",
+            "conv",
+            "Episode number 3",
+            "episode",
+            day + timedelta(minutes=30),
+            day + timedelta(minutes=39),
+            8,
+            ("e3",),
+        ),
+    ]
+    m = build_manifest(
+        "conv",
+        episodes,
+        None,
+        now=NOW,
+        tz=UTC,
+        tz_name="UTC",
+        depth=30,
+        title_chars=60,
+        total_episodes=6,
+        chapters=chapters,
+    )
+    assert render_markdown(m, UTC).splitlines() == [
+        "CONVERSATION MANIFEST",
+        "└─ Today",
+        "   ├─ [09:30 - 09:39] Episode number 3",
+        "   └─ [09:00 - 09:29] Lisbon trip: flights and the flat (3 events)",
+        "(2 older episodes not shown; search them with retrieve_memory)",
+    ]
+    data = to_json(m)
+    assert [len(g["segments"]) for g in data["groups"]] == [4]  # every event, as before
+    assert [c["episode_ids"] for c in data["chapters"]] == [["e3"], ["e0", "e1", "e2"]]
+    assert data["chapters"][1]["title"] == "Lisbon trip: flights and the flat"
