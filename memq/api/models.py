@@ -390,6 +390,7 @@ class ContextOut(BaseModel):
     total_episodes: int
     summaries: list[ContextSummaryOut] = Field(description="The latest episode summaries, oldest first.")
     facts: list[str]
+    chapters: list[str] = Field(description="The topics so far: the newest chapters, a line each, oldest first.")
     continuity: list[SaidOut] = Field(description="The last messages before the open segment.")
     gap_seconds: int | None
     open_segment: list[SaidOut] = Field(description="Messages not yet in an episode.")

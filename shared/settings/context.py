@@ -35,6 +35,9 @@ class ContextSettings(BaseModel):
     session_summary_count: int = Field(
         default=3, ge=0, le=50, description="MIRA: episode summaries in a session context"
     )
+    session_chapter_count: int = Field(
+        default=5, ge=0, le=50, description="Chapters (the topics so far, a line each) in a session context."
+    )
     session_continuity_messages: int = Field(
         default=6, ge=0, le=100, description="MIRA: messages before the open segment shown for continuity"
     )

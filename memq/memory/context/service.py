@@ -313,6 +313,7 @@ def session_context(
         if max_tokens is None
         else _int(max_tokens, "max_tokens", 100, settings.retrieval_max_tokens_max),
         summary_count=settings.session_summary_count if summaries is None else _int(summaries, "summaries", 0, 50),
+        chapter_count=settings.session_chapter_count,
         continuity_messages=(
             settings.session_continuity_messages if continuity is None else _int(continuity, "continuity", 0, 100)
         ),
@@ -335,6 +336,12 @@ def session_context(
         )
         segment, open_count, _ = open_segment(r, keys, settings.session_open_messages_max)
         facts = relevant_facts(c, settings, tenant, scope, segment, recent, embed)
+        if params.chapter_count == 0 or not total:
+            chapters: list[Chapter] = []
+        elif scope == [conversation_id]:
+            chapters = _cached_episodes(r, c, keys, settings.manifest_depth, settings)[2]
+        else:
+            chapters = chapters_of(c, tenant, latest_episodes(c, tenant, scope, settings.manifest_depth)[0], settings)
     return build_session_context(
         conversation_id,
         recent,
@@ -348,6 +355,7 @@ def session_context(
         count=count_tokens_cached,
         open_count=open_count,
         facts=facts,
+        chapters=chapters,
     )
 
 

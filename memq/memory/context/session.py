@@ -3,15 +3,16 @@ top of a new session, in order
 
 1. a collapse marker: older history is stored as memories and can be searched;
    then the most relevant facts known (semantic memory);
-2. the most recent episodes' summaries;
+2. the topics so far: the newest chapters, a line each (``memq.memory.chapters``); then
+   the most recent episodes' summaries;
 3. continuity: the last messages before the open segment;
 4. a session-boundary marker with the time gap;
 5. the open segment: messages accepted but not yet in an episode.
 
 Pure: the caller passes what was read and a token counter. Everything fits
 ``max_tokens`` (counted on exactly the returned text); when it does not all fit, the
-newest open-segment messages are kept first, then continuity, then facts, then
-summaries, newest first, and what was left out is said.
+newest open-segment messages are kept first, then continuity, then facts, then the
+chapters, then summaries, newest first, and what was left out is said.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, tzinfo
 from typing import Any
 
+from memq.memory.chapters.chapter import Chapter
 from memq.memory.context.model import EpisodeListing, OpenSegment, Said
 
 Counter = Callable[[str], int]
@@ -30,6 +32,7 @@ Counter = Callable[[str], int]
 class SessionParams:
     max_tokens: int
     summary_count: int = 3  # MIRA: session_summary_count
+    chapter_count: int = 5
     continuity_messages: int = 6
 
 
@@ -39,6 +42,7 @@ class SessionContext:
     total_episodes: int
     summaries: list[EpisodeListing]  # oldest first
     facts: list[str]  # fact lines shown, most relevant first
+    chapters: list[str]  # chapter lines shown, oldest first
     continuity: list[Said]
     active: list[Said]
     gap: timedelta | None  # from the last message before the open segment to its first (or to now)
@@ -67,6 +71,7 @@ class SessionContext:
                 for e in self.summaries
             ],
             "facts": self.facts,
+            "chapters": self.chapters,
             "continuity": [said(m) for m in self.continuity],
             "gap_seconds": None if self.gap is None else int(self.gap.total_seconds()),
             "open_segment": [said(m) for m in self.active],
@@ -124,6 +129,7 @@ def build_session_context(
     count: Counter,
     open_count: int | None = None,
     facts: Sequence[str] = (),
+    chapters: Sequence[Chapter] = (),
 ) -> SessionContext:
     """``recent``: the newest episodes, any order (the newest ``summary_count`` are
     used); ``continuity``: the last messages before the open segment, in order;
@@ -150,6 +156,17 @@ def build_session_context(
         since = f"{human_gap(gap)} since the last message ({_when(last_before, tz)})"
         boundary = f"[Session boundary: {since}.]" if active else f"[Session boundary: new session, {since}.]"
 
+    def chapter_line(c: Chapter) -> str:
+        start, end = c.start_at.astimezone(tz), c.end_at.astimezone(tz)
+        events = f" ({len(c.episode_ids)} events)" if len(c.episode_ids) > 1 else ""
+        return f"- {start.day} {start:%b %H:%M}-{end:%H:%M} · {c.title}{events}"
+
+    outline = (
+        [chapter_line(c) for c in sorted(chapters, key=lambda c: (c.start_at, c.id))[-params.chapter_count :]]
+        if params.chapter_count
+        else []
+    )
+
     def summary_block(e: EpisodeListing) -> str:
         return f"### {_when(e.start_at, tz)} · {e.title}\n{e.summary}"
 
@@ -159,6 +176,8 @@ def build_session_context(
             parts.append(collapse)
         if keep_f:
             parts.append("\n".join(["## Known facts", *keep_f]))
+        if keep_t:
+            parts.append("\n".join(["## Topics so far", *keep_t]))
         if keep_s:
             head = "## Recent episodes" + (f" ({left['summaries']} earlier left out)" if left.get("summaries") else "")
             parts.append("\n\n".join([head, *(summary_block(e) for e in keep_s)]))
@@ -183,6 +202,7 @@ def build_session_context(
     keep_c: list[str] = []
     keep_s: list[EpisodeListing] = []
     keep_f: list[str] = []
+    keep_t: list[str] = []
     budget = params.max_tokens
 
     def left() -> dict[str, int]:
@@ -190,6 +210,7 @@ def build_session_context(
             "open_segment": unread + len(lines_a) - len(keep_a),
             "continuity": len(lines_c) - len(keep_c),
             "summaries": len(summaries) - len(keep_s),
+            "chapters": len(outline) - len(keep_t),
         }
         return {k: v for k, v in out.items() if v}
 
@@ -219,6 +240,12 @@ def build_session_context(
             break
         keep_f.append(line)
         used += cost
+    for line in reversed(outline):
+        cost = count(line) + 1 + (count("## Topics so far") + 2 if not keep_t else 0)
+        if used + cost > budget:
+            break
+        keep_t.insert(0, line)
+        used += cost
     for e in reversed(summaries):
         cost = count(summary_block(e)) + 2 + (count("## Recent episodes") + 2 if not keep_s else 0)
         if used + cost > budget:
@@ -227,17 +254,32 @@ def build_session_context(
         used += cost
     text = text_now()
     while count(text) > budget and (
-        keep_s or keep_f or keep_c or keep_a
+        keep_s or keep_t or keep_f or keep_c or keep_a
     ):  # the markers alone may not fit a tiny budget
-        if keep_f and not keep_s:
+        if keep_s:
+            keep_s.pop(0)
+        elif keep_t:
+            keep_t.pop(0)
+        elif keep_f:
             keep_f.pop()
         else:
-            next(k for k in (keep_s, keep_c, keep_a) if k).pop(0)
+            next(k for k in (keep_c, keep_a) if k).pop(0)
         text = text_now()
     if count(text) > budget:
         text = ""
     kept_a = active[len(active) - len(keep_a) :] if keep_a else []
     kept_c = before[len(before) - len(keep_c) :] if keep_c else []
     return SessionContext(
-        conversation_id, total_episodes, keep_s, keep_f, kept_c, kept_a, gap, text, count(text), left(), tz_name
+        conversation_id,
+        total_episodes,
+        keep_s,
+        keep_f,
+        keep_t,
+        kept_c,
+        kept_a,
+        gap,
+        text,
+        count(text),
+        left(),
+        tz_name,
     )

@@ -153,3 +153,20 @@ def test_facts_come_after_the_collapse_marker_and_before_summaries():
         episodes(3), 3, [], said(1, NOW - timedelta(minutes=1)), max_tokens=100, facts=["- a long fact " + "word " * 60]
     )
     assert tight.tokens <= 100 and tight.facts == []
+
+
+def test_the_topics_so_far_are_the_newest_chapters_a_line_each_within_the_budget():
+    from memq.memory.chapters.chapter import Chapter
+
+    eps = episodes(8)
+    chapters = [
+        Chapter(e.id, "conv", f"Topic {i}: what and why", "extractive", e.start_at, e.end_at, 20, (e.id, f"x{i}"))
+        for i, e in enumerate(eps)
+    ]
+    ctx = build(eps, 8, [], said(2, NOW), chapters=chapters)
+    assert ctx.chapters == [
+        f"- {c.start_at.day} {c.start_at:%b %H:%M}-{c.end_at:%H:%M} · {c.title} (2 events)" for c in chapters[-5:]
+    ]
+    assert ctx.text.index("## Topics so far") < ctx.text.index("## Recent episodes")
+    tight = build(eps, 8, [], said(2, NOW), max_tokens=150, chapters=chapters)
+    assert tight.tokens <= 150 and len(tight.chapters) < 5 and tight.left_out.get("chapters")
