@@ -30,8 +30,10 @@ _UNIT = r"\p{L}[\p{L}\p{M}]*(?![\p{L}\p{M}\p{Nd}'\u2019])"
 # never a fragment: no word starts right after a letter, mark or digit, and a number is not
 # a word when a combining mark follows it ("000\u0300")
 _START = r"(?<![\p{L}\p{M}\p{Nd}])"
+# a name may end in one or two plus signs ("DS224+", "C++", "Disney+"), when no word follows them ("a+b")
+_PLUS = r"(?:\+{1,2}+(?![\p{L}\p{M}\p{Nd}+]))?+"
 WORD = regex.compile(
-    rf"{_START}{_LETTERS}(?:['\u2019\-]{_LETTERS})*"
+    rf"{_START}{_LETTERS}(?:['\u2019\-]{_LETTERS})*{_PLUS}"
     rf"|{_START}\p{{Nd}}++(?:[.,:]\p{{Nd}}++)*+(?:%|{_UNIT})?+(?!\p{{M}})"
 )
 WORD_MAX_CHARS = 50
@@ -45,15 +47,15 @@ does doesn't doing don't done down during each else etc even ever every everyone
 exactly excited exciting fantastic feel feels felt few finally for from fun further get glad go
 going gonna good goodbye got great guess had hadn't happy has hasn't have haven't having he
 he'd he'll he's hear heard hello help her here here's hers herself hey hi him himself his
-honestly hope hopefully hoping hour hours how how's i i'd i'll i'm i've idea ideas if in
-incredible inspiring instead into is isn't it it's its itself just kind know lately least let
+honestly hope hopefully hoping hour hours how how'd how'll how're how's i i'd i'll i'm i've idea ideas if in
+incredible inspiring instead into is isn't it it'd it'll it's its itself just kind know lately least let
 let's like literally lot lots love loved lovely luckily lucky make maybe me mean means minute
 minutes month months more most mostly much my myself need never nice no nope nor not nothing
 now of off often oh ok okay on once one only or other others ought our ours ourselves out over
-own part per please plus point pretty probably proud question questions quickly quite really
+own part per please plus pm point pretty probably proud question questions quickly quite really
 recently right said same say says second seconds see seriously share shared shares sharing she
 she'd she'll she's should shouldn't since so some someone something sometimes sort sounds still
-stuff such super sure tell than thank thankfully thanks that that's the their theirs them
+stuff such super sure tell than thank thankfully thanks that that'll that's the their theirs them
 themselves then there there's these they they'd they'll they're they've thing things think this
 those though thrilled through time times to told too totally try trying two under until up us
 usually very via wanna want was wasn't way we we'd we'll we're we've week weeks well were
@@ -174,15 +176,16 @@ def _script_language(text: str) -> str | None:
     return lang
 
 
-def language(texts: Iterable[str]) -> str:
-    """The language most of ``texts`` is written in (ISO 639-1), "en" when unsure."""
+def language(texts: Iterable[str], keys: Iterable[str] | None = None) -> str:
+    """The language most of ``texts`` is written in (ISO 639-1), "en" when unsure.
+    ``keys``: the ``key`` of each of their words, when already known."""
     text = "\n".join(texts)
     by_script = _script_language(text)
     if by_script:
         return by_script
     hits = dict.fromkeys(MARKERS, 0)
-    for w in WORD.findall(text):
-        for lang in _MARKER_LANGUAGES.get(key(w), ()):
+    for k in (key(w) for w in WORD.findall(text)) if keys is None else keys:
+        for lang in _MARKER_LANGUAGES.get(k, ()):
             hits[lang] += 1
     best = max(hits, key=lambda k: (hits[k], k == "en"))
     return best if hits[best] >= MIN_MARKERS else "en"
@@ -204,17 +207,25 @@ def is_number(word: str) -> bool:
     return word[:1].isdigit()
 
 
-# laughter and hums in any length ("haha", "jajaja", "hehehe", "lool", "hmmm", "kkkk"): chat
+# laughter, hums and interjections in any length ("haha", "jajaja", "lool", "hmmm", "kkkk", "aww", "huh"): chat
 # filler no stop-word list can spell out in full
-_FILLER = re.compile(r"(?:ha|he|hi|ja|je|ks)(?:ha|he|hi|ja|je|ks)+h?|l+o+l+|lmf?a+o+|rofl|k{3,}|h+m+|u+g+h+", re.I)
+_FILLER = re.compile(
+    r"(?:ha|he|hi|ja|je|ks)(?:ha|he|hi|ja|je|ks)+h?|l+o+l+|lmf?a+o+|rofl|k{3,}|h+m+|u+g+h+"
+    r"|a+w+|a+h+|o+h+|u+h+|u+m+|huh|o{2,}p+s+|omg|ya+y+|whoa+|yikes",
+    re.I,
+)
+
+
+_ACRONYM = re.compile(r"[A-Z][A-Z0-9]")
 
 
 def is_content(word: str, stop: frozenset[str] = ENGLISH) -> bool:
     """A word that can carry what a text is about: not a stop word, not a stray letter
     (words of one or two letters are mostly function words, except in the scripts written
     without spaces, where a two-character Han word is a word), no run-away string, no
-    laughter. A number of three characters or more counts (9:40, 5km, 20%, 138)."""
-    shortest = 2 if script(word[0]) else 3
+    laughter. A number of three characters or more counts (9:40, 5km, 20%, 138), and so
+    does a two-character acronym or code in capitals ("AI", "B2", "S3")."""
+    shortest = 2 if script(word[0]) or _ACRONYM.fullmatch(word) else 3
     return shortest <= len(word) <= WORD_MAX_CHARS and key(word) not in stop and not _FILLER.fullmatch(word)
 
 
@@ -259,3 +270,14 @@ def written_as_name(word: str) -> bool:
     upper = enc.encode(" " + word, disallowed_special=())
     lower = enc.encode(" " + word.lower(), disallowed_special=())
     return (len(upper), upper[:1]) < (len(lower), lower[:1])
+
+
+@functools.lru_cache(maxsize=65_536)
+def dictionary_word(word: str) -> bool:
+    """Whether ``word`` in lower case is a word of general text, one token of the BPE
+    tokenizer ("dough", "compost", "gut", "asyncio"), rather than a name, which lower-cased
+    is cut in pieces ("okafor", "kaltenbrunn", "synology"): a word written capitalised once
+    mid-sentence is a name when it is no dictionary word (or ``written_as_name``: "Kafka")."""
+    from memq.shared.tokens import encoding
+
+    return len(encoding().encode(" " + word.lower(), disallowed_special=())) == 1

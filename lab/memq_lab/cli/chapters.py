@@ -20,10 +20,12 @@ REPORT = ("tiage_dev.json", "superdialseg_validation.jsonl[half:]")
 
 @click.command("eval-chapters")
 @data_argument
-@click.option("--streams", type=int, default=200, show_default=True, help="Stitched streams per set.")
+@click.option(
+    "--streams", type=int, default=None, help="Stitched streams per set (default 200 to score, 600 to --train)."
+)
 @click.option("--train", "train", is_flag=True, help="Fit the chapter scorer on the training sets and write it.")
 @click.option("--json", "json_path", type=click.Path(path_type=Path), help="Also write the rows as JSON here.")
-def eval_chapters_cmd(data: Path | None, streams: int, train: bool, json_path: Path | None) -> None:
+def eval_chapters_cmd(data: Path | None, streams: int | None, train: bool, json_path: Path | None) -> None:
     import json
 
     from memq.memory.chapters.detector import MODEL_PATH, load_model
@@ -36,6 +38,7 @@ def eval_chapters_cmd(data: Path | None, streams: int, train: bool, json_path: P
 
     console = Console()
     data = _required(data, "memq eval-chapters")
+    count = streams or (600 if train else 200)
     settings = get_settings()
     embedder = get_embedder(settings)
     detector = build_detector(settings, None, lambda text: embedder.embed([text])[0])
@@ -50,8 +53,8 @@ def eval_chapters_cmd(data: Path | None, streams: int, train: bool, json_path: P
             dialogues = dialogues[:half] if part == "first" else dialogues[half:]
         vectors = dialogue_embeddings(list(dialogues), embedder, cache)
         label = file if part is None else f"{file} ({part} half)"
-        console.print(f"[dim]… {label}: {streams} streams segmented into events[/]")
-        return stitched(label, dialogues, vectors, streams, detector, settings, seed=seed)
+        console.print(f"[dim]… {label}: {count} streams segmented into events[/]")
+        return stitched(label, dialogues, vectors, count, detector, settings, seed=seed)
 
     if train:
         domains = [streams_of("tiage_train.json", None, 1), streams_of("superdialseg_validation.jsonl", "first", 1)]

@@ -187,7 +187,8 @@ def fit_model(domains: Sequence[Sequence[Stream]], settings: Settings) -> TreeMo
         f1 = float(np.mean([score("fit", d, model, settings)[0].f1 for d in domains]))
         if f1 > best[0]:
             best = (f1, float(threshold))
-    info = {**base.info, "params": TREE_PARAMS, "fit_f1": round(best[0], 4)}
+    streams = {d[0].name: len(d) for d in domains if d}
+    info = {**base.info, "params": TREE_PARAMS, "streams": streams, "fit_f1": round(best[0], 4)}
     return TreeModel(trees, baseline, round(best[1], 2), round(best[1], 2), 0, info, "chapter")
 
 

@@ -8,17 +8,19 @@ from __future__ import annotations
 import re
 
 # A topic announced as new: "Totally unrelated, but ...", "Anyway, switching gears ...",
-# "On another note", "Different question:", "By the way, ..." (at the start of a message;
-# "one more thing" or "speaking of which" stay with the topic).
+# "On another note", "Different question:" (at the start of a message; "one more thing" or
+# "speaking of which" stay with the topic).
 _MARKER = re.compile(
     r"^\W*(?:(?:ok(?:ay)?|so|oh|hey|also|and|um|hmm)[\s,.!]+)*(?:(?:totally|completely|entirely|somewhat)\s+)?"
     r"(?:unrelated\b|switching gears\b"
     r"|(?:anyway|anyhow)s?\b[\s,]*(?:switching|changing|on|moving|new|different|another|unrelated)"
     r"|change of (?:subject|topic)\b|changing (?:the )?(?:subject|topic)\b"
     r"|(?:a |on a )?(?:new|different|another|separate) (?:topic|subject|question|thing|matter)\b"
-    r"|on (?:an)?other note\b|moving on\b|by the way\b|btw\b)",
+    r"|on (?:an)?other note\b|moving on\b)",
     re.IGNORECASE,
 )
+# An aside that may open another topic or a side of the same one: "By the way, ...", "btw"
+_ASIDE = re.compile(r"^\W*(?:(?:oh|and|also|ok(?:ay)?)[\s,.!]+)*(?:by the way|btw|incidentally)\b", re.IGNORECASE)
 # Someone opening a conversation: "hi", "hello there", "good morning", "how are you?"
 _GREETING = re.compile(
     r"^\W*(?:hi|hello|hey|hiya|howdy|greetings|yo|good (?:morning|afternoon|evening|day)|"
@@ -51,6 +53,12 @@ _HEAD_WORDS = 6
 def announces_new_topic(text: str) -> bool:
     """An explicit marker that what follows is another topic."""
     return bool(_MARKER.search(text[:200]))
+
+
+def opens_an_aside(text: str) -> bool:
+    """ "By the way, ...": another topic as often as another side of this one (the learned
+    scorer weighs it with the rest)."""
+    return bool(_ASIDE.search(text[:100]))
 
 
 def greets(text: str) -> bool:

@@ -14,20 +14,27 @@ far ahead as they look back (the online event detector sees two messages ahead).
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 
 import numpy as np
 
-from memq.memory.chapters.cues import follows_up, greets, opens_a_matter, refers_back, says_farewell
+from memq.memory.chapters.cues import follows_up, greets, opens_a_matter, opens_an_aside, refers_back, says_farewell
+from memq.worker.episodes.words import content_words
 
 WINDOWS = (3, 6, 10)
+LEXICAL_WINDOWS = (6, 12)
+PIVOT_WINDOWS = (3, 6)
 NAMES = (
     "user_greets",
     "user_opens_a_matter",
     "previous_says_farewell",
     "follows_up",
     "refers_back",
+    "user_opens_an_aside",
     *(f"{kind}_{w}" for w in WINDOWS for kind in ("cosine", "cosine_z", "depth")),
+    *(f"shared_words_{w}" for w in LEXICAL_WINDOWS),
+    *(f"pivot_{w}" for w in PIVOT_WINDOWS),
 )
 
 
@@ -60,6 +67,36 @@ def _depths(s: np.ndarray, w: int) -> np.ndarray:
     return out
 
 
+def shared_words(bags: Sequence[Counter[str]], w: int) -> np.ndarray:
+    """``out[i]``: the cosine of the content-word counts of the ``w`` messages before ``i``
+    and of the ``w`` from ``i`` on (the same words on both sides: the same topic)."""
+    n = len(bags)
+    out = np.ones(n)
+    for i in range(1, n):
+        left: Counter[str] = Counter()
+        right: Counter[str] = Counter()
+        for b in bags[max(0, i - w) : i]:
+            left.update(b)
+        for b in bags[i : i + w]:
+            right.update(b)
+        dot = sum(c * right[k] for k, c in left.items() if k in right)
+        norm = np.sqrt(sum(c * c for c in left.values()) * sum(c * c for c in right.values()))
+        out[i] = dot / norm if norm else 0.0
+    return out
+
+
+def pivots(vectors: np.ndarray, w: int) -> np.ndarray:
+    """``out[i]``: how much closer message ``i`` is to the ``w`` messages after it than to
+    the ``w`` before it (a question that opens a topic belongs with its answers)."""
+    n = len(vectors)
+    unit = _unit_rows(np.asarray(vectors, dtype=np.float64))
+    prefix = np.vstack([np.zeros((1, unit.shape[1])), np.cumsum(unit, axis=0)])
+    i = np.arange(1, n)
+    left = _unit_rows(prefix[i] - prefix[np.maximum(0, i - w)])
+    right = _unit_rows(prefix[np.minimum(n, i + 1 + w)] - prefix[i + 1])
+    return np.concatenate([[0.0], np.einsum("ij,ij->i", unit[i], right) - np.einsum("ij,ij->i", unit[i], left)])
+
+
 def feature_rows(texts: Sequence[str], roles: Sequence[str], vectors: np.ndarray) -> np.ndarray:
     """Rows for positions 1..n-1 of one stream (one conversation's messages in order), in
     the order of ``NAMES``; an empty (0, len(NAMES)) array for fewer than two messages. A
@@ -77,6 +114,7 @@ def feature_rows(texts: Sequence[str], roles: Sequence[str], vectors: np.ndarray
                 says_farewell(texts[i - 1]),
                 follows_up(texts[i]),
                 refers_back(texts[i]),
+                roles[i] == "user" and opens_an_aside(texts[i]),
             ]
             for i in range(1, n)
         ],
@@ -88,4 +126,7 @@ def feature_rows(texts: Sequence[str], roles: Sequence[str], vectors: np.ndarray
         inner = s[1:]
         z = (inner - inner.mean()) / (inner.std() + 1e-6)
         columns.append(np.column_stack([inner, z, _depths(s, w)[1:]]))
+    bags = [Counter(content_words(t[:2000])) for t in texts]
+    columns.append(np.column_stack([shared_words(bags, w)[1:] for w in LEXICAL_WINDOWS]))
+    columns.append(np.column_stack([pivots(vectors, w)[1:] for w in PIVOT_WINDOWS]))
     return np.hstack(columns)

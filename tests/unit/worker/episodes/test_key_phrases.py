@@ -110,3 +110,57 @@ def test_the_phrases_do_not_depend_on_the_process_string_hashing():
     }
     assert len(answers) == 1, answers
     assert json.loads(answers.pop())
+
+
+def test_a_plural_is_its_singular_and_a_phrase_is_shown_as_written():
+    phrases = key_phrases(
+        _msgs(
+            "I want proper backups for 5 nights of photos.",
+            "A backup on the NAS and an off-site backup: that covers 5 nights of photos.",
+            "ok, two backups then",
+        ),
+        k=12,
+    )
+    keys = [k for p in phrases for k in p.keys]
+    assert "backup" in keys and "backups" not in keys
+    assert "5 nights" in [p.text for p in phrases]
+
+
+def test_a_capitalised_stop_word_inside_a_name_is_part_of_it():
+    messages = _msgs("Back up the MacBook with Time Machine.", "Then Time Machine needs a share.")
+    phrases = [p.text for p in key_phrases(messages)]
+    assert "Time Machine" in phrases and "Time" not in phrases
+
+
+def test_a_full_stop_after_a_title_ends_no_sentence():
+    phrases = [p.text for p in key_phrases(_msgs("what did dr okafor say?", "Dr. Okafor said to rest the knee."))]
+    assert "Okafor" in phrases
+
+
+@pytest.mark.parametrize(
+    ("texts", "phrase", "reads_as_noun"),
+    [
+        (("The lock is held by the task.", "Release the lock before the await."), "lock", True),
+        (("It hangs forever.", "When it hangs, the worker is stuck."), "hangs", False),
+        (("That was a huge difference.", "It is huge."), "huge", False),
+        (("I'm currently reading.", "Currently, yes."), "currently", False),
+    ],
+)
+def test_a_phrase_carries_cues_that_it_reads_as_a_noun(texts, phrase, reads_as_noun):
+    from memq.worker.episodes.key_phrases import candidates
+
+    found = {p.text.lower(): p for p in candidates(_msgs(*texts))}
+    assert (found[phrase].noun > 0) is reads_as_noun, found[phrase]
+
+
+def test_the_phrases_carry_what_a_title_picks_its_subject_by():
+    messages = _msgs(
+        "I'm planning a trip to Lisbon with my partner Jonas.",
+        "Lisbon in May is lovely; Jonas will like the trams.",
+        "A photo of the trams, please.",
+        "Here is a photo of the trams of Lisbon.",
+    )
+    found = {p.text: p for p in key_phrases(messages).pool}
+    assert found["Lisbon"].held == 3 and found["Lisbon"].opening and found["Lisbon"].last == 1.0
+    assert found["Jonas"].companion and not found["Lisbon"].companion
+    assert found["photo"].partitive == 1.0

@@ -22,6 +22,8 @@ WORD_CASES = [
     ("Tome\u0301 cafe\u0301", ["Tomé", "café"]),  # decomposed accents: one letter each (NFC)
     ("the and of it is to", []),
     ("Flight A320 or COVID19 rules", ["Flight", "A320", "COVID19", "rules"]),
+    ("A Synology DS224+ in C++ or a+b", ["Synology", "DS224+", "C++"]),  # a plus sign ends a name, not a sum
+    ("B2 or S3 for AI, at 5 PM, OK?", ["B2", "S3", "AI"]),  # acronyms of two characters; not "PM", "OK"
 ]
 
 
@@ -103,7 +105,8 @@ def test_any_text_has_a_language_and_its_stop_words(text):
 
 
 @pytest.mark.parametrize(
-    "filler", ["haha", "Hahaha", "jajaja", "hehe", "hihi", "lol", "LOOL", "lmao", "hmmm", "kkkk", "ugh"]
+    "filler",
+    ["haha", "Hahaha", "jajaja", "hehe", "hihi", "lol", "LOOL", "lmao", "hmmm", "kkkk", "ugh", "aww", "huh", "omg"],
 )
 def test_laughter_and_hums_carry_no_content(filler):
     assert not is_content(filler)
@@ -112,3 +115,10 @@ def test_laughter_and_hums_carry_no_content(filler):
 @pytest.mark.parametrize("word", ["Hyper", "hike", "hahn", "jeans", "kashi", "Lola", "hummus"])
 def test_words_that_begin_like_laughter_still_do(word):
     assert is_content(word)
+
+
+def test_a_dictionary_word_is_one_token_and_a_name_is_not():
+    from memq.worker.episodes.words import dictionary_word
+
+    assert dictionary_word("dough") and dictionary_word("Gut")
+    assert not dictionary_word("okafor") and not dictionary_word("Kaltenbrunn")

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from memq.memory.chapters.chapter import Chapter, draw_chapters
-from memq.memory.chapters.cues import announces_new_topic, follows_up, greets, says_farewell
+from memq.memory.chapters.cues import announces_new_topic, follows_up, greets, opens_an_aside, says_farewell
 from memq.memory.chapters.detector import StreamMessage, chapter_starts, load_model, peaks, rule_starts
 from memq.memory.chapters.features import NAMES, feature_rows, window_cosines
 from memq.shared.episode_listing import EpisodeListing
@@ -39,7 +39,6 @@ def stream(topics: list[int], *, texts: list[str] | None = None, minutes: Sequen
     [
         "Totally unrelated, but my sourdough came out flat",
         "Anyway, switching gears. I have an interview",
-        "By the way, Jonas booked the flights",
         "ok so, different question: how do I",
         "On another note, the bike",
     ],
@@ -49,7 +48,14 @@ def test_an_announced_topic_is_recognised(text):
 
 
 @pytest.mark.parametrize(
-    "text", ["One more thing. sometimes it hangs", "anyway it works now", "so the other thing", "I changed the topic"]
+    "text",
+    [
+        "One more thing. sometimes it hangs",
+        "anyway it works now",
+        "so the other thing",
+        "I changed the topic",
+        "By the way, Jonas booked the flights",  # an aside: weighed by the scorer, no rule
+    ],
 )
 def test_staying_on_topic_is_not_an_announcement(text):
     assert not announces_new_topic(text)
@@ -60,6 +66,7 @@ def test_wording_cues():
     assert not greets("Say hello to Gerald")
     assert follows_up("and what about the flights?")
     assert says_farewell("great, thanks a lot!")
+    assert opens_an_aside("By the way, Jonas booked the flights") and not opens_an_aside("the way to go")
 
 
 def test_rules_start_a_chapter_at_a_gap_a_new_conversation_and_an_announcement():
@@ -71,7 +78,7 @@ def test_rules_start_a_chapter_at_a_gap_a_new_conversation_and_an_announcement()
 
 def test_an_assistant_announcing_nothing_new_is_no_rule():
     messages = stream([0] * 4)
-    messages[1] = StreamMessage("c", "assistant", "By the way, the lock is reentrant", messages[1].at, axis(0))
+    messages[1] = StreamMessage("c", "assistant", "Unrelated: the lock is reentrant", messages[1].at, axis(0))
     assert rule_starts(messages, GAP) == set()
 
 
