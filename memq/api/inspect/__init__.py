@@ -7,18 +7,21 @@ scoping as ``/v1``. Not part of the OpenAPI document (``include_in_schema=False`
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import FileResponse, HTMLResponse
 
 from memq import version
 from memq.api.auth import caller, services
-from memq.api.inspect import live, queries
+from memq.api.inspect import chapters, live, queries
 from memq.api.inspect.render import HEADERS, HERE, render
-from memq.api.inspect.timeline import Axis
+from memq.api.inspect.timeline import Axis, Bar, Group, lay_out
 from memq.api.services import Services
+from memq.memory.chapters.chapter import Chapter
 from memq.memory.retrieval.retrievability import retrievability_now
 from memq.shared.errors import NotFound
 from memq.shared.ids import check_conversation_id
@@ -59,17 +62,38 @@ class Block:
     episode: queries.Episode
     retrievability: float
     key_moment: bool
-    x: float
-    width: float
+    bar: Bar | None = None  # where it is drawn
+    chapter: int | None = None  # the number of the chapter it is in
 
 
-def _blocks(episodes: list[queries.Episode], axis: Axis | None, svc: Services, now: datetime) -> list[Block]:
+def _blocks(
+    episodes: list[queries.Episode],
+    svc: Services,
+    now: datetime,
+    bars: Sequence[Bar] = (),
+    chapter_of: dict[int, int] | None = None,
+) -> list[Block]:
     out = []
-    for i, e in enumerate(episodes, start=1):
-        x, width = axis.span(e.listing.start_at, e.listing.end_at) if axis else (0.0, 0.0)
+    for i, e in enumerate(episodes):
         r = retrievability_now(e.stability, e.last_review, e.listing.surprise, now, svc.settings)
-        out.append(Block(i, e, r, e.listing.surprise >= svc.settings.key_moment_surprise, x, width))
+        key = e.listing.surprise >= svc.settings.key_moment_surprise
+        bar = bars[i] if i < len(bars) else None
+        out.append(Block(i + 1, e, r, key, bar, (chapter_of or {}).get(i)))
     return out
+
+
+@dataclass(frozen=True)
+class ChapterRow:
+    """A chapter as the page lists it: numbered, with the numbers of its events."""
+
+    number: int
+    chapter: Chapter
+    events: list[int]  # the events' numbers on this page
+
+    @property
+    def event_range(self) -> str:
+        first, last = self.events[0], self.events[-1]
+        return str(first) if first == last else f"{first}–{last}"
 
 
 @router.get("/fragments/conversation/{conversation_id}")
@@ -83,19 +107,31 @@ def conversation(
     pending = live.open_event(svc, tenant, conversation_id)
     if not episodes and not pending.unstored.total and pending.status.idle:
         raise NotFound("no such conversation")
+    drawn = chapters.chapters(svc, tenant, conversation_id, [e.listing for e in episodes])
+    index = {e.listing.id: i for i, e in enumerate(episodes)}
+    rows: list[ChapterRow] = []
+    for c in drawn.chapters:
+        mine = sorted(index[i] for i in c.episode_ids if i in index)
+        if mine:
+            rows.append(ChapterRow(len(rows) + 1, c, [i + 1 for i in mine]))
+    chapter_of = {n - 1: row.number for row in rows for n in row.events}
     first, shown = pending.unstored.first, pending.unstored.messages
-    open_times = [first.timestamp, shown[-1].timestamp] if first and shown else []
-    axis = Axis.over([t for e in episodes for t in (e.listing.start_at, e.listing.end_at)] + open_times)
-    open_span = axis.span(*open_times) if axis and open_times else None
+    open_span = (first.timestamp, shown[-1].timestamp) if first and shown else None
+    layout = lay_out(
+        [(e.listing.start_at, e.listing.end_at) for e in episodes],
+        [Group(r.chapter.title, r.chapter.start_at, r.chapter.end_at, tuple(n - 1 for n in r.events)) for r in rows],
+        open_span,
+    )
     by_episode: dict[str, list[queries.Message]] = {}
     for m in messages:
         by_episode.setdefault(m.episode_id, []).append(m)
     return render(
         "conversation.html",
         conversation_id=conversation_id,
-        blocks=_blocks(episodes, axis, svc, datetime.now(UTC)),
-        axis=axis,
-        open_span=open_span,
+        blocks=_blocks(episodes, svc, datetime.now(UTC), layout.bars if layout else (), chapter_of),
+        layout=layout,
+        chapters=rows,
+        chapter_problem=drawn.problem,
         pending=pending,
         messages=by_episode,
         shown=len(messages),
@@ -111,7 +147,7 @@ def episode(episode_id: str, tenant: str = Depends(caller), svc: Services = Depe
             raise NotFound("no such episode")
         messages = queries.episode_messages(conn, tenant, found.episode.listing.id)
         reviews, waiting = queries.reviews(conn, tenant, found.episode.listing.id)
-    (block,) = _blocks([found.episode], None, svc, datetime.now(UTC))
+    (block,) = _blocks([found.episode], svc, datetime.now(UTC))
     return render("episode.html", detail=found, block=block, messages=messages, reviews=reviews, waiting=waiting)
 
 
@@ -149,7 +185,26 @@ def search(
     result = None
     if q.strip():
         result = svc.memory(tenant).retrieve(q, conversation_id=conversation_id or None, record=False)
-    return render("search.html", q=q, conversation_id=conversation_id, result=result, settings=svc.settings)
+    ranked, left_out = _ranked(result.records if result else [])
+    return render(
+        "search.html",
+        q=q,
+        conversation_id=conversation_id,
+        result=result,
+        ranked=ranked,
+        left_out=left_out,
+        settings=svc.settings,
+    )
+
+
+def _ranked(records: list[dict[str, Any]]) -> tuple[list[tuple[int, dict[str, Any]]], list[int]]:
+    """The memories returned, numbered 1..n in the order returned; and the candidates'
+    ranks retrieval gave that are not among them. A record's ``rank`` is its place among
+    the candidates ranked before the token budget decided what is returned, so a candidate
+    that did not fit leaves a gap there: the page numbers what it shows instead."""
+    shown = {r["rank"] for r in records}
+    top = max(shown, default=0)
+    return list(enumerate(records, start=1)), [n for n in range(1, top + 1) if n not in shown]
 
 
 @router.get("/fragments/status")

@@ -29,6 +29,10 @@ def when(at: datetime | None) -> str:
     return "—" if at is None else at.astimezone(UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def clock(at: datetime) -> str:
+    return at.astimezone(UTC).strftime("%H:%M")
+
+
 def score(value: float | None, digits: int = 4) -> str:
     return "—" if value is None else f"{value:.{digits}f}"
 
@@ -44,6 +48,7 @@ def environment() -> Environment:
     )
     env.filters["when"] = when
     env.filters["score"] = score
+    env.filters["clock"] = clock
     return env
 
 
