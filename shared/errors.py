@@ -72,7 +72,12 @@ class BatchIncomplete(BatchError, ServiceError):
 
 
 class NotFound(MemqError):
-    """No such thing in the caller's tenant (another tenant's is reported the same way)."""
+    """No such thing in the caller's tenant (another tenant's is reported the same way).
+    ``field``: the argument that named it."""
+
+    def __init__(self, message: str, *, field: str | None = None) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class Busy(MemqError):

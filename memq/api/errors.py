@@ -96,6 +96,72 @@ def _body_error(request: Request, found: list[Any], body: Any) -> JSONResponse |
     return error(400, "validation", f"the body is {kind}, not a JSON object: {instead}")
 
 
+# pydantic's error types in memq's words (the rest keep pydantic's message)
+_WORDING: dict[str, str] = {
+    "string_type": "must be a string",
+    "int_type": "must be a whole number",
+    "int_parsing": "must be a whole number",
+    "int_from_float": "must be a whole number",
+    "float_type": "must be a number",
+    "float_parsing": "must be a number",
+    "bool_type": "must be true or false",
+    "bool_parsing": "must be true or false",
+    "list_type": "must be an array",
+    "dict_type": "must be a JSON object",
+    "model_type": "must be a JSON object",
+    "model_attributes_type": "must be a JSON object",
+    "datetime_type": "must be an ISO 8601 date and time with a time zone, e.g. 2026-03-14T09:30:00Z",
+    "datetime_parsing": "must be an ISO 8601 date and time with a time zone, e.g. 2026-03-14T09:30:00Z",
+    "datetime_from_date_parsing": "must be an ISO 8601 date and time with a time zone, e.g. 2026-03-14T09:30:00Z",
+    "uuid_type": "must be a UUID",
+    "uuid_parsing": "must be a UUID",
+}
+
+
+def _number(value: Any) -> Any:
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def wording(found: dict[str, Any]) -> str:
+    """What a request validation error says: memq's words for the common kinds, with the
+    limits it broke ("must be at least 1"), pydantic's message otherwise."""
+    kind = found.get("type", "")
+    ctx = {k: _number(v) for k, v in (found.get("ctx") or {}).items()}
+    if kind in _WORDING:
+        return _WORDING[kind]
+    if kind in ("greater_than_equal", "greater_than") and ("ge" in ctx or "gt" in ctx):
+        return f"must be at least {ctx['ge']}" if "ge" in ctx else f"must be more than {ctx['gt']}"
+    if kind in ("less_than_equal", "less_than") and ("le" in ctx or "lt" in ctx):
+        return f"must be at most {ctx['le']}" if "le" in ctx else f"must be less than {ctx['lt']}"
+    if kind == "string_too_long":
+        return f"must be at most {ctx.get('max_length')} characters"
+    if kind == "string_too_short":
+        return f"must be at least {ctx.get('min_length')} characters"
+    if kind == "too_long":
+        return f"must have at most {ctx.get('max_length')} items"
+    if kind == "too_short":
+        return f"must have at least {ctx.get('min_length')} items"
+    if kind in ("literal_error", "enum"):
+        return f"must be one of {ctx.get('expected')}"
+    message = str(found.get("msg", "invalid request"))
+    return message[:1].lower() + message[1:]
+
+
+# the routes under /v1/conversations/{conversation_id}/...: a path that matched none of them
+# because the id holds a '/' is told the id rule it breaks
+_CONVERSATION_ROUTES = ("episodes", "manifest", "context", "facts", "status", "flush", "messages", "user")
+
+
+def _conversation_id_in(path: str) -> str | None:
+    prefix = "/v1/conversations/"
+    if not path.startswith(prefix):
+        return None
+    rest = path[len(prefix) :].rstrip("/")
+    head, _, last = rest.rpartition("/")
+    candidate = head if last in _CONVERSATION_ROUTES else rest
+    return candidate if "/" in candidate else None
+
+
 def install(app: FastAPI) -> None:
     @app.exception_handler(RequestValidationError)
     async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -109,7 +175,7 @@ def install(app: FastAPI) -> None:
         found.sort(key=lambda e: 0 if form in e.get("loc", ()) else 1)
         first = found[0] if found else {"loc": (), "msg": "invalid request"}
         field = _loc(tuple(first.get("loc", ())))
-        message = str(first.get("msg", "invalid request"))
+        message = wording(first)
         if first.get("type") == "json_invalid":
             message, field = "the body is not valid JSON", None
         elif first.get("type") == "missing":
@@ -137,7 +203,7 @@ def install(app: FastAPI) -> None:
 
     @app.exception_handler(NotFound)
     async def not_found(_: Request, exc: NotFound) -> JSONResponse:
-        return error(404, "not_found", str(exc))
+        return error(404, "not_found", str(exc), field=exc.field)
 
     @app.exception_handler(Busy)
     async def busy(_: Request, exc: Busy) -> JSONResponse:
@@ -158,7 +224,15 @@ def install(app: FastAPI) -> None:
         return error(503, "unavailable", "Redis cannot be reached; try again", headers={"Retry-After": "5"})
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        if exc.status_code == 404 and (bad := _conversation_id_in(request.url.path)) is not None:
+            return error(
+                400,
+                "validation",
+                f"{bad[:60]!r} is not a conversation id: 1-128 letters, digits, '.', '_', ':' or '-', starting "
+                "with a letter or digit (no '/'; encode other characters out of the id)",
+                "conversation_id",
+            )
         kinds = {
             401: "unauthorized",
             403: "forbidden",

@@ -62,6 +62,11 @@ class MessagesOut(BaseModel):
 class FlushOut(BaseModel):
     conversation_id: str
     flushed: bool = Field(description="False when nothing was waiting.")
+    idle: bool | None = Field(
+        default=None,
+        description="With `wait`: whether every accepted message was in an episode before the wait ended "
+        "(null without `wait`).",
+    )
     warning: str | None = Field(
         default=None,
         description="Set when something was flushed but no worker answered a ping: the messages are kept, "
@@ -323,6 +328,30 @@ class RecentOut(BaseModel):
 
 
 # --- the manifest and the session context (``memq/memory/context``) ----------------------------
+
+
+class ConversationStatusOut(BaseModel):
+    conversation_id: str
+    idle: bool = Field(description="Every accepted message is in an episode (or quarantined): nothing waits.")
+    accepted: int = Field(description="Messages accepted since the conversation's state was created.")
+    inbox: int = Field(description="Accepted, not yet segmented.")
+    open_event: int = Field(description="In the open event, not yet closed.")
+    waiting_segments: int = Field(description="Closed events waiting for their episode.")
+    quarantined: int = Field(description="Items set aside after repeated failures (`memq quarantine`).")
+
+
+class ConversationOut(BaseModel):
+    conversation_id: str
+    user_id: str | None
+    messages: int = Field(description="Messages stored in episodes.")
+    episodes: int
+    last_message_at: str | None
+    stored: bool = Field(description="False: messages accepted, none in an episode yet.")
+
+
+class ConversationsOut(BaseModel):
+    conversations: list[ConversationOut] = Field(description="In id order.")
+    next: str | None = Field(description="The cursor of the next page (`?after=`); null on the last page.")
 
 
 class ManifestSegmentOut(BaseModel):

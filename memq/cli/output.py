@@ -13,7 +13,7 @@ import click
 from rich.console import Console
 from rich.markdown import Markdown
 
-from memq.shared.errors import ValidationError
+from memq.shared.errors import NotFound, ValidationError
 
 if TYPE_CHECKING:
     from memq.memory import Memory
@@ -23,12 +23,15 @@ if TYPE_CHECKING:
 def answer_only_on_stdout() -> Iterator[None]:
     """While the library works, whatever it prints (structlog's default logger writes to
     stdout when nothing configured it) goes to stderr: stdout carries only the answer, so
-    ``--json`` can be piped into jq. A refusal becomes a usage error (exit code 2)."""
+    ``--json`` can be piped into jq. A refusal becomes a usage error (exit code 2), something
+    this tenant does not know an error (exit code 1)."""
     try:
         with redirect_stdout(sys.stderr):
             yield
     except ValidationError as exc:
         raise click.UsageError(str(exc)) from None
+    except NotFound as exc:  # exit code 1, the message says what to check
+        raise click.ClickException(str(exc)) from None
 
 
 @contextmanager

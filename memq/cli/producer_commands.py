@@ -43,6 +43,15 @@ def send_cmd(conversation_id, role, content, timestamp, message_id, metadata, te
     click.echo(f"{result.status} message_id={result.message_id}")
 
 
+def _queued(through: int) -> str:
+    if not through:
+        return "Nothing was queued"
+    return (
+        f"Lines 1-{through} were queued (replaying the fixed file stores them once: their ids are kept, or "
+        "derived from what each line is)"
+    )
+
+
 def replay_file(
     producer: Producer,
     path: Path,
@@ -56,6 +65,7 @@ def replay_file(
     total = count_lines(path)
     counts = {"accepted": 0, "clamped": 0, "duplicate": 0}
     conversations: set[str] = set()
+    queued_through = 0  # the last line of the batches queued so far
     with Progress(
         TextColumn("[bold]replay[/] {task.description}"),
         BarColumn(),
@@ -64,12 +74,23 @@ def replay_file(
         disable=quiet,
     ) as progress:
         task = progress.add_task(path.name, total=total)
-        for batch in batches(path, batch_size, conversation_id):
+        read = batches(path, batch_size, conversation_id)
+        while True:
+            try:
+                batch = next(read, None)
+            except ValidationError as exc:  # a line that is not a JSON object, or not UTF-8
+                raise ValidationError(f"{exc}. {_queued(queued_through)}; it and the lines after it were not") from None
+            if batch is None:
+                break
             try:
                 results = producer.add_messages([item for _, item in batch], tenant=tenant)
             except ValidationError as exc:
                 line = batch[exc.index][0] if exc.index is not None else "?"
-                raise ValidationError(f"{path}:{line}: {exc} (earlier lines were queued; this batch was not)") from None
+                raise ValidationError(
+                    f"{path}:{line}: {exc}. {_queued(queued_through)}; lines {batch[0][0]}-{batch[-1][0]} (this "
+                    "line's batch) and the rest were not"
+                ) from None
+            queued_through = batch[-1][0]
             for r in results:
                 counts[r.status] += 1
                 conversations.add(r.conversation_id)

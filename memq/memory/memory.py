@@ -24,6 +24,7 @@ from memq.memory.chapters.chapter import Chapter
 from memq.memory.connections import Connections
 from memq.memory.context.service import ManifestResult
 from memq.memory.context.session import SessionContext
+from memq.memory.directory import ConversationInfo
 from memq.memory.portability.importer import ImportReport
 from memq.memory.retrieval.service import RecentResult, RetrievalResult
 from memq.shared.db.facts import Fact
@@ -69,6 +70,44 @@ class Memory:
 
         vector: np.ndarray = get_embedder(self.settings).embed([text])[0]
         return vector
+
+    # --- what the memory knows of -------------------------------------------------------------
+
+    def known(self, conversation_id: str) -> bool:
+        """Whether a message was ever accepted for the conversation in this tenant (and it
+        was not forgotten since)."""
+        from memq.memory.directory import conversation_known
+
+        conversation_id = check_conversation_id(conversation_id, self.settings.conversation_id_max_length)
+        with self.connections.scoped(self.tenant) as conn:
+            return conversation_known(conn, self.connections.mailbox, self.settings, self.tenant, conversation_id)
+
+    def require(self, conversation_id: str, *, user_id: str | None = None) -> None:
+        """``NotFound`` (naming the argument) for a conversation this tenant does not know,
+        or, with ``user_id``, a user it does not know: what a view of either would be."""
+        from memq.memory.directory import conversation_known, unknown_conversation, unknown_user, user_known
+
+        conversation_id = check_conversation_id(conversation_id, self.settings.conversation_id_max_length)
+        with self.connections.scoped(self.tenant) as conn:
+            mailbox = self.connections.mailbox
+            if user_id is not None:
+                user_id = check_user_id(user_id, self.settings.conversation_id_max_length)
+                if not user_known(conn, mailbox, self.settings, self.tenant, user_id):
+                    raise unknown_user(user_id)
+            elif not conversation_known(conn, mailbox, self.settings, self.tenant, conversation_id):
+                raise unknown_conversation(conversation_id)
+
+    def conversations(self, *, after: str | None = None, limit: int = 100) -> tuple[list[ConversationInfo], str | None]:
+        """The tenant's conversations in id order after the cursor ``after``, at most
+        ``limit``, and the next page's cursor (None: the last page)."""
+        from memq.memory.directory import PAGE_MAX, conversation_page
+
+        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
+            raise ValidationError(f"must be a whole number from 1 to {PAGE_MAX}", field="limit")
+        if after:
+            after = check_conversation_id(after, self.settings.conversation_id_max_length)
+        with self.connections.scoped(self.tenant) as conn:
+            return conversation_page(conn, self.connections.mailbox, self.settings, self.tenant, after or "", limit)
 
     # --- what an agent asks ---------------------------------------------------------------
 
@@ -147,11 +186,12 @@ class Memory:
         timezone: str | None = None,
         now: datetime | None = None,
     ) -> ManifestResult:
-        """The conversation's episodes as a tree by day, the open segment marked Active."""
+        """The conversation's chapters as a tree by day, the open segment marked Active.
+        ``NotFound`` for a conversation (or, with ``user_id``, a user) this tenant does not know."""
         from memq.memory.context.service import manifest
 
         with self.connections.scoped(self.tenant) as conn:
-            return manifest(
+            result = manifest(
                 conversation_id,
                 user_id=user_id,
                 tenant=self.tenant,
@@ -162,6 +202,9 @@ class Memory:
                 conn=conn,
                 client=self.connections.mailbox,
             )
+        if user_id is not None or not result.manifest.groups:  # checked once the arguments were
+            self.require(conversation_id, user_id=user_id)
+        return result
 
     def chapters(self, conversation_id: str, *, depth: int | None = None) -> list[Chapter]:
         """The chapters of the conversation's newest ``depth`` episodes (default
@@ -169,7 +212,10 @@ class Memory:
         from memq.memory.context.service import conversation_chapters
 
         with self.connections.scoped(self.tenant) as conn:
-            return conversation_chapters(conn, self.settings, self.tenant, conversation_id, depth)
+            found = conversation_chapters(conn, self.settings, self.tenant, conversation_id, depth)
+        if not found:
+            self.require(conversation_id)
+        return found
 
     def context(
         self,
@@ -182,11 +228,12 @@ class Memory:
         timezone: str | None = None,
         now: datetime | None = None,
     ) -> SessionContext:
-        """What an agent reads at the top of a new session, within ``max_tokens``."""
+        """What an agent reads at the top of a new session, within ``max_tokens``.
+        ``NotFound`` for a conversation (or, with ``user_id``, a user) this tenant does not know."""
         from memq.memory.context.service import session_context
 
         with self.connections.scoped(self.tenant) as conn:
-            return session_context(
+            result = session_context(
                 conversation_id,
                 user_id=user_id,
                 tenant=self.tenant,
@@ -199,6 +246,9 @@ class Memory:
                 conn=conn,
                 client=self.connections.mailbox,
             )
+        if user_id is not None or not (result.total_episodes or result.active):  # once the arguments were checked
+            self.require(conversation_id, user_id=user_id)
+        return result
 
     def facts(
         self,
@@ -231,7 +281,10 @@ class Memory:
 
         conversation_id = check_conversation_id(conversation_id, self.settings.conversation_id_max_length)
         with self.connections.scoped(self.tenant) as conn:
-            return list_episodes(conn, self.tenant, conversation_id)
+            found = list_episodes(conn, self.tenant, conversation_id)
+        if not found:
+            self.require(conversation_id)
+        return found
 
     def conversation_facts(self, conversation_id: str, *, include_retired: bool = False) -> list[Fact]:
         """The facts distilled from the conversation: the active ones, or all with the retired."""
@@ -239,7 +292,10 @@ class Memory:
 
         conversation_id = check_conversation_id(conversation_id, self.settings.conversation_id_max_length)
         with self.connections.scoped(self.tenant) as conn:
-            return list_facts(conn, self.tenant, conversation_id, include_retired=include_retired)
+            found = list_facts(conn, self.tenant, conversation_id, include_retired=include_retired)
+        if not found:
+            self.require(conversation_id)
+        return found
 
     def fact(self, fact_id: str) -> tuple[Fact, list[dict[str, Any]]] | None:
         """A fact and every change to it, oldest first; None when this tenant has no such fact."""

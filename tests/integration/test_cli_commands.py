@@ -51,6 +51,42 @@ def test_replay_reports_the_bad_line_and_keeps_earlier_batches(cli_env, tmp_path
     assert out.exit_code == 2
     assert f"{path}:4: message #1: content: is empty" in out.output
     assert producer.status("file-conv").accepted == 2  # the first batch (lines 1-2) was queued
+    assert "Lines 1-2 were queued" in out.output and "lines 3-4 (this line's batch) and the rest were not" in out.output
+
+
+def test_a_fixed_file_without_ids_replayed_again_stores_nothing_twice(cli_env, tmp_path, producer):
+    """105 lines without message ids, two of them identical; line 103 refused after 100 were
+    queued. Fixed and replayed whole: 105 messages, each once."""
+    lines = [
+        {
+            "conversation_id": "rerun",
+            "role": "user",
+            "content": f"line {i}",
+            "timestamp": f"2026-03-01T09:{i // 60:02d}:{i % 60:02d}Z",
+        }
+        for i in range(105)
+    ]
+    lines[50] = dict(lines[49])  # the same line twice: two messages, told apart by their place
+    lines[102]["role"] = "robot"
+    path = tmp_path / "rerun.jsonl"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    out = cli_env.invoke(main, ["replay", str(path)])
+    assert out.exit_code == 2 and f"{path}:103:" in out.output and "Lines 1-100 were queued" in out.output
+    assert producer.status("rerun").accepted == 100
+
+    lines[102]["role"] = "user"
+    path.write_text("\n".join(json.dumps(x) for x in lines) + "\n")
+    again = cli_env.invoke(main, ["replay", str(path)])
+    assert again.exit_code == 0 and "accepted=5" in again.output and "duplicate=100" in again.output, again.output
+    assert producer.status("rerun").accepted == 105
+
+
+def test_a_file_that_is_not_json_lines_is_named_as_such(cli_env, tmp_path):
+    binary = tmp_path / "photo.jsonl"
+    binary.write_bytes(b"\xff\xd8\xff\xe0 not text")
+    out = cli_env.invoke(main, ["replay", str(binary)])
+    assert out.exit_code == 2 and "not UTF-8 text; memq replay reads JSON Lines" in out.output
+    assert "Traceback" not in out.output
 
 
 def test_replay_of_a_good_file(cli_env, tmp_path, producer):

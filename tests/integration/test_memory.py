@@ -12,7 +12,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from memq.memory import Memory
-from memq.shared.errors import ValidationError
+from memq.shared.errors import NotFound, ValidationError
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +76,10 @@ def test_another_tenant_bound_to_the_same_connections_sees_nothing(memory, store
     other = memory.for_tenant(f"t{uuid.uuid4().hex[:12]}")
     assert other.connections is memory.connections
     assert other.retrieve("payments ledger PostgreSQL", conversation_id=conversation, record=False).hits == []
-    assert other.manifest(conversation).manifest.total_episodes == 0
+    for view in (other.manifest, other.context, other.episodes, other.chapters, other.conversation_facts):
+        with pytest.raises(NotFound, match="is not known in this tenant"):
+            view(conversation)
+    assert memory.known(conversation) and not other.known(conversation)
 
 
 def test_export_then_import_into_another_tenant(memory, stored):

@@ -1,6 +1,7 @@
 """A conversation as an agent sees it: its episodes, the manifest (MIRA), the session
-context, and forgetting it. A conversation of another tenant is the same as one that
-does not exist: empty lists, an empty manifest, nothing to forget."""
+context, and forgetting it; and the tenant's conversations, a page at a time. A
+conversation this tenant does not know (never accepted, forgotten, or another tenant's:
+the same answer) is a 404 naming it, except for forget, which is idempotent."""
 
 from __future__ import annotations
 
@@ -11,17 +12,43 @@ from fastapi import APIRouter, Depends, Path, Query
 
 from memq.api.auth import caller, services
 from memq.api.formats import JSON_BY_DEFAULT, Format, markdown, markdown_or_json
-from memq.api.models import ContextOut, EpisodeOut, EpisodesOut, ErrorOut, ForgetOut, ManifestOut
+from memq.api.models import (
+    ContextOut,
+    ConversationOut,
+    ConversationsOut,
+    EpisodeOut,
+    EpisodesOut,
+    ErrorOut,
+    ForgetOut,
+    ManifestOut,
+)
 from memq.api.services import Services
 from memq.shared.forget import forget_conversation
 from memq.shared.ids import check_conversation_id
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
 ConversationId = Path(description="1-128 letters, digits, '.', '_', ':', '-', starting with a letter or digit")
+NOT_KNOWN: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorOut, "description": "a conversation (or user) this tenant does not know"}
+}
+
+
+@router.get("", response_model=ConversationsOut, summary="The tenant's conversations, in id order, a page at a time")
+def conversations(
+    after: str | None = Query(None, description="The cursor: `next` of the previous page."),
+    limit: int = Query(100, ge=1, le=500),
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
+) -> ConversationsOut:
+    page, cursor = svc.memory(tenant).conversations(after=after, limit=limit)
+    return ConversationsOut(conversations=[ConversationOut(**c.to_json()) for c in page], next=cursor)
 
 
 @router.get(
-    "/{conversation_id}/episodes", response_model=EpisodesOut, summary="The conversation's episodes, oldest first"
+    "/{conversation_id}/episodes",
+    response_model=EpisodesOut,
+    summary="The conversation's episodes, oldest first",
+    responses=NOT_KNOWN,
 )
 def episodes(
     conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
@@ -39,8 +66,11 @@ def episodes(
 @router.get(
     "/{conversation_id}/manifest",
     response_model=ManifestOut,
-    responses=markdown_or_json("JSON (the default, with the markdown tree in `text`), or `format=markdown`"),
-    summary="The manifest: episodes by relative date",
+    responses={
+        **NOT_KNOWN,
+        **markdown_or_json("JSON (the default, with the markdown tree in `text`), or `format=markdown`"),
+    },
+    summary="The manifest: chapters by relative date",
 )
 def manifest(
     conversation_id: str = ConversationId,
@@ -58,7 +88,10 @@ def manifest(
 @router.get(
     "/{conversation_id}/context",
     response_model=ContextOut,
-    responses=markdown_or_json("JSON (the default, with the markdown in `text`), or `format=markdown`"),
+    responses={
+        **NOT_KNOWN,
+        **markdown_or_json("JSON (the default, with the markdown in `text`), or `format=markdown`"),
+    },
     summary="What to put at the top of a new session",
 )
 def context(

@@ -4,10 +4,14 @@ PostgreSQL on the way."""
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Depends, Path
+import asyncio
+import time
+
+from fastapi import APIRouter, Depends, Path, Query
+from starlette.concurrency import run_in_threadpool
 
 from memq.api.auth import caller, services
-from memq.api.models import ErrorOut, FlushOut, MessageIn, MessagesIn, MessagesOut
+from memq.api.models import ConversationStatusOut, ErrorOut, FlushOut, MessageIn, MessagesIn, MessagesOut
 from memq.api.services import Services
 from memq.producer.client import NO_WORKER
 from memq.shared.errors import ValidationError
@@ -16,6 +20,8 @@ from memq.shared.ids import check_conversation_id
 router = APIRouter(prefix="/v1/conversations", tags=["ingest"])
 
 ConversationId = Path(description="1-128 letters, digits, '.', '_', ':', '-', starting with a letter or digit")
+WAIT_MAX = 60.0  # seconds a flush may wait for idle
+WAIT_STEP = 0.1  # how often it looks
 
 
 @router.post(
@@ -63,10 +69,48 @@ def add_messages(
     status_code=202,
     response_model=FlushOut,
     summary="Close the open event into an episode once its queue is drained",
+    responses={404: {"model": ErrorOut, "description": "no message was ever accepted for this conversation"}},
 )
-def flush(
-    conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
+async def flush(
+    conversation_id: str = ConversationId,
+    wait: float = Query(
+        0, ge=0, le=WAIT_MAX, description=f"Wait up to this many seconds (at most {WAIT_MAX:.0f}) for it to be idle."
+    ),
+    tenant: str = Depends(caller),
+    svc: Services = Depends(services),
 ) -> FlushOut:
-    flushed = svc.producer.flush(conversation_id, tenant=tenant)
-    warning = NO_WORKER if flushed and not svc.producer.worker_answers() else None
-    return FlushOut(conversation_id=conversation_id, flushed=flushed, warning=warning)
+    """With ``wait``, answers once every accepted message is in an episode (``idle``) or the
+    wait ends (``idle`` false: the messages are kept, ask ``/status`` later)."""
+    await run_in_threadpool(svc.memory(tenant).require, conversation_id)
+    flushed = await run_in_threadpool(svc.producer.flush, conversation_id, tenant=tenant)
+    warning = NO_WORKER if flushed and not await run_in_threadpool(svc.producer.worker_answers) else None
+    idle = None
+    if wait:
+        deadline = time.monotonic() + wait
+        while not (idle := (await run_in_threadpool(svc.producer.status, conversation_id, tenant=tenant)).idle):
+            if time.monotonic() >= deadline:
+                break
+            await asyncio.sleep(min(WAIT_STEP, max(0.0, deadline - time.monotonic())))
+    return FlushOut(conversation_id=conversation_id, flushed=flushed, warning=warning, idle=idle)
+
+
+@router.get(
+    "/{conversation_id}/status",
+    response_model=ConversationStatusOut,
+    summary="Whether the conversation is idle: every accepted message in an episode",
+    responses={404: {"model": ErrorOut, "description": "no message was ever accepted for this conversation"}},
+)
+def status(
+    conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
+) -> ConversationStatusOut:
+    svc.memory(tenant).require(conversation_id)
+    s = svc.producer.status(conversation_id, tenant=tenant)
+    return ConversationStatusOut(
+        conversation_id=conversation_id,
+        idle=s.idle,
+        accepted=s.accepted,
+        inbox=s.inbox,
+        open_event=s.buffer,
+        waiting_segments=s.segments,
+        quarantined=len(s.quarantined),
+    )

@@ -30,7 +30,7 @@ def test_a_conversation_over_http_from_messages_to_forget(client, auth, worker, 
     ]
 
     flushed = client.post(f"{url}/flush", headers=auth).json()
-    assert flushed == {"conversation_id": conv, "flushed": True, "warning": None}  # the worker answered
+    assert flushed == {"conversation_id": conv, "flushed": True, "warning": None, "idle": None}  # the worker answered
     producer.wait_idle(conv, tenant=tenant, timeout=120)
 
     episodes = client.get(f"{url}/episodes", headers=auth).json()["episodes"]
@@ -114,7 +114,8 @@ def test_a_conversation_over_http_from_messages_to_forget(client, auth, worker, 
     }
     assert traces(db, producer.redis, tenant, conv) == []
     assert client.delete(url, headers=auth).json()["forgotten"] is False  # idempotent
-    assert client.get(f"{url}/episodes", headers=auth).json()["episodes"] == []
+    forgotten = client.get(f"{url}/episodes", headers=auth)  # a forgotten conversation is not known any more
+    assert forgotten.status_code == 404 and forgotten.json()["error"]["field"] == "conversation_id"
 
 
 def test_health_and_readiness(client, worker):

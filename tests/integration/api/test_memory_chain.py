@@ -206,7 +206,7 @@ def test_messages_to_facts_through_the_worker(
     same_json_as_the_library(client, auth, db, settings, tenant, conv, facts[0]["id"])
 
     _, theirs = stranger  # another tenant sees none of it
-    assert client.get(f"{url}/facts", headers=theirs).json()["facts"] == []
+    assert client.get(f"{url}/facts", headers=theirs).status_code == 404  # as if it never existed
     assert client.post("/v1/facts/search", headers=theirs, json={"query": "Ana's dog"}).json()["facts"] == []
     assert client.get(f"/v1/facts/{facts[0]['id']}/history", headers=theirs).status_code == 404
     assert client.post("/v1/memory/retrieve/raw", headers=theirs, json={"query": "Ana's dog"}).json()["facts"] == []

@@ -41,7 +41,7 @@ def test_the_api_warns_when_no_worker_answers(own_redis, settings, auth, caplog)
             # the start-up ping runs beside serving (the API is ready at once): its warning
             # comes once the ping's wait is over
             wait_until(lambda: start_up_warnings(caplog), 30, interval=0.05, message="no start-up warning")
-        assert flushed == {"conversation_id": "quiet", "flushed": True, "warning": NO_WORKER}
+        assert flushed == {"conversation_id": "quiet", "flushed": True, "warning": NO_WORKER, "idle": None}
         start_up = start_up_warnings(caplog)
         assert len(start_up) == 1 and "memq worker" in str(start_up[0])  # once, at start-up
     finally:

@@ -27,18 +27,26 @@ def env(served, auth, service_env) -> dict[str, str]:
     return {**os.environ, **service_env, "MEMQ_URL": served, "MEMQ_KEY": auth["Authorization"].removeprefix("Bearer ")}
 
 
-def test_the_http_examples(env):
+def run_http_examples(env) -> str:
+    outputs = []
     for block in examples("bash"):
         script = "\n".join(line for line in block.splitlines() if not line.startswith("export MEMQ_URL="))
         out = subprocess.run(
             ["bash", "-e", "-o", "pipefail", "-c", script], env=env, capture_output=True, text=True, timeout=120
         )
         assert out.returncode == 0, out.stderr
-        assert '"status":"accepted"' in out.stdout and '"flushed":true' in out.stdout
-        assert "CONVERSATION MANIFEST" in out.stdout and '"error"' not in out.stdout
+        outputs.append(out.stdout)
+    return "".join(outputs)
+
+
+def test_the_http_examples(env):
+    out = run_http_examples(env)
+    assert '"status":"accepted"' in out and '"flushed":true' in out
+    assert "CONVERSATION MANIFEST" in out and '"error"' not in out
 
 
 def test_the_python_examples(env):
+    run_http_examples(env)  # in the README's order, as a reader runs them: conv-42 exists by the MCP example
     outputs = []
     for block in examples("python"):
         out = subprocess.run([sys.executable, "-c", block], env=env, capture_output=True, text=True, timeout=120)

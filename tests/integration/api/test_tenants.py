@@ -38,14 +38,28 @@ def test_another_tenant_sees_nothing_and_changes_nothing(client, auth, stranger,
     url = f"/v1/conversations/{CONV}"
     unknown = "/v1/conversations/never-existed"
     now = (START + timedelta(days=1)).isoformat()
+    answers: dict[str, list[tuple[int, dict]]] = {}
     for path in (url, unknown):  # another tenant's conversation looks exactly like one that does not exist
-        assert client.get(f"{path}/episodes", headers=theirs).json()["episodes"] == []
-        manifest = client.get(f"{path}/manifest", headers=theirs).json()
-        assert manifest["groups"] == [] and manifest["total_episodes"] == 0
-        context = client.get(f"{path}/context", headers=theirs).json()
-        assert context["text"] == "" and context["total_episodes"] == 0
-        assert client.post(f"{path}/flush", headers=theirs).json()["flushed"] is False
+        got = answers.setdefault(path, [])
+        for method, sub in (
+            ("get", "episodes"),
+            ("get", "manifest"),
+            ("get", "context"),
+            ("get", "facts"),
+            ("get", "status"),
+            ("post", "flush"),
+        ):
+            r = getattr(client, method)(f"{path}/{sub}", headers=theirs)
+            got.append((r.status_code, r.json()))
         assert client.delete(path, headers=theirs).json()["forgotten"] is False
+    name = CONV
+    for (code, theirs_answer), (_, unknown_answer) in zip(answers[url], answers[unknown], strict=True):
+        assert code == 404 and theirs_answer["error"]["type"] == "not_found"
+        assert theirs_answer["error"]["field"] == "conversation_id" and repr(name) in theirs_answer["error"]["message"]
+        # identical but for the id it names
+        assert theirs_answer["error"]["message"].replace(repr(name), "X") == unknown_answer["error"]["message"].replace(
+            repr("never-existed"), "X"
+        )
     for scope in ({"conversation_id": CONV}, {"conversation_ids": [CONV, "x"]}, {}):
         raw = client.post(
             "/v1/memory/retrieve/raw", json={"query": "train to Hamburg", "now": now, **scope}, headers=theirs
@@ -88,24 +102,23 @@ def test_mcp_over_http_is_scoped_by_the_key(served, auth, stranger, stored):
     assert "seat 54" in mine
     theirs = anyio.run(call, stranger[1], "retrieve_memory", {"query": "seat on the train", "conversation_id": CONV})
     assert theirs.startswith("No memories match")
-    assert "(no episodes yet)" in anyio.run(call, stranger[1], "manifest", {"conversation_id": CONV})
+    assert "is not known in this tenant" in anyio.run(call, stranger[1], "manifest", {"conversation_id": CONV})
 
 
 def test_cli_commands_are_scoped_by_tenant(stored, stranger, tenant):
     other, _ = stranger
     runner = CliRunner()
 
-    def run(*args):
+    def run(*args, code=0):
         out = runner.invoke(main, [*args])
-        assert out.exit_code == 0, out.output
-        return out.stdout
+        assert out.exit_code == code, out.output
+        return out.stdout if code == 0 else out.stderr
 
     assert "seat 54" in run("retrieve", CONV, "seat on the train", "--tenant", tenant, "--no-record")
     assert run("retrieve", CONV, "seat on the train", "--tenant", other, "--no-record").startswith("No memories match")
     assert json.loads(run("recent", CONV, "--days", "3650", "--json", "--tenant", other))["memories"] == []
-    assert "0 episodes of" in run("episodes", CONV, "--tenant", other)
-    assert "(no episodes yet)" in run("manifest", CONV, "--tenant", other)
-    assert json.loads(run("context", CONV, "--json", "--tenant", other))["text"] == ""
+    for command in (["episodes", CONV], ["manifest", CONV], ["context", CONV, "--json"]):  # as if it never existed
+        assert f"conversation {CONV!r} is not known in this tenant" in run(*command, "--tenant", other, code=1)
     assert "nothing to forget" in run("forget", CONV, "--yes", "--tenant", other)
     assert json.loads(run("manifest", CONV, "--json", "--tenant", tenant))["total_episodes"] == 2
 
@@ -115,11 +128,11 @@ def test_wrong_missing_and_revoked_keys_get_the_same_401(client, db, tenant, set
 
     new, row = create_key(db, tenant, "to revoke")
     headers = {"Authorization": f"Bearer {new.key}"}
-    assert client.get("/v1/conversations/c/episodes", headers=headers).status_code == 200
+    assert client.get("/v1/conversations", headers=headers).status_code == 200
     revoked = CliRunner().invoke(main, ["keys", "revoke", row.id])
     assert revoked.exit_code == 0 and "revoked" in revoked.output
     wait_until(
-        lambda: client.get("/v1/conversations/c/episodes", headers=headers).status_code == 401,
+        lambda: client.get("/v1/conversations", headers=headers).status_code == 401,
         settings.api_keys_refresh_seconds + 3,
         interval=0.2,
         message="a revoked key still works after the refresh interval",
