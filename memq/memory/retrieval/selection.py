@@ -10,6 +10,10 @@ where messages are left out.
 
 Headers and messages compete for the budget by priority (see ``select``), so a
 lower-ranked episode's best message can come before a higher-ranked episode's tenth.
+An answer travels with its question (``answer_to``): a message that asks is shown with
+the message answering it, whole or, when that does not fit, its first sentences
+(``excerpts.lead``), or not at all: never alone before the ``…`` where its answer was
+left out.
 The episodes of one sitting (``sittings.py``) that show messages are shown as one block
 under one header, so the next episode of a stretch of talk costs no second header.
 """
@@ -17,13 +21,14 @@ under one header, so the next episode of a stretch of talk costs no second heade
 from __future__ import annotations
 
 import bisect
+import functools
 import heapq
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 from typing import Any
 
-from memq.memory.retrieval.excerpts import excerpt, query_keys
+from memq.memory.retrieval.excerpts import asks, excerpt, lead, query_keys
 from memq.memory.retrieval.model import EpisodeHit, MessageView
 from memq.memory.retrieval.render import (
     GAP,
@@ -67,6 +72,10 @@ class SelectionParams:
     # roles whose messages a leg found are shown whole at once, however long: the query
     # asks what that side said (``participants.asks_what_the_assistant_said``)
     whole_roles: frozenset[str] = frozenset()
+    # a message that asks (``excerpts.asks``) is shown with its answer (``answer_to``), at
+    # least the answer's first sentences (``excerpts.lead``, within ``excerpt_tokens``), or
+    # not at all; False: every message competes alone
+    answers: bool = True
 
 
 @dataclass
@@ -98,6 +107,53 @@ def opens_at_auto(hit: EpisodeHit, p: SelectionParams) -> bool:
         return True
     deepest = p.auto_message_rank or float("inf")  # 0: any rank a message leg gave
     return any(0 < rank <= deepest for m in hit.messages for rank in m.ranks.values())
+
+
+# messages that are no speaker's turn: a tool's output, a system prompt (an assistant's tool
+# call between a question and its answer is one)
+PLUMBING = frozenset({"tool", "system"})
+ANSWER_LOOK = 3  # how far past a question its answer is looked for (the asker's follow-ups, tool calls)
+LEAD_MIN_TOKENS = 8  # an answer's lead shorter than this (or than ``excerpt_tokens``) says too little
+
+
+def answer_to(question: MessageView, at: Callable[[int], MessageView | None]) -> MessageView | None:
+    """The message answering ``question`` when it asks (``excerpts.asks``; in any role but
+    a tool's or the system's): the first of the ``ANSWER_LOOK`` messages after it by
+    another speaker, past tool and system messages, empty ones (a bare tool call) and the
+    asker's own follow-ups. ``at``: the message of a seq, None when it is not at hand (the
+    search hands over the messages it found and their neighbours, not every message);
+    None when the question does not ask or its answer is not at hand."""
+    if question.role in PLUMBING or not asks(question.content):
+        return None
+    for seq in range(question.seq + 1, question.seq + 1 + ANSWER_LOOK):
+        m = at(seq)
+        if m is None:
+            return None
+        if m.role in PLUMBING or not m.content.strip() or m.who == question.who:
+            continue
+        return m
+    return None
+
+
+def best_messages(messages: Sequence[MessageView], cap: int, answers: bool) -> list[MessageView]:
+    """The ``cap`` most relevant of an episode's ``messages`` (in seq order), a question
+    counting with its answer (``answer_to``): a question whose answer would not fit under
+    the cap gives its place to the next message."""
+    ranked = sorted(messages, key=lambda m: (-m.relevance, m.seq))
+    if not answers:
+        return sorted(ranked[:cap], key=lambda m: m.seq)
+    by_seq = {m.seq: m for m in messages}
+    chosen: set[int] = set()
+    for m in ranked:
+        if len(chosen) >= cap:
+            break
+        if m.seq in chosen:
+            continue
+        answer = answer_to(m, by_seq.get)
+        wanted = {m.seq} if answer is None else {m.seq, answer.seq}
+        if len(chosen | wanted) <= cap:
+            chosen |= wanted
+    return [m for m in messages if m.seq in chosen]
 
 
 def _shorten(text: str, tokens: int, count: Counter) -> str | None:
@@ -211,6 +267,22 @@ class _Block:
         is shown, with ``gaps`` markers then."""
         return frame.head + self.message_cost + line + len(self.seqs) + 1 + gaps * (costs.gap + 1) + costs.separator
 
+    def preview(self, frame: _Block, seq: int, line: int, gaps: int, cost: int) -> _Block:
+        """What ``add`` makes of the block (its frame, seqs and sums), as a new one: what a
+        second message costs after a first is told by it. Its members' entries are not
+        touched."""
+        return _Block(
+            frame.members,
+            frame.summary,
+            frame.head,
+            frame.first_seq,
+            frame.last_seq,
+            sorted([*self.seqs, seq]),
+            self.message_cost + line,
+            gaps,
+            cost,
+        )
+
     def widen(self, s: Selected, whole: MessageView, extra: int) -> None:
         """Show all of ``whole`` where its excerpt is shown: ``extra`` tokens more."""
         s.shown[next(i for i, m in enumerate(s.shown) if m.seq == whole.seq)] = whole
@@ -244,6 +316,12 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     cut to ``summary_tokens_with_messages``). Blocks are shown in the rank order of their
     best ranked episode, messages in their order with markers for what is left out.
 
+    With ``p.answers``, a message that asks comes with its answer (``answer_to``, among the
+    messages of its block), whatever the answer's own priority: as the answer would come
+    alone (whole, or a long one as its excerpt), else its lead (``excerpts.lead``: its
+    first sentences within ``excerpt_tokens``). When not even the lead fits, the question
+    is not shown either.
+
     While filling, a block's cost is the sum of its lines' token counts plus one per line
     break (``_Costs``); the text is then counted exactly (``count_chunks``) and trimmed
     until it fits, so the budget holds on exactly what is returned."""
@@ -268,6 +346,7 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     first_headers: list[tuple[float, int, float, EpisodeHit, None]] = []  # compete at their score
     last_headers: list[tuple[float, int, float, EpisodeHit, None]] = []  # after every message
     caps = {hit.id: message_cap(hit, p) for hit in hits}  # (at auto, a walk over the hit's messages)
+    allowed: dict[str, set[int]] = {}  # the seqs an episode whose cap leaves some out may show
     for hit in hits:
         cap = caps[hit.id]
         # an episode that may show messages competes through them; its header alone (with the
@@ -276,11 +355,9 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             first_headers.append((-p.header_weight * hit.final, hit.rank, -1, hit, None))
         else:
             last_headers.append((1.0, hit.rank, -1, hit, None))
-            best = (
-                hit.messages
-                if cap >= len(hit.messages)
-                else sorted(hit.messages, key=lambda m: (-m.relevance, m.seq))[:cap]
-            )
+            best = hit.messages if cap >= len(hit.messages) else best_messages(hit.messages, cap, p.answers)
+            if len(best) < len(hit.messages):
+                allowed[hit.id] = {m.seq for m in best}
             rank = hit.rank
             message_items.extend([(-m.relevance, rank, m.seq, hit, m) for m in best])
     # no budget holds more than max_tokens / (tokens of the shortest line) messages: past a
@@ -299,7 +376,61 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
     block_of = sittings(opened, p.sitting_gap) if p.sitting_gap is not None else {h.id: h.id for h in opened}
     entries: dict[str, Selected] = {}
     blocks: dict[str, _Block] = {}
-    added: list[str] = []  # the entry each message went to, in order, to undo the last ones
+    added: list[tuple[str, ...]] = []  # the entries each item's messages went to, in order, to undo the last ones
+    # what follows a question is looked for among its block's messages (a question ending an
+    # episode is answered at the start of the next one of its sitting)
+    at: dict[tuple[str, int], tuple[EpisodeHit, MessageView]] = {}
+    if p.answers:
+        for h in opened:
+            for m in h.messages:
+                if h.id not in allowed or m.seq in allowed[h.id]:
+                    at[(block_of[h.id], m.seq)] = (h, m)
+    placed: set[tuple[str, int]] = set()  # (episode id, seq) of every message shown
+
+    def message_at(key: str, seq: int) -> MessageView | None:
+        found = at.get((key, seq))
+        return found[1] if found is not None else None
+
+    def shown_form(m: MessageView) -> tuple[MessageView, int, _Whole | None]:
+        """How ``m`` is shown first: whole, or a long one as its excerpt with its whole to come."""
+        line = count(message_line(m))
+        # long: its excerpt first, all of it later; but a found message of a role the query
+        # asks about is the answer itself ("the dish you recommended"): whole
+        if 0 < p.long_tokens < line and not (m.role in p.whole_roles and bool(m.ranks)):
+            short = replace(m, content=excerpt(m.content, keys, p.excerpt_tokens, count, long=True), excerpt=True)
+            line_short = count(message_line(short))
+            return short, line_short, _Whole(m, line_short)
+        return m, line, None
+
+    def answer_shown(
+        after: _Block, entry: Selected, answer: MessageView, room: int
+    ) -> tuple[MessageView, int, _Whole | None] | None:
+        """How ``answer`` (of ``entry``) is shown after its question in ``after`` (the block
+        with the question) within ``room`` tokens more: as it would be alone (whole, or a
+        long one as its excerpt with its whole to come), else its lead (its first sentences
+        within ``excerpt_tokens``; its whole cannot fit later either: what is used only
+        grows); None when not even a lead of ``LEAD_MIN_TOKENS`` fits."""
+        frame = after.joined(entry, costs, shown_summary)
+        gaps = after.gaps_with(answer.seq, frame)
+
+        def extra(line: int) -> int:
+            return after.cost(frame, costs, line, gaps) - after.total
+
+        shown, line, whole = shown_form(answer)
+        if extra(line) <= room:
+            return shown, line, whole
+        tokens = min(p.excerpt_tokens, room - extra(count(message_line(replace(answer, content="")))))
+        while tokens >= min(p.excerpt_tokens, LEAD_MIN_TOKENS):
+            text = lead(answer.content, tokens, count)
+            if not text:
+                return None
+            short = replace(answer, content=text, excerpt=True)
+            line = count(message_line(short))
+            if extra(line) <= room:
+                return short, line, None
+            tokens -= 1
+        return None
+
     used = 0
     misses = 0  # items in a row that did not fit: past a few dozen, nothing later will
     while items:
@@ -337,21 +468,19 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
                         continue
             used += cost
         else:
-            line = count(message_line(message))
-            whole = None
-            # long: its excerpt first, all of it later; but a found message of a role the query
-            # asks about is the answer itself ("the dish you recommended"): whole
-            answer = message.role in p.whole_roles and bool(message.ranks)
-            if 0 < p.long_tokens < line and not answer:
-                full = message
-                short = excerpt(full.content, keys, p.excerpt_tokens, count, long=True)
-                message = replace(full, content=short, excerpt=True)
-                line = count(message_line(message))
-                whole = _Whole(full, line)
+            if (hit.id, message.seq) in placed:
+                continue  # it came with its question
+            key = block_of[hit.id]
+            found = None
+            if p.answers:
+                answer = answer_to(message, functools.partial(message_at, key))
+                if answer is not None:
+                    answered = at[(key, answer.seq)][0]
+                    found = None if (answered.id, answer.seq) in placed else (answered, answer)
+            message, line, whole = shown_form(message)
             if used + line - costs.gap > p.max_tokens:  # a message adds at least its line less one closed ``…``
                 misses += 1
                 continue
-            key = block_of[hit.id]
             block = blocks.get(key) or _Block()
             if entry is None:
                 entry = Selected(hit, None, caps[hit.id])
@@ -362,19 +491,46 @@ def select(hits: Sequence[EpisodeHit], p: SelectionParams, now: datetime, count:
             if used - block.total + cost > p.max_tokens:
                 misses += 1
                 continue
+            paired = None
+            if found is not None:  # the question comes with its answer, or not at all
+                answered, answer = found
+                other = entry if answered is hit else entries.get(answered.id)
+                other = other or Selected(answered, None, caps[answered.id])
+                after = block.preview(frame, message.seq, line, gaps, cost)
+                shown = answer_shown(after, other, answer, p.max_tokens - (used - block.total + cost))
+                if shown is None:
+                    misses += 1
+                    continue
+                paired = (answered, other, answer, shown)
             used += cost - block.total
             block.add(entry, frame, message, line, gaps, cost)
             blocks[key] = block
-            added.append(hit.id)
+            placed.add((hit.id, message.seq))
+            group: tuple[str, ...] = (hit.id,)
             if whole is not None:
                 heapq.heappush(items, (priority * p.full_weight, hit.rank, order + 0.5, hit, whole))
+            if paired is not None:
+                answered, other, answer, (shown_answer, line, later) = paired
+                frame = block.joined(other, costs, shown_summary)
+                gaps = block.gaps_with(answer.seq, frame)
+                cost = block.cost(frame, costs, line, gaps)
+                used += cost - block.total
+                block.add(other, frame, shown_answer, line, gaps, cost)
+                placed.add((answered.id, answer.seq))
+                entries[answered.id] = other
+                group += (answered.id,)
+                if later is not None:  # a long one's excerpt: all of it later, as when it comes alone
+                    later_item = (-answer.relevance * p.full_weight, answered.rank, answer.seq + 0.5, answered, later)
+                    heapq.heappush(items, later_item)
+            added.append(group)
         misses = 0
         entries[hit.id] = entry
 
     chosen: list[Selected] = sorted(entries.values(), key=lambda s: s.hit.rank)
     text, tokens = _render(chosen, block_of, p, now, count, query)
     while tokens > p.max_tokens and added:  # never expected: the costs above hold the text's count
-        entries[added.pop()].shown.pop()
+        for entry_id in reversed(added.pop()):  # a question goes with its answer
+            entries[entry_id].shown.pop()
         chosen = [s for s in chosen if s.shown or s.cap == 0 or s.summary]
         text, tokens = _render(chosen, block_of, p, now, count, query)
     while tokens > p.max_tokens and chosen:

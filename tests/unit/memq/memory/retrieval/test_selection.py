@@ -3,7 +3,8 @@ exactly the returned text (tiktoken), detail levels decide which episodes may sh
 messages, and messages are chosen by priority (never a blind prefix) with markers for
 the rest. Headers and messages compete for the budget by priority: a header at its
 episode's final score, a message at its ``relevance`` (the service puts both on one scale,
-a message never below its own episode's header)."""
+a message never below its own episode's header). A message that asks comes with its
+answer, or its answer's first sentences, or not at all."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ from hypothesis import strategies as st
 
 from memq.memory.retrieval.model import EpisodeHit, MessageView
 from memq.memory.retrieval.render import GAP, episode_block, markdown, message_line
-from memq.memory.retrieval.selection import SelectionParams, select
+from memq.memory.retrieval.selection import SelectionParams, answer_to, select
 from memq.shared.tokens import count_tokens
 
 NOW = datetime(2023, 5, 24, 15, 30, tzinfo=UTC)
@@ -208,6 +209,111 @@ def test_the_budget_is_never_exceeded(
         if detail == "auto" and not (s.hit.rank <= 2 or s.hit.surprise >= 0.7 or best_match):
             cap = 0
         assert len(s.shown) <= cap
+    if detail in ("high", "auto"):  # a question shown has its answer shown, when its episode holds it
+        for s in chosen:
+            at = {m.seq: m for m in s.hit.messages}
+            seqs = {m.seq for m in s.shown}
+            answers = [(m, answer_to(at[m.seq], at.get)) for m in s.shown]
+            brought = {a.seq for _, a in answers if a is not None}  # an answer that asks comes for its question
+            assert all(a.seq in seqs for m, a in answers if a is not None and m.seq not in brought)
+
+
+_LONG_ANSWER = (
+    "A relational database like PostgreSQL is the defensible default. You need transactions, unique "
+    "constraints and strong consistency. At 2,000 requests per second peak, a well-tuned primary with "
+    "read replicas handles it. Mention sharding by merchant id as the scale-out path."
+)
+_TURNS = [
+    "what db would you pick for this?",
+    "Shall we start with the framework?",
+    "yes",
+    "",
+    "PostgreSQL.",
+    _LONG_ANSWER,
+    " ".join([_LONG_ANSWER] * 4),
+    "I moved here four years ago. Who supports you?",
+    "do I need double-entry? and what about the outbox?",
+]
+
+
+@st.composite
+def dialogues(draw) -> list[EpisodeHit]:
+    """Episodes of one sitting or apart, their messages questions and answers of every length."""
+    hits = []
+    after, at = 0, NOW - timedelta(days=draw(st.integers(0, 400)))
+    for rank in range(1, draw(st.integers(1, 4)) + 1):
+        size = draw(st.integers(1, 8))
+        views = [
+            MessageView(
+                seq=after + i,
+                role=draw(st.sampled_from(["user", "assistant", "tool"])),
+                speaker=None,
+                content=draw(st.sampled_from(_TURNS)),
+                ts=at,
+                relevance=draw(st.floats(0, 0.2)),
+                ranks=draw(st.dictionaries(st.sampled_from(["vector", "lexical"]), st.integers(1, 40), max_size=2)),
+            )
+            for i in range(size)
+            if draw(st.integers(0, 5))  # now and then a message not at hand
+        ]
+        hits.append(
+            EpisodeHit(
+                id=f"e{rank}",
+                conversation_id="c",
+                title=f"Episode {rank}",
+                summary=text(20, rank),
+                start_at=at,
+                end_at=at + timedelta(minutes=size),
+                final=0.1 / rank,
+                surprise=0.1,
+                message_count=size,
+                summary_source="extractive",
+                rank=rank,
+                messages=views,
+                first_seq=after,
+                last_seq=after + size - 1,
+            )
+        )
+        after += size + draw(st.integers(0, 1))  # the next one begins right after, or not
+        at += timedelta(minutes=size + draw(st.integers(0, 20)))
+    return hits
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    hits=dialogues(),
+    detail=st.sampled_from(["low", "high", "auto"]),
+    max_tokens=st.integers(50, 700),
+    sitting_gap=st.sampled_from([None, timedelta(minutes=15)]),
+    long_tokens=st.sampled_from([0, 30, 150]),
+    excerpt_tokens=st.integers(10, 40),
+)
+def test_questions_come_with_their_answers_within_the_budget(
+    hits, detail, max_tokens, sitting_gap, long_tokens, excerpt_tokens
+):
+    chosen, out = run(
+        hits,
+        detail,
+        max_tokens,
+        "which database",
+        sitting_gap=sitting_gap,
+        long_tokens=long_tokens,
+        excerpt_tokens=excerpt_tokens,
+        low_messages=2,
+    )
+    assert count_tokens(out) <= max_tokens
+    shown_at = {(s.hit.id, m.seq) for s in chosen for m in s.shown}
+    for s in chosen:
+        assert len({m.seq for m in s.shown}) == len(s.shown)
+        if detail == "low":
+            assert len(s.shown) <= 2
+            continue
+        at = {m.seq: m for m in s.hit.messages}
+        answers = [(m, answer_to(at[m.seq], at.get)) for m in s.shown]
+        brought = {a.seq for _, a in answers if a is not None}
+        for m, a in answers:
+            if a is not None and m.seq not in brought:
+                assert (s.hit.id, a.seq) in shown_at
 
 
 @pytest.mark.parametrize("max_tokens", [50, 51, 57, 64, 80, 100, 128, 150, 200, 333, 500, 777, 1000, 1500, 2500, 4000])
@@ -519,5 +625,163 @@ def test_the_whole_message_replaces_its_excerpt_when_the_budget_has_room():
 def test_without_a_long_message_limit_every_message_is_whole():
     chosen, _ = run([_long_episode()], "high", 4000, query="Rachel moved", long_tokens=0)
     assert not any(m.excerpt for s in chosen for m in s.shown)
+    # the essay does not fit whole: alone it is left out; after its question, its lead comes
+    chosen, _ = run([_long_episode()], "high", 120, query="Rachel moved", long_tokens=0, answers=False)
+    assert [m.seq for s in chosen for m in s.shown] == [0, 2]
     chosen, _ = run([_long_episode()], "high", 120, query="Rachel moved", long_tokens=0)
-    assert [m.seq for s in chosen for m in s.shown] == [0, 2]  # the essay does not fit whole
+    assert [(m.seq, m.excerpt) for s in chosen for m in s.shown][:2] == [(0, False), (1, True)]
+    assert chosen[0].shown[1].content.startswith("Chicago! The Windy City!")
+
+
+# --- a question and its answer --------------------------------------------------------
+
+
+def dialogue(*turns: tuple[str, str, float], rank: int = 1, first_seq: int = 0) -> EpisodeHit:
+    """An episode of ``turns`` (role, content, own relevance), one a minute."""
+    hit = episode(rank, messages=len(turns), summary_words=5)
+    hit.messages = [
+        replace(m, seq=first_seq + i, role=role, content=content, relevance=hit.final + own)
+        for i, (m, (role, content, own)) in enumerate(zip(hit.messages, turns))
+    ]
+    hit.first_seq, hit.last_seq = first_seq, first_seq + len(turns) - 1
+    return hit
+
+
+POSTGRES = (
+    "A relational database like PostgreSQL is the defensible default. You need transactions, unique "
+    "constraints and strong consistency. At 2,000 requests per second peak, a well-tuned primary with read "
+    "replicas handles it. Mention sharding by merchant id as the scale-out path."
+)
+
+
+def ledger() -> EpisodeHit:
+    """The demo's ledger talk: the question matches best, its answer least."""
+    return dialogue(
+        ("user", "we went over the ledger part and double-entry bookkeeping for the payments service", 0.04),
+        ("assistant", "Every money movement is recorded as entries that sum to zero, append-only.", 0.03),
+        ("user", "what db would you pick for this?", 0.05),
+        ("assistant", POSTGRES, 0.0),
+        ("user", "the outbox table lives in the same database as the ledger entries", 0.02),
+        ("assistant", "Then a relay publishes the outbox rows to Kafka for the webhooks.", 0.01),
+    )
+
+
+def lines(out: str) -> list[str]:
+    return [line for line in out.splitlines() if line.startswith("- ") or line == GAP]
+
+
+def test_a_question_brings_its_answer_whatever_the_answers_own_priority():
+    hit = ledger()
+    budget = count_tokens(run([hit], "high", 10_000, summary_tokens_with_messages=0)[1]) - 1  # all but one
+    alone, out = run([hit], "high", budget, summary_tokens_with_messages=0, answers=False)
+    assert shown(alone) == {"e1": [0, 1, 2, 4, 5]}  # the answer ranks last: the question alone before a gap
+    assert lines(out)[2:4] == [message_line(hit.messages[2]), GAP]
+    together, out = run([hit], "high", budget, summary_tokens_with_messages=0)
+    assert shown(together) == {"e1": [0, 1, 2, 3, 4]}  # what ranks last is left out now
+    answer = together[0].shown[1]
+    assert answer.seq == 3 and not answer.excerpt and answer.content == POSTGRES  # whole: it fits
+    assert lines(out)[2:4] == [message_line(hit.messages[2]), message_line(hit.messages[3])]
+
+
+@pytest.mark.parametrize("budget", [64, 70, 80])
+def test_under_a_tight_budget_the_question_comes_with_its_answers_first_sentence(budget):
+    hit = ledger()
+    chosen, out = run([hit], "high", budget, query="which database for the ledger", excerpt_tokens=30)
+    assert count_tokens(out) <= budget
+    (s,) = chosen
+    assert [m.seq for m in s.shown][:2] == [2, 3]  # the question first (it ranks first), its answer with it
+    answer = s.shown[1]
+    assert answer.excerpt and answer.content.startswith("A relational database like PostgreSQL")
+    assert answer.content.endswith(f" {GAP}") and count_tokens(answer.content) <= 30
+    text = lines(out)
+    assert text[text.index(message_line(s.shown[0])) + 1] == message_line(answer)  # never the question alone
+
+
+def test_a_question_whose_answer_cannot_follow_it_is_not_shown():
+    hit = ledger()
+    question = hit.messages[2]
+    with_question = count_tokens(episode_block(hit, [question], now=NOW, summary=None, key_moment_surprise=0.7))
+    budget = with_question + 6  # the question fits, its answer's first words do not
+    _, out = run([hit], "high", budget, query="which database", summary_tokens_with_messages=0)
+    assert message_line(question) not in out and count_tokens(out) <= budget
+    _, out = run([hit], "high", budget, query="which database", summary_tokens_with_messages=0, answers=False)
+    assert message_line(question) in out  # as it was: the question alone
+
+
+@pytest.mark.parametrize("detail", ["low", "high", "auto"])
+@pytest.mark.parametrize("budget", [60, 100, 150, 300, 1000])
+def test_without_questions_nothing_changes(detail, budget):
+    hits = [episode(rank, messages=8, words=20) for rank in range(1, 5)]
+    for gap, long in ((None, 0), (FIFTEEN, 15)):
+        on = run(hits, detail, budget, sitting_gap=gap, long_tokens=long, excerpt_tokens=10)
+        assert on == run(hits, detail, budget, sitting_gap=gap, long_tokens=long, excerpt_tokens=10, answers=False)
+
+
+def test_a_statement_with_a_question_tacked_on_competes_alone():
+    hit = dialogue(
+        (
+            "user",
+            "I've known these friends for 4 years, since I moved from my home country. Their love and help have "
+            "been so important after that tough breakup. Who supports you, Mel?",
+            0.05,
+        ),
+        ("assistant", "My family and my husband, always.", 0.0),
+        ("user", "we also talked about the picnic in the park last week with the whole group", 0.03),
+    )
+    for budget in range(60, 120, 2):
+        assert run([hit], "high", budget) == run([hit], "high", budget, answers=False)
+    assert shown(run([hit], "high", 100)[0]) == {"e1": [0, 2]}
+
+
+def test_assistants_ask_too():
+    hit = dialogue(
+        ("user", "60 minutes, online with Excalidraw, something related to payments and reliability", 0.05),
+        ("assistant", "Likely candidates: a payment processing service or an idempotent payments API.", 0.04),
+        ("assistant", "Shall we start with the framework?", 0.03),
+        ("user", "yes, the framework first", 0.0),
+        ("assistant", "A 60-minute structure: clarify requirements, then estimate the load.", 0.02),
+    )
+    alone = []
+    for budget in range(60, 120):
+        if 2 in shown(run([hit], "high", budget, answers=False)[0]).get("e1", []):
+            alone.append(3 not in shown(run([hit], "high", budget, answers=False)[0])["e1"])
+        with_it = shown(run([hit], "high", budget)[0]).get("e1", [])
+        assert 2 not in with_it or 3 in with_it, budget
+    assert any(alone)  # there are budgets where the question came alone
+
+
+def test_the_answer_is_the_next_other_speakers_message_past_tool_calls():
+    hit = dialogue(
+        ("user", "which region should we deploy the ledger to?", 0.05),
+        ("assistant", "", 0.0),  # a bare tool call
+        ("tool", '{"regions": ["eu-west-1", "us-east-1"], "latency_ms": [12, 95]}', 0.0),
+        ("assistant", "eu-west-1: it is the closest to your users.", 0.0),
+        ("user", "the ledger entries are append-only and never updated in place", 0.04),
+    )
+    budget = count_tokens(run([hit], "high", 10_000, answers=False)[1]) - 25  # no room for every message
+    chosen, _ = run([hit], "high", budget)
+    assert {0, 3} <= set(shown(chosen)["e1"]) and 2 not in shown(chosen)["e1"]
+    assert answer_to(hit.messages[0], {m.seq: m for m in hit.messages}.get) is hit.messages[3]
+    later = dialogue(("user", "what db would you pick?", 0.05), ("user", "for the ledger I mean", 0.0))
+    assert answer_to(later.messages[0], {m.seq: m for m in later.messages}.get) is None  # no one answered yet
+
+
+def test_an_answer_at_the_start_of_the_next_episode_of_the_sitting_comes_too():
+    first, second = sitting(3, 3)
+    first.messages = [*first.messages[:2], replace(first.messages[2], content="what db would you pick?")]
+    first.messages[2].relevance += 0.5  # the best match of all
+    second.messages = [
+        replace(second.messages[0], role="assistant", content="PostgreSQL, the defensible default.", relevance=0.0),
+        *second.messages[1:],
+    ]
+    budget = count_tokens(run([first, second], "high", 10_000, sitting_gap=FIFTEEN)[1]) // 2
+    chosen, out = run([first, second], "high", budget, sitting_gap=FIFTEEN)
+    assert 2 in shown(chosen)["c1"] and shown(chosen)["c2"][:1] == [3]
+    assert len(headers(out)) == 1 and "PostgreSQL, the defensible default." in out
+
+
+def test_at_low_detail_a_question_counts_with_its_answer():
+    hit = ledger()
+    assert shown(run([hit], "low", 4000, low_messages=2, answers=False)[0]) == {"e1": [0, 2]}
+    assert shown(run([hit], "low", 4000, low_messages=2)[0]) == {"e1": [2, 3]}
+    assert shown(run([hit], "low", 4000, low_messages=1)[0]) == {"e1": [0]}  # no room for the pair
