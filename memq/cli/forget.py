@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import TYPE_CHECKING
 
 import click
@@ -46,9 +47,7 @@ def forget_cmd(conversation_id: str | None, tenant: str | None, yes: bool, compa
     with answer_only_on_stdout():
         check_conversation_id(conversation_id, settings.conversation_id_max_length)
     if not yes:
-        click.confirm(
-            f"forget conversation {conversation_id!r} of tenant {tenant or settings.tenant!r} for good?", abort=True
-        )
+        _confirm(f"forget conversation {conversation_id!r} of tenant {tenant or settings.tenant!r} for good?")
     producer = Producer(settings)
     try:
         with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
@@ -65,6 +64,13 @@ def forget_cmd(conversation_id: str | None, tenant: str | None, yes: bool, compa
         _compact(settings, producer)
 
 
+def _confirm(question: str) -> None:
+    """Ask on a terminal; without one (a script, a pipe) nobody can answer: say to pass --yes."""
+    if not sys.stdin.isatty():
+        raise click.UsageError("forgetting is for good and there is no terminal to confirm it: pass --yes")
+    click.confirm(question, abort=True)
+
+
 def _forget_user(settings: Settings, tenant: str | None, user_id: str, yes: bool) -> None:
     from memq.producer.client import Producer
     from memq.shared.connections import pg_connect
@@ -72,10 +78,7 @@ def _forget_user(settings: Settings, tenant: str | None, user_id: str, yes: bool
     from memq.shared.users import forget_user
 
     if not yes:
-        click.confirm(
-            f"forget every conversation of user {user_id!r} of tenant {tenant or settings.tenant!r} for good?",
-            abort=True,
-        )
+        _confirm(f"forget every conversation of user {user_id!r} of tenant {tenant or settings.tenant!r} for good?")
     producer = Producer(settings)
     try:
         with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:

@@ -23,8 +23,11 @@ def require(*modules: str) -> None:
 
 
 def celery_argv(*args: str) -> list[str]:
-    require(*WORKER_STACK, *(("flower",) if args[:1] == ("flower",) else ()))
-    return [sys.executable, "-m", "celery", "-A", "memq.worker.app", *args]
+    flower = args[:1] == ("flower",)
+    require(*WORKER_STACK, *(("flower",) if flower else ()))
+    # Flower on kombu's own transport: its Broker page knows brokers by the URL's scheme
+    # (memq/worker/monitor_app.py)
+    return [sys.executable, "-m", "celery", "-A", "memq.worker.monitor_app" if flower else "memq.worker.app", *args]
 
 
 def worker_argv(

@@ -121,7 +121,7 @@ def http_status(url: str, authorization: str | None = None, timeout: float = 2.0
 
 
 class Flower:
-    """``celery -A memq.worker.app flower`` (what ``memq flower`` runs) on a free loopback port,
+    """``celery -A memq.worker.monitor_app flower`` (what ``memq flower`` runs) on a free loopback port,
     with basic auth, the given environment and its log in ``log_path``."""
 
     def __init__(self, env: dict[str, str], log_path: Path, user: str = "user", password: str = "pass"):

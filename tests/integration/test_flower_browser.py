@@ -1,7 +1,7 @@
 """Flower, checked in a real browser: a real worker process and Flower (with basic auth,
 as in production) run next to each other, a conversation goes through the producer, and
-headless Chromium shows the worker on Flower's dashboard and the finished memq tasks on
-its tasks page. Screenshots in .memq/screenshots/."""
+headless Chromium shows the worker on Flower's dashboard, the finished memq tasks on its
+tasks page and memq's queues on its broker page. Screenshots in .memq/screenshots/."""
 
 from __future__ import annotations
 
@@ -149,6 +149,21 @@ def test_flower_dashboard_and_tasks_page_show_the_worker_and_finished_memq_tasks
             )
             screenshot(driver, "flower-tasks")
             assert not any("FAILURE" in r for r in rows), rows
+
+            # Broker page: memq's queues on the workers' Redis (Flower knows the broker by the
+            # URL's scheme; memq's own transport named none it knew)
+            def queues_listed(d) -> list[list[str]] | bool:
+                d.get(flower.url + "/broker")
+                rows = [r for r in _rows(d, "queue-table") if r]
+                names = {r[0] for r in rows}
+                return rows if set(tasks.ALL_QUEUES) <= names else False
+
+            queues = wait_for(
+                driver, queues_listed, 60, "broker page lists memq's queues", poll=1.0, details=flower.log_tail
+            )
+            assert "not supported" not in driver.page_source
+            screenshot(driver, "flower-broker")
+            assert all(len(r) >= 2 for r in queues), queues
     finally:
         if flower is not None:
             flower.stop()
