@@ -107,7 +107,13 @@ def test_the_wheel_holds_the_product_and_no_lab(wheel):
         for pattern in patterns:
             full = f"{package.replace('.', '/')}/{pattern}"
             assert [n for n in names if fnmatch.fnmatchcase(n, full)], f"the wheel holds no {full}"
-    for kind in ("*.lua", "*migrations/versions/*.py", "*detectors/models/*.json", "*samples/*.jsonl"):
+    for kind in (
+        "*.lua",
+        "*migrations/versions/*.py",
+        "*detectors/models/*.json",
+        "*chapters/models/*.json",
+        "*samples/*.jsonl",
+    ):
         assert [n for n in names if fnmatch.fnmatchcase(n, "memq/" + kind)], f"the wheel holds no {kind}"
 
 

@@ -83,7 +83,6 @@ def move(
 @router.get(
     "/v1/users/{user_id}/conversations",
     response_model=UserConversationsOut,
-    response_model_exclude_none=True,
     summary="The user's conversations",
 )
 def conversations(
