@@ -20,7 +20,7 @@ from collections.abc import Sequence
 import numpy as np
 
 from memq.memory.chapters.cues import follows_up, greets, opens_a_matter, opens_an_aside, refers_back, says_farewell
-from memq.worker.episodes.words import content_words
+from memq.worker.episodes.words import content_words, specificity
 
 WINDOWS = (3, 6, 10)
 LEXICAL_WINDOWS = (6, 12)
@@ -67,9 +67,18 @@ def _depths(s: np.ndarray, w: int) -> np.ndarray:
     return out
 
 
+def _weighted(words: Sequence[str]) -> Counter[str]:
+    """Each content word counted by how specific it is ("Synology" outweighs "thing")."""
+    bag: Counter[str] = Counter()
+    for word in words:
+        bag[word] += specificity(word)  # type: ignore[assignment]
+    return bag
+
+
 def shared_words(bags: Sequence[Counter[str]], w: int) -> np.ndarray:
-    """``out[i]``: the cosine of the content-word counts of the ``w`` messages before ``i``
-    and of the ``w`` from ``i`` on (the same words on both sides: the same topic)."""
+    """``out[i]``: the cosine of the content words (weighed by how specific each is) of the
+    ``w`` messages before ``i`` and of the ``w`` from ``i`` on (the same words on both
+    sides: the same topic)."""
     n = len(bags)
     out = np.ones(n)
     for i in range(1, n):
@@ -126,7 +135,7 @@ def feature_rows(texts: Sequence[str], roles: Sequence[str], vectors: np.ndarray
         inner = s[1:]
         z = (inner - inner.mean()) / (inner.std() + 1e-6)
         columns.append(np.column_stack([inner, z, _depths(s, w)[1:]]))
-    bags = [Counter(content_words(t[:2000])) for t in texts]
+    bags = [_weighted(content_words(t[:2000])) for t in texts]
     columns.append(np.column_stack([shared_words(bags, w)[1:] for w in LEXICAL_WINDOWS]))
     columns.append(np.column_stack([pivots(vectors, w)[1:] for w in PIVOT_WINDOWS]))
     return np.hstack(columns)
