@@ -110,4 +110,4 @@ flower: services-up
 	$(MEMQ) flower
 
 clean: services-down
-	rm -rf .memq $(VENV) *.egg-info lab/*.egg-info
+	rm -rf .memq $(VENV) *.egg-info lab/*.egg-info clients/typescript/node_modules clients/typescript/dist
