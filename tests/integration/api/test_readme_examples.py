@@ -23,7 +23,7 @@ def examples(language: str) -> list[str]:
 
 
 @pytest.fixture
-def env(served, auth, service_env) -> dict[str, str]:
+def env(served, auth, service_env, worker) -> dict[str, str]:  # a worker: the flushes wait until idle
     return {**os.environ, **service_env, "MEMQ_URL": served, "MEMQ_KEY": auth["Authorization"].removeprefix("Bearer ")}
 
 
