@@ -51,16 +51,19 @@ def export_cmd(tenant: str | None, conversation_id: str | None, user_id: str | N
         click.echo(f"exported tenant {memory.tenant} to {output}", err=True)
 
 
-def _file_tenant(first: bytes) -> str | None:
-    """The tenant a file was exported from, as its header names it (None: no readable
-    header; the import then stops at line 1 and says why)."""
+def _file_tenant(file: str, first: bytes) -> str | None:
+    """The tenant a file was exported from, as its header names it. A file whose first
+    line is no export header is refused before anything is opened: it says which file and
+    what its first line is instead."""
     from memq.memory.portability.format import FormatError, check_header, parse_line
 
     try:
         header = parse_line(first, 1)
         check_header(header)
-    except FormatError:
-        return None
+    except FormatError as exc:
+        raise click.UsageError(
+            f"{file} is not a memq export ({exc}); memq import reads the JSON Lines files `memq export` writes"
+        ) from None
     tenant = header.get("tenant")
     return tenant if isinstance(tenant, str) else None
 
@@ -86,7 +89,8 @@ def import_cmd(file: str, tenant: str | None, batch: int, as_json: bool) -> None
     columns = (TextColumn("[bold]importing[/]"), BarColumn(), DownloadColumn(), TimeElapsedColumn())
     with open(file, "rb") if file != "-" else nullcontext(sys.stdin.buffer) as stream:
         first = stream.readline()
-        target = tenant or _file_tenant(first)  # by default, the tenant the file was exported from
+        source = _file_tenant(file, first)
+        target = tenant or source  # by default, the tenant the file was exported from
         with reading(target) as memory, Progress(*columns, console=Console(stderr=True)) as progress:
             task = progress.add_task("bytes", total=size)
             report = memory.import_lines(
