@@ -10,6 +10,7 @@ import asyncio
 import json
 import os
 from contextlib import asynccontextmanager
+from typing import Any
 
 import anyio
 import structlog
@@ -20,7 +21,7 @@ from starlette.routing import Route
 
 from memq import version
 from memq.api import docs, errors
-from memq.api.auth import UNAUTHORIZED, tenant_for
+from memq.api.auth import UNAUTHORIZED, over_rate, tenant_for
 from memq.api.inspect import router as inspector
 from memq.api.limits import BodyLimit
 from memq.api.models import ERRORS
@@ -130,22 +131,27 @@ class McpAuth:
         authorization = headers.get(b"authorization", b"").decode("latin-1") or None
         tenant = tenant_for(self.holder["services"], authorization)
         if tenant is None:
-            body = json.dumps({"error": {"type": "unauthorized", "message": UNAUTHORIZED, "field": None}}).encode()
-            await send(
-                {
-                    "type": "http.response.start",
-                    "status": 401,
-                    "headers": [
-                        (b"content-type", b"application/json"),
-                        (b"www-authenticate", b"Bearer"),
-                        (b"content-length", str(len(body)).encode()),
-                    ],
-                }
-            )
-            await send({"type": "http.response.body", "body": body})
+            await _answer(send, 401, "unauthorized", UNAUTHORIZED, [(b"www-authenticate", b"Bearer")])
+            return
+        refused = over_rate(self.holder["services"], authorization, tenant)
+        if refused is not None:
+            message, seconds = refused
+            await _answer(send, 429, "rate_limited", message, [(b"retry-after", str(seconds).encode())])
             return
         scope.setdefault("state", {})["memq_tenant"] = tenant
         await self.app(scope, receive, send)
+
+
+async def _answer(send: Any, status: int, kind: str, message: str, headers: list[tuple[bytes, bytes]]) -> None:
+    body = json.dumps({"error": {"type": kind, "message": message, "field": None}}).encode()
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()), *headers],
+        }
+    )
+    await send({"type": "http.response.body", "body": body})
 
 
 def _transport_security(settings: Settings) -> TransportSecuritySettings:

@@ -9,7 +9,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memq.api.services import Services
-from memq.shared.auth.api_keys import bearer
+from memq.shared.auth.api_keys import bearer, key_id
 
 scheme = HTTPBearer(auto_error=False, description="An API key from `memq keys create --tenant T`.")
 
@@ -27,8 +27,24 @@ def tenant_for(services_: Services, authorization: str | None) -> str | None:
 
 
 def caller(request: Request, _: HTTPAuthorizationCredentials | None = Depends(scheme)) -> str:
-    tenant = tenant_for(services(request), request.headers.get("authorization"))
+    svc = services(request)
+    authorization = request.headers.get("authorization")
+    tenant = tenant_for(svc, authorization)
     if tenant is None:
         raise HTTPException(401, UNAUTHORIZED, headers={"WWW-Authenticate": "Bearer"})
     request.state.memq_tenant = tenant  # for the request's log line (memq.api.request_log)
+    refused = over_rate(svc, authorization, tenant)
+    if refused is not None:
+        message, seconds = refused
+        raise HTTPException(429, message, headers={"Retry-After": str(seconds)})
     return tenant
+
+
+def over_rate(svc: Services, authorization: str | None, tenant: str) -> tuple[str, int] | None:
+    """(what to say, Retry-After seconds) when the caller is over its rate limit, else None.
+    Each key has its limit (``memq.api.rate_limit``); without keys, each tenant."""
+    who = f"key:{key_id(bearer(authorization) or '')}" if svc.settings.api_auth else f"tenant:{tenant}"
+    wait = svc.rate_limiter.wait_ms(who)
+    if wait <= 0 or svc.rate_limiter.limit is None:
+        return None
+    return svc.rate_limiter.limit.refusal(wait)

@@ -239,6 +239,7 @@ def install(app: FastAPI) -> None:
             404: "not_found",
             405: "method_not_allowed",
             413: "request_too_large",
+            429: "rate_limited",
             415: "unsupported_media_type",
         }
         return error(

@@ -13,6 +13,7 @@ import psycopg
 from redis import Redis
 
 from memq.api.keystore import KeyStore
+from memq.api.rate_limit import RateLimiter
 from memq.memory import Connections, Memory
 from memq.producer.client import Producer
 from memq.shared.settings import Settings
@@ -24,6 +25,7 @@ class Services:
     connections: Connections
     producer: Producer
     keys: KeyStore
+    rate_limiter: RateLimiter
 
     @property
     def redis(self):
@@ -53,7 +55,7 @@ class Services:
             from memq.shared.embeddings import get_embedder
 
             get_embedder(settings)
-        return cls(settings, connections, producer, keys)
+        return cls(settings, connections, producer, keys, RateLimiter(producer.redis, settings))
 
     def memory(self, tenant: str) -> Memory:
         """The read side bound to ``tenant`` (cheap: the connections are the process's)."""

@@ -17,6 +17,15 @@ class ApiSettings(BaseModel):
         default=8 * 1024 * 1024, ge=1024, description="Largest request body accepted; a larger one is refused with 413."
     )
     api_max_batch: int = Field(default=1000, ge=1, le=100_000, description="Messages one request may add.")
+    api_rate_limit_per_second: float = Field(
+        default=100.0,
+        ge=0,
+        description="Requests a second one API key (or, without keys, one tenant) may make on average, held across "
+        "API processes through Redis; beyond it a request gets 429 with Retry-After. 0: no limit.",
+    )
+    api_rate_limit_burst: int = Field(
+        default=200, ge=1, description="Requests one API key may make at once before the rate limit applies."
+    )
     api_keys_refresh_seconds: float = Field(
         default=5.0, gt=0, description="How often the API reloads the keys (a revoked key stops working within this)."
     )

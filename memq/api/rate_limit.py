@@ -1,0 +1,75 @@
+"""Per-key request rate limits, held across API processes through Redis: each key (or,
+without keys, each tenant) may make ``MEMQ_API_RATE_LIMIT_PER_SECOND`` requests a second
+on average, ``MEMQ_API_RATE_LIMIT_BURST`` at once; beyond that a request is refused with
+429 and ``Retry-After`` naming the limit and its setting. GCRA in one Lua script
+(``lua/rate_limit.lua``) on Redis' own clock, so every process shares one timeline.
+
+When Redis cannot be asked, the request goes through (logged): the limit protects the
+service, it must not be a second way for it to fail."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import structlog
+from redis.exceptions import RedisError
+
+from memq.shared.settings import Settings
+
+log = structlog.get_logger("memq.api")
+
+SCRIPT = (Path(__file__).with_name("lua") / "rate_limit.lua").read_text()
+
+
+@dataclass(frozen=True)
+class Limit:
+    per_second: float
+    burst: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limit | None:
+        if settings.api_rate_limit_per_second <= 0:
+            return None
+        return cls(settings.api_rate_limit_per_second, settings.api_rate_limit_burst)
+
+    @property
+    def interval_ms(self) -> float:
+        return 1000.0 / self.per_second
+
+    @property
+    def tolerance_ms(self) -> float:
+        """How far ahead of now the caller's schedule may run: ``burst`` requests at once."""
+        return (self.burst - 1) * self.interval_ms
+
+    def refusal(self, wait_ms: float) -> tuple[str, int]:
+        """The message of a refused request and its Retry-After (whole seconds, at least 1)."""
+        seconds = max(1, math.ceil(wait_ms / 1000))
+        rate = f"{self.per_second:g}"
+        return (
+            f"rate limit: this key may make {rate} requests a second ({self.burst} at once; "
+            f"MEMQ_API_RATE_LIMIT_PER_SECOND, MEMQ_API_RATE_LIMIT_BURST); retry after {seconds} s",
+            seconds,
+        )
+
+
+class RateLimiter:
+    def __init__(self, client: Any, settings: Settings) -> None:
+        self.limit = Limit.of(settings)
+        self.prefix = f"{settings.key_prefix}:ratelimit:"
+        self._script = client.register_script(SCRIPT)
+
+    def wait_ms(self, caller: str) -> float:
+        """0 when ``caller`` may go on, else how long until it may."""
+        if self.limit is None:
+            return 0.0
+        try:
+            reply = self._script(
+                keys=[self.prefix + caller], args=[f"{self.limit.interval_ms:.3f}", f"{self.limit.tolerance_ms:.3f}"]
+            )
+        except RedisError as exc:
+            log.warning("rate_limit_unchecked", error=type(exc).__name__)
+            return 0.0
+        return float(reply)

@@ -1,0 +1,71 @@
+"""Per-key rate limits held across API processes through Redis: two apps (as two API
+processes would) share one key's budget; beyond it a request gets 429 with Retry-After
+naming the limit and its setting, another key is not slowed, and the budget comes back."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+from waiting import wait_until
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture
+def limited(api_services, settings):
+    """Two apps with their own limiter each (2 requests a second, 3 at once), one Redis."""
+    from fastapi.testclient import TestClient
+
+    from memq.api.app import create_app
+    from memq.api.rate_limit import RateLimiter
+
+    tight = settings.model_copy(update={"api_rate_limit_per_second": 2.0, "api_rate_limit_burst": 3})
+    clients = []
+    for _ in range(2):
+        svc = dataclasses.replace(api_services, rate_limiter=RateLimiter(api_services.redis, tight))
+        clients.append(TestClient(create_app(settings, services=svc), base_url="http://127.0.0.1"))
+    yield clients
+    for c in clients:
+        c.close()
+
+
+def test_a_keys_budget_is_shared_across_processes_and_comes_back(limited, auth, stranger):
+    one, two = limited
+    key, other = auth, stranger[1]
+    answers = [c.get("/v1/conversations", headers=key) for c in (one, two, one)]  # the burst of 3, both apps
+    assert [a.status_code for a in answers] == [200, 200, 200]
+    refused = two.get("/v1/conversations", headers=key)
+    assert refused.status_code == 429, refused.text
+    error = refused.json()["error"]
+    assert error["type"] == "rate_limited" and "MEMQ_API_RATE_LIMIT_PER_SECOND" in error["message"]
+    assert int(refused.headers["Retry-After"]) >= 1
+    assert one.get("/v1/conversations", headers=other).status_code == 200  # another tenant's key is not slowed
+
+    # at 2 a second, one request's worth comes back within half a second (Redis' clock)
+    wait_until(
+        lambda: one.get("/v1/conversations", headers=key).status_code == 200,
+        5,
+        interval=0.1,
+        message="the key's budget did not come back",
+    )
+
+
+def test_no_limit_when_set_to_zero(api_services, settings):
+    from memq.api.rate_limit import RateLimiter
+
+    off = RateLimiter(api_services.redis, settings.model_copy(update={"api_rate_limit_per_second": 0.0}))
+    assert off.limit is None and all(off.wait_ms("key:x") == 0 for _ in range(50))
+
+
+def test_the_mcp_endpoint_draws_on_the_same_budget(limited, auth):
+    one, _ = limited
+    assert [one.get("/v1/conversations", headers=auth).status_code for _ in range(3)] == [200, 200, 200]
+    r = one.post(
+        "/mcp",
+        headers={**auth, "accept": "application/json, text/event-stream"},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/list"},
+        follow_redirects=False,
+    )
+    assert r.status_code == 429 and r.json()["error"]["type"] == "rate_limited", r.text
+    assert int(r.headers["retry-after"]) >= 1
