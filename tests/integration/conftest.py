@@ -22,6 +22,7 @@ TEST_REDIS_DB = 15
 sys.path.insert(0, str(ROOT / "tests" / "integration"))  # for invariants and conftest helpers
 
 import cluster_mode  # noqa: E402 - found through the sys.path entry just above
+from live_api import api_url, live_api_services  # noqa: E402, F401 - fixtures: one live API for the clients and integrations
 
 
 def _with_db(url: str, db: int) -> str:
