@@ -19,7 +19,7 @@ and filters by it like an explicit list of conversations.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -75,25 +75,32 @@ def user_conversations(conn: psycopg.Connection, tenant: str, user_id: str) -> l
     ]
 
 
-def mailbox_user_conversations(client: MailboxClient, settings: Settings, tenant: str, user_id: str) -> list[str]:
-    """The user's conversations the mailbox holds state for, in id order: each shard's
-    index of conversations with recent messages, read a page at a time, and the user in
-    each state of the tenant (one pipelined HGET per page)."""
-    found: set[str] = set()
+def active_conversation_pages(client: MailboxClient, settings: Settings, tenant: str) -> Iterator[list[str]]:
+    """The tenant's conversations in each shard's index of conversations with recent
+    messages, a page at a time (what the mailbox holds state for)."""
     for shard in all_shards(settings.key_prefix, settings.redis_shards):
         cursor: int | str = 0
         while True:
             cursor, page = client.zscan(shard.active, cursor=int(cursor), count=500)
             ours = [c for t, c in (split_member(_text(m)) for m, _ in page) if t == tenant]  # type: ignore[arg-type]
             if ours:
-                pipe = client.pipeline(transaction=False)
-                for conversation_id in ours:
-                    pipe.hget(conversation_keys(settings, tenant, conversation_id).state, "user_id")
-                for conversation_id, raw in zip(ours, pipe.execute(), strict=True):
-                    if raw is not None and _text(raw) == user_id:
-                        found.add(conversation_id)
+                yield ours
             if int(cursor) == 0:
                 break
+
+
+def mailbox_user_conversations(client: MailboxClient, settings: Settings, tenant: str, user_id: str) -> list[str]:
+    """The user's conversations the mailbox holds state for, in id order: each shard's
+    index of conversations with recent messages, read a page at a time, and the user in
+    each state of the tenant (one pipelined HGET per page)."""
+    found: set[str] = set()
+    for ours in active_conversation_pages(client, settings, tenant):
+        pipe = client.pipeline(transaction=False)
+        for conversation_id in ours:
+            pipe.hget(conversation_keys(settings, tenant, conversation_id).state, "user_id")
+        for conversation_id, raw in zip(ours, pipe.execute(), strict=True):
+            if raw is not None and _text(raw) == user_id:
+                found.add(conversation_id)
     return sorted(found)
 
 

@@ -14,7 +14,7 @@ import psycopg
 from memq.shared.errors import NotFound
 from memq.shared.mailbox.keys import conversation_keys
 from memq.shared.settings import Settings
-from memq.shared.users import mailbox_user_conversations, user_conversations
+from memq.shared.users import active_conversation_pages, mailbox_user_conversations, user_conversations
 
 if TYPE_CHECKING:
     from memq.shared.connections import MailboxClient
@@ -72,24 +72,6 @@ def unknown_user(user_id: str) -> NotFound:
     )
 
 
-def _active_ids(client: MailboxClient, settings: Settings, tenant: str, after: str) -> list[str]:
-    """The tenant's conversations with recent messages in the mailbox, after ``after``."""
-    from memq.shared.mailbox.keys import all_shards, split_member
-
-    found: set[str] = set()
-    for shard in all_shards(settings.key_prefix, settings.redis_shards):
-        cursor: int | str = 0
-        while True:
-            cursor, page = client.zscan(shard.active, cursor=int(cursor), count=500)
-            for member, _ in page:
-                t, c = split_member(member.decode() if isinstance(member, bytes) else str(member))
-                if t == tenant and c > after:
-                    found.add(c)
-            if int(cursor) == 0:
-                break
-    return sorted(found)
-
-
 def conversation_page(
     conn: psycopg.Connection, client: MailboxClient, settings: Settings, tenant: str, after: str, limit: int
 ) -> tuple[list[ConversationInfo], str | None]:
@@ -101,7 +83,8 @@ def conversation_page(
         (tenant, after, limit + 1),
     ).fetchall()
     stored = {r[0]: ConversationInfo(r[0], r[1], r[2], r[3], r[4], True) for r in rows}
-    pending = [c for c in _active_ids(client, settings, tenant, after) if c not in stored]
+    active = {c for page in active_conversation_pages(client, settings, tenant) for c in page if c > after}
+    pending = [c for c in sorted(active) if c not in stored]
     if pending:
         pipe = client.pipeline(transaction=False)
         for c in pending:
