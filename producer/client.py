@@ -35,14 +35,17 @@ from memq.producer.validation import ValidMessage, check_conversation_id, valid_
 from memq.shared import publisher, task_message, tasks
 from memq.shared.celery_config import celery_config
 from memq.shared.connections import MailboxClient, mailbox_client, redis_url
-from memq.shared.errors import BatchIncomplete, BatchRejected, UserConflict, ValidationError
+from memq.shared.errors import BatchError, BatchIncomplete, BatchRejected, StorageFull, UserConflict, ValidationError
 from memq.shared.ids import check_tenant, check_user_id
 from memq.shared.mailbox.codec import encode_line, to_micros
-from memq.shared.mailbox.keys import ConversationKeys, conversation_keys
+from memq.shared.mailbox.keys import ConversationKeys, ShardKeys, conversation_keys
+from memq.shared.mailbox.quota import asks_lease, enqueue_leased, quota_exceeded
 from memq.shared.mailbox.replies import (
     MESSAGE_STATUSES,
+    LeaseNeeded,
     OutOfOrder,
     OwnedByOtherUser,
+    QuotaRefusal,
     decode_enqueue,
     decode_request_flush,
 )
@@ -50,6 +53,7 @@ from memq.shared.mailbox.scripts import Scripts, run_queued
 from memq.shared.mailbox.status import ConversationStatus, conversation_status
 from memq.shared.metrics import count_messages, metrics
 from memq.shared.settings import Settings, get_settings
+from memq.shared.storage_full import storage_full_cause, storage_full_text
 
 log = structlog.get_logger("memq.producer")
 
@@ -142,8 +146,9 @@ class Producer:
         conversation belongs to, set by the first message naming one; a message naming
         another user is refused (``UserConflict``, nothing of its conversation's part
         written). Results come back in input order. Raises ``ValidationError``
-        (nothing written), ``BatchRejected`` (``UserConflict``) or ``BatchIncomplete`` (each with exact
-        per-message ``results``).
+        (nothing written), ``BatchRejected`` (``UserConflict``), ``QuotaExceeded`` (a tenant quota
+        refused a conversation's part), ``StorageFull`` (Redis has no room: nothing of the refused
+        parts written) or ``BatchIncomplete`` (each with exact per-message ``results``).
         """
         batch = list(messages)
         try:
@@ -157,7 +162,7 @@ class Producer:
             return []
         try:
             results = self._queue(valid, group_users)
-        except (BatchIncomplete, BatchRejected) as exc:
+        except (BatchError, StorageFull) as exc:
             count_messages(map(_status, exc.results))
             raise
         count_messages(map(_status, results))
@@ -245,6 +250,7 @@ class Producer:
         order = list(groups)
         window_ms = int(self.settings.dedup_ttl_days * 86_400_000)
         calls: list[tuple[list[str], list[Any]]] = []
+        owners: list[tuple[str, ShardKeys]] = []  # each call's tenant and shard (its quota lease)
         sender = task_message.origin() if self._script_queues_drains else ""
         for tenant_id, conv in order:
             keys = conversation_keys(self.settings, tenant_id, conv)
@@ -255,15 +261,29 @@ class Producer:
                 "\n".join(batches[(tenant_id, conv)]),
                 users.get((tenant_id, conv), ""),
             ]
-            script_keys = [keys.inbox, keys.state, keys.ids, keys.shard.active, keys.shard.drains]
+            script_keys = [
+                keys.inbox,
+                keys.state,
+                keys.ids,
+                keys.shard.active,
+                keys.shard.drains,
+                keys.shard.quota_lease(tenant_id),
+            ]
+            owners.append((tenant_id, keys.shard))
             if sender:
                 script_keys.append(tasks.SEGMENTATION_QUEUE)
                 args.append(task_message.drain_message(tenant_id, conv, reply_to=self.celery.thread_oid, sender=sender))
             calls.append((script_keys, args))
+        refused: dict[int, QuotaRefusal] = {}  # call -> the quota that refused it
         try:
             replies = run_queued(self.redis, self.scripts.enqueue, calls)  # one round trip
         except redis.RedisError as exc:
             replies = [exc] * len(order)
+        else:
+            try:  # a call whose shard had no lease of its tenant's quotas wrote nothing: lease, send again
+                refused = enqueue_leased(self.redis, self.scripts, self.settings, calls, owners, replies)
+            except redis.RedisError as exc:
+                replies = [exc if asks_lease(reply) else reply for reply in replies]
         replied = time.monotonic()
         published = True
 
@@ -273,17 +293,29 @@ class Producer:
         rejected: tuple[int, str] | None = None
         conflict: tuple[int, str, str, str] | None = None  # (index, conversation, owner, named)
         failures: list[str] = []
-        for (tenant_id, conv), raw_reply in zip(order, replies, strict=True):
+        full: str | None = None  # what a server had no room for (StorageFull's cause)
+        over: tuple[int, str, QuotaRefusal] | None = None  # (index, conversation, the quota refusing it)
+        for call, ((tenant_id, conv), raw_reply) in enumerate(zip(order, replies, strict=True)):
             group = groups[(tenant_id, conv)]
-            if isinstance(raw_reply, Exception):
+            if call in refused or (isinstance(raw_reply, Exception) and storage_full_cause(raw_reply)):
+                # Nothing of this conversation's part was written (a script refused for want of room
+                # refuses at its first write).
+                for index in group:
+                    results[index] = AddResult(tenant_id, conv, ids[index], "rejected")
+                if call in refused:
+                    over = over or (group[0], conv, refused[call])
+                else:
+                    full = full or storage_full_cause(raw_reply)
+                continue
+            reply = raw_reply if isinstance(raw_reply, Exception) else decode_enqueue(raw_reply)
+            if isinstance(reply, (Exception, LeaseNeeded)):  # (a lease: other producers kept taking it)
                 for index in group:
                     results[index] = AddResult(tenant_id, conv, ids[index], "unknown")
-                failures.append(f"{tenant_id}/{conv}: {raw_reply}")
+                failures.append(f"{tenant_id}/{conv}: {reply}")
                 # Maybe stored, with its drain marked queued but never published: publish one
                 # now (a spare drain is harmless; if this fails too, the sweeper finds the mark).
                 self._publish_drain(tenant_id, conv)
                 continue
-            reply = decode_enqueue(raw_reply)
             if isinstance(reply, OwnedByOtherUser):
                 for index in group:
                     results[index] = AddResult(tenant_id, conv, ids[index], "rejected")
@@ -315,6 +347,15 @@ class Producer:
                 "message ids (BatchIncomplete.retry_messages) and each is stored exactly once",
                 results,
             )
+        if full is not None:
+            raise StorageFull(
+                f"{storage_full_text(full)}: nothing of {sum(r.status == 'rejected' for r in results)} message(s) was "
+                "queued; send them again (same message ids) once the operator has made room (see docs/operations.md)",
+                cause=full,
+                results=results,
+            )
+        if over is not None:
+            raise quota_exceeded(over, results)
         if conflict is not None:
             index, conv, owner, named = conflict
             raise UserConflict(
@@ -342,12 +383,19 @@ class Producer:
         tenant = check_tenant(tenant or self.settings.tenant)
         check_conversation_id(conversation_id, self.settings)
         keys = conversation_keys(self.settings, tenant, conversation_id)
-        requested = decode_request_flush(
-            self.scripts.request_flush(
+        try:
+            reply = self.scripts.request_flush(
                 keys=[keys.state, keys.shard.drains, keys.inbox, keys.buffer, keys.shard.active],
                 args=[keys.member, reason, ""],
             )
-        )
+        except redis.ResponseError as exc:
+            if (cause := storage_full_cause(exc)) is None:
+                raise
+            raise StorageFull(
+                f"{storage_full_text(cause)}: the flush was not recorded; ask again once the operator has made room",
+                cause=cause,
+            ) from exc
+        requested = decode_request_flush(reply)
         if requested.publish_drain:
             self._publish_drain(tenant, conversation_id)
         return requested.has_work

@@ -71,6 +71,31 @@ class BatchIncomplete(BatchError, ServiceError):
     """Redis failed during the batch: some conversations' parts may have been stored."""
 
 
+class QuotaExceeded(BatchError):
+    """A tenant quota (``limit``: "messages_per_day" or "stored_messages", set by ``setting``
+    or by `memq quota set`) refused a conversation's part of the batch: nothing of that part
+    was written; other conversations' parts may have been (see ``results``). Sending again
+    does not help until the day turns (UTC), messages are forgotten or the limit is raised."""
+
+    def __init__(self, message: str, results: list[Any], *, limit: str, setting: str) -> None:
+        super().__init__(message, results)
+        self.limit = limit
+        self.setting = setting
+
+
+class StorageFull(ServiceError):
+    """A server refuses writes for want of room: Redis at its maxmemory under noeviction
+    (``cause`` "redis_out_of_memory"), Redis unable to write its AOF or snapshot
+    ("redis_cannot_persist"), PostgreSQL unable to extend a file ("postgres_disk_full").
+    Nothing of the refused write was stored; send it again once room is made. ``results``:
+    a batch's per-message results, when it was one."""
+
+    def __init__(self, message: str, *, cause: str, results: list[Any] | None = None) -> None:
+        super().__init__(message)
+        self.cause = cause
+        self.results = results or []
+
+
 class NotFound(MemqError):
     """No such thing in the caller's tenant (another tenant's is reported the same way).
     ``field``: the argument that named it."""

@@ -17,6 +17,7 @@ import redis
 from billiard.exceptions import SoftTimeLimitExceeded
 
 from memq.shared.settings import Settings
+from memq.shared.storage_full import storage_full_cause
 
 # "Stop now" signals, never a failure of the input: Celery's soft time limit.
 STOP: tuple[type[BaseException], ...] = (SoftTimeLimitExceeded,)
@@ -30,6 +31,10 @@ _TRANSIENT_TYPES: tuple[type[BaseException], ...] = (
     redis.exceptions.ClusterDownError,
     psycopg.OperationalError,
     psycopg.InterfaceError,
+    # A server that is (now) a standby: a primary demoted by a failover, still reached over a
+    # kept connection. The connection is dropped with the error (resources._session) and the
+    # retry connects to the writable server (target_session_attrs=read-write).
+    psycopg.errors.ReadOnlySqlTransaction,
     ConnectionError,
     TimeoutError,
 )
@@ -39,6 +44,8 @@ def is_transient(exc: BaseException) -> bool:
     if isinstance(exc, _TRANSIENT_TYPES):
         return True
     if isinstance(exc, redis.ResponseError) and str(exc).startswith(("OOM", "LOADING", "MASTERDOWN", "CLUSTERDOWN")):
+        return True
+    if storage_full_cause(exc) is not None:  # no room (Redis full, a disk full): the operator's to fix, then go on
         return True
     status = getattr(exc, "status_code", None)  # litellm / HTTP errors (remote embeddings)
     if isinstance(status, int) and (status in (408, 409, 425, 429) or status >= 500):

@@ -22,6 +22,8 @@ sweep, quarantine listing) walk the shards one by one.
     memq:{s17}:pending                ZSET   member/episode_id -> when the segment was cut (s)
     memq:{s17}:quarantined            ZSET   member -> when something of it was quarantined (s)
     memq:{s17}:webhooks               ZSET   member -> since when it holds deferred webhook events (s)
+    memq:{s17}:quota:t1               HASH   the shard's lease of tenant t1's quotas (enqueue.lua takes from it)
+    memq:{q:t1}:quota                 HASH   tenant t1's quota limits and what its shards hold (its own slot)
 
 The number of shards is fixed for the lifetime of the data (``MEMQ_REDIS_SHARDS``):
 changing it moves conversations to other keys.
@@ -79,6 +81,14 @@ class ShardKeys:
     @property
     def webhooks(self) -> str:
         return f"{self.tag}:webhooks"
+
+    def quota_lease(self, tenant: str) -> str:
+        return f"{self.tag}:quota:{tenant}"
+
+
+def quota_key(prefix: str, tenant: str) -> str:
+    """A tenant's quota hash: its limits and what its shards were granted (its own slot)."""
+    return f"{prefix}:{{q:{tenant}}}:quota"
 
 
 def all_shards(prefix: str, shards: int) -> list[ShardKeys]:

@@ -31,6 +31,7 @@ def _optional_text(value: Any) -> str | None:
 class EnqueueCode(enum.IntEnum):
     """The first element of ``enqueue.lua``'s reply."""
 
+    LEASE_NEEDED = -3  # {-3, need}: the shard's quota lease of the tenant cannot cover the batch
     USER_CONFLICT = -2  # {-2, owner}: the batch names another user than the conversation's
     OUT_OF_ORDER = -1  # {-1, index, last_us}: "reject" refused message #index
     ACCEPTED = 0  # {0, statuses}: taken; no drain to publish (one is queued, or nothing was accepted)
@@ -78,16 +79,59 @@ class OwnedByOtherUser:
     owner: str
 
 
-EnqueueReply = Enqueued | OutOfOrder | OwnedByOtherUser
+@dataclass(frozen=True, slots=True)
+class LeaseNeeded:
+    """The shard's lease of the tenant's quotas is missing, stale or short of the ``need``
+    messages the batch would accept: nothing of the batch was written."""
+
+    need: int
+
+
+EnqueueReply = Enqueued | OutOfOrder | OwnedByOtherUser | LeaseNeeded
 
 
 def decode_enqueue(reply: Sequence[Any]) -> EnqueueReply:
     code = EnqueueCode(int(reply[0]))
+    if code is EnqueueCode.LEASE_NEEDED:
+        return LeaseNeeded(int(reply[1]))
     if code is EnqueueCode.USER_CONFLICT:
         return OwnedByOtherUser(_text(reply[1]))
     if code is EnqueueCode.OUT_OF_ORDER:
         return OutOfOrder(int(reply[1]), int(reply[2]))
     return Enqueued(code, _text(reply[1]))
+
+
+# -- quota_take.lua, quota_grant.lua -------------------------------------------------------
+@dataclass(frozen=True, slots=True)
+class Lease:
+    """A shard's lease of a tenant's quotas: messages it may still accept on ``day`` (UTC
+    days since the epoch) and for good; -1: no limit."""
+
+    day: int
+    day_left: int
+    stored_left: int
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaRefusal:
+    """The tenant's ``limit`` ("messages_per_day" | "stored_messages") of ``allowed``
+    messages, ``used`` of it, cannot cover a batch."""
+
+    limit: str
+    allowed: int
+    used: int
+
+
+def decode_quota_take(reply: Sequence[Any]) -> Lease | None:
+    if not reply:
+        return None
+    return Lease(int(reply[0]), int(reply[1]), int(reply[2]))
+
+
+def decode_quota_grant(reply: Sequence[Any]) -> Lease | QuotaRefusal:
+    if int(reply[0]) < 0:
+        return QuotaRefusal(_text(reply[1]), int(reply[2]), int(reply[3]))
+    return Lease(int(reply[1]), int(reply[2]), int(reply[3]))
 
 
 # -- request_flush.lua -----------------------------------------------------------------

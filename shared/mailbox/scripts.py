@@ -44,6 +44,9 @@ class Scripts:
     settle_event: Script
     front: Script
     remember_front: Script
+    quota_grant: Script
+    quota_take: Script
+    quota_put: Script
 
     @classmethod
     def register(cls, client: MailboxClient) -> Scripts:

@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from memq.shared.mailbox.keys import ConversationKeys
+from memq.shared.mailbox.segment import Segment
 
 if TYPE_CHECKING:
     from memq.shared.connections import MailboxClient
@@ -119,3 +120,17 @@ def mailbox_overview(client: MailboxClient, scripts: Scripts, settings: Settings
         for i, n in enumerate((active, drains, stalled_drains, pending, stalled_segments, quarantined)):
             totals[i] += n
     return MailboxOverview(*totals)
+
+
+def queued_messages(client: MailboxClient, keys: ConversationKeys) -> int:
+    """Messages of the conversation that Redis holds and PostgreSQL does not yet: queued,
+    in the open event, in closed segments waiting for their episodes, quarantined."""
+    pipe = client.pipeline(transaction=False)
+    pipe.llen(keys.inbox)
+    pipe.llen(keys.buffer)
+    pipe.hvals(keys.segments)
+    pipe.hgetall(keys.quarantine)
+    inbox, buffer, segments, quarantine = pipe.execute()
+    held = sum(len(Segment.decode(raw).messages) for raw in segments)
+    held += sum(len(entry.seqs) if entry.kind == "segment" else 1 for entry in parse_quarantine(quarantine))
+    return int(inbox) + int(buffer) + held

@@ -36,6 +36,26 @@ class MailboxSettings(BaseModel):
         "counters are re-derived from PostgreSQL when it returns.",
     )
 
+    quota_messages_per_day: int = Field(
+        default=0,
+        ge=0,
+        description="Messages one tenant may add per day (UTC, Redis' clock), for tenants without their own "
+        "(`memq quota set`); enforced by the enqueue script, so no producer passes it. 0: no limit.",
+    )
+    quota_stored_messages: int = Field(
+        default=0,
+        ge=0,
+        description="Messages one tenant may hold (added, less those forgotten), for tenants without their own "
+        "(`memq quota set`). 0: no limit.",
+    )
+    quota_lease_messages: int = Field(
+        default=200,
+        ge=0,
+        description="How much of a tenant's quotas each Redis shard takes ahead (a lease), so that most batches "
+        "need no extra round trip; a tenant at its limit gets back what shards hold unused first, so the limit "
+        "is exact either way.",
+    )
+
     @field_validator("out_of_order_policy")
     @classmethod
     def _policy(cls, v: str) -> str:

@@ -1,6 +1,7 @@
 -- Accept a batch of messages into one conversation's inbox, atomically.
 --
 -- KEYS[1] inbox   KEYS[2] state   KEYS[3] ids (zset)   KEYS[4] shard active   KEYS[5] shard drains
+-- KEYS[6] the shard's quota lease of the tenant (below)
 -- ARGV[1] out-of-order policy: "clamp" | "reject"
 -- ARGV[2] dedup window (ms): how long each message id is remembered, from its acceptance
 -- ARGV[3] the conversation's member name in the shard indexes
@@ -17,14 +18,21 @@
 --
 -- Returns {schedule, statuses}: statuses one character per message, "a" accepted, "c"
 -- accepted with a clamped timestamp, "d" duplicate; or {-1, index, last_us} when "reject"
--- refuses message #index (nothing written). The ids are looked up with one ZMSCORE and
+-- refuses message #index (nothing written); or {-3, need} (KEYS[6]: a lease is needed).
+-- The ids are looked up with one ZMSCORE and
 -- the accepted ones written with one ZADD and one RPUSH (in chunks below Lua's unpack limit).
 --
 -- ARGV[5] the user the batch names ("" = none): the conversation's first user is kept in
 -- the state's "user_id" (the workers copy it to PostgreSQL); a batch naming another user
 -- is refused with {-2, owner} (nothing written).
 --
--- KEYS[6] (optional) the broker's segmentation queue, ARGV[6] a drain task's message for
+-- KEYS[6] the shard's lease of the tenant's quotas (HASH day, day_left, stored_left; -1 =
+-- no limit; granted by quota_grant.lua): the messages the batch accepts are taken from it.
+-- When it is missing, of another day (Redis' clock, UTC) or too small, nothing is written
+-- and the script returns {-3, need}: the caller gets a lease for need messages and sends the
+-- batch again (a tenant over its quota gets no lease: that is the refusal).
+--
+-- KEYS[7] (optional) the broker's segmentation queue, ARGV[6] a drain task's message for
 -- it (memq.shared.task_message), given when the broker is this Redis: the script queues
 -- the task itself, in the same atomic step as the drain mark, and returns schedule = 2
 -- (queued; the caller publishes nothing). Without them it returns schedule = 1 and the
@@ -125,6 +133,16 @@ for i = 1, n do
     statuses[i] = 'd'
   end
 end
+if k > 0 then
+  local lease = redis.call('HMGET', KEYS[6], 'day', 'day_left', 'stored_left')
+  local day_left, stored_left = tonumber(lease[2] or '0'), tonumber(lease[3] or '0')
+  if tonumber(lease[1] or '-1') ~= math.floor(now / 86400000000)
+     or (day_left >= 0 and day_left < k) or (stored_left >= 0 and stored_left < k) then
+    return {-3, k}
+  end
+  if day_left >= 0 then redis.call('HINCRBY', KEYS[6], 'day_left', -k) end
+  if stored_left >= 0 then redis.call('HINCRBY', KEYS[6], 'stored_left', -k) end
+end
 for first = 1, #members, 2 * CHUNK do
   redis.call('ZADD', KEYS[3], unpack(members, first, math.min(first + 2 * CHUNK - 1, #members)))
 end
@@ -145,8 +163,8 @@ if #items > 0 then
   redis.call('ZADD', KEYS[4], now_s, member)
   if redis.call('HSETNX', KEYS[2], 'drain', fmt(now)) == 1 then
     redis.call('ZADD', KEYS[5], now_s, member)
-    if KEYS[6] and (ARGV[6] or '') ~= '' then
-      redis.call('LPUSH', KEYS[6], ARGV[6])
+    if KEYS[7] and (ARGV[6] or '') ~= '' then
+      redis.call('LPUSH', KEYS[7], ARGV[6])
       out[1] = 2
     else
       out[1] = 1
