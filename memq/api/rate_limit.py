@@ -10,6 +10,7 @@ service, it must not be a second way for it to fail."""
 from __future__ import annotations
 
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -56,15 +57,36 @@ class Limit:
 
 
 class RateLimiter:
+    """A refusal is also remembered in the process until it ends: a refused request spends
+    nothing of the budget (GCRA), and other processes' requests can only move the caller's
+    next chance later, so until then Redis would refuse it too. A flood of refused requests
+    then costs the API no Redis round trip each: the rest of the tenants keep their share."""
+
+    REMEMBERED = 10_000  # refusals kept at most; past that the ended ones are dropped
+
     def __init__(self, client: Any, settings: Settings) -> None:
         self.limit = Limit.of(settings)
         self.prefix = f"{settings.key_prefix}:ratelimit:"
         self._script = client.register_script(SCRIPT)
+        self._refused: dict[str, float] = {}  # caller -> monotonic time its refusal ends
 
     def wait_ms(self, caller: str) -> float:
         """0 when ``caller`` may go on, else how long until it may."""
         if self.limit is None:
             return 0.0
+        now = time.monotonic()
+        until = self._refused.get(caller)
+        if until is not None and until > now:
+            return (until - now) * 1000
+        wait = self._ask(caller)
+        if wait > 0:
+            if len(self._refused) >= self.REMEMBERED:
+                self._refused = {c: t for c, t in self._refused.items() if t > now}
+            self._refused[caller] = now + wait / 1000
+        return wait
+
+    def _ask(self, caller: str) -> float:
+        assert self.limit is not None
         try:
             reply = self._script(
                 keys=[self.prefix + caller], args=[f"{self.limit.interval_ms:.3f}", f"{self.limit.tolerance_ms:.3f}"]

@@ -260,7 +260,7 @@ def library_rates(ctx: BenchContext, settings: Settings, tenant: str, batch: int
     return best(memq_runs), best(floor_runs)
 
 
-def _server_env(ctx: BenchContext, settings: Settings) -> dict[str, str]:
+def _server_env(ctx: BenchContext, settings: Settings, rate_limited: bool = False) -> dict[str, str]:
     from memq.shared.connections import database_url
 
     env = dict(os.environ)
@@ -271,12 +271,12 @@ def _server_env(ctx: BenchContext, settings: Settings) -> dict[str, str]:
             "MEMQ_KEY_PREFIX": settings.key_prefix,
             "MEMQ_DATA_DIR": str(ctx.settings.data_path),
             "MEMQ_API_AUTH": "true",
-            # capacity is measured, not the per-key limit: the limit's check still runs on
-            # every request (its Redis round trip is part of the cost), at a rate never reached
-            "MEMQ_API_RATE_LIMIT_PER_SECOND": "1000000000",
-            "MEMQ_API_RATE_LIMIT_BURST": "1000000000",
         }
     )
+    if not rate_limited:
+        # capacity is measured, not the per-key limit: the limit's check still runs on
+        # every request (its Redis round trip is part of the cost), at a rate never reached
+        env.update({"MEMQ_API_RATE_LIMIT_PER_SECOND": "1000000000", "MEMQ_API_RATE_LIMIT_BURST": "1000000000"})
     env.pop("MEMQ_REDIS_URL", None)  # REDIS_URL above is the one
     if settings.mailbox_redis_url:
         env["MEMQ_MAILBOX_REDIS_URL"] = settings.mailbox_redis_url
@@ -284,8 +284,11 @@ def _server_env(ctx: BenchContext, settings: Settings) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def api_server(ctx: BenchContext, settings: Settings) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
-    """The API with the bench's noop endpoint, in a subprocess on a free port."""
+def api_server(
+    ctx: BenchContext, settings: Settings, *, rate_limited: bool = False
+) -> Iterator[tuple[str, subprocess.Popen[bytes]]]:
+    """The API with the bench's noop endpoint, in a subprocess on a free port (with the
+    settings' per-key rate limits when ``rate_limited``, else limits never reached)."""
     import httpx
 
     from memq_lab.testing.tcp_proxy import free_port
@@ -296,7 +299,7 @@ def api_server(ctx: BenchContext, settings: Settings) -> Iterator[tuple[str, sub
     with open(log_path, "wb") as log:
         process = subprocess.Popen(
             [sys.executable, "-m", "memq_lab.bench.ingest_server", "--port", str(port)],
-            env=_server_env(ctx, settings),
+            env=_server_env(ctx, settings, rate_limited),
             stdout=log,
             stderr=subprocess.STDOUT,
         )

@@ -34,6 +34,7 @@ FAMILIES: dict[str, tuple[str, tuple[str, ...]]] = {
     ),
     "retrieval": ("memq_lab.bench.retrieval", ("retrieval_conversation", "retrieval_tenant", "ann_recall")),
     "read_path": ("memq_lab.bench.read_path", ("read_path_library", "read_path_http")),
+    "fair_share": ("memq_lab.bench.fair_share", ("fair_share_p99",)),
     "resources": (
         "memq_lab.bench.resources",
         (

@@ -69,3 +69,29 @@ def test_the_mcp_endpoint_draws_on_the_same_budget(limited, auth):
     )
     assert r.status_code == 429 and r.json()["error"]["type"] == "rate_limited", r.text
     assert int(r.headers["retry-after"]) >= 1
+
+
+def test_a_refused_key_is_refused_again_without_asking_redis(api_services, settings):
+    """A flood of refused requests costs no Redis round trip each (the refusal is kept in
+    the process until it ends), and the key goes on once it has."""
+    from memq.api.rate_limit import RateLimiter
+
+    one_at_a_time = {"api_rate_limit_per_second": 2.0, "api_rate_limit_burst": 1}
+    limiter = RateLimiter(api_services.redis, settings.model_copy(update=one_at_a_time))
+    asked: list[dict] = []
+    script = limiter._script
+
+    def counted(**kw):
+        asked.append(kw)
+        return script(**kw)
+
+    limiter._script = counted
+    caller = f"key:flood-{id(limiter)}"
+    assert limiter.wait_ms(caller) == 0
+    first = limiter.wait_ms(caller)
+    assert 0 < first <= 500
+    waits = [limiter.wait_ms(caller) for _ in range(200)]
+    assert len(asked) == 2  # the allowed request and the first refusal; the 200 after it: none
+    assert all(0 < w <= first for w in waits) and waits == sorted(waits, reverse=True)
+    wait_until(lambda: limiter.wait_ms(caller) == 0, 5, interval=0.05, message="the refusal never ended")
+    assert len(asked) >= 3  # asked Redis again once the refusal had ended
