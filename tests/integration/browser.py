@@ -17,7 +17,7 @@ import subprocess
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import cast
 
@@ -45,11 +45,15 @@ def basic_auth_header(user: str, password: str) -> str:
 
 
 @contextlib.contextmanager
-def chromium(authorization: str | None = None, width: int = 1440, height: int = 1000) -> Iterator:
+def chromium(
+    authorization: str | None = None, width: int = 1440, height: int = 1000, logs: Mapping[str, str] | None = None
+) -> Iterator:
     """A headless Chromium session; ``authorization`` is sent as the Authorization header
     with every request the page makes (navigation, XHR, POST), through the DevTools
     protocol, which is how the browser logs in to an HTTP basic-auth site without a
-    dialog."""
+    dialog. ``logs`` are the logs chromedriver keeps, read with ``driver.get_log(name)``
+    (``goog:loggingPrefs``): ``{"browser": "ALL"}`` the pages' console (CSP refusals
+    included), ``{"performance": "ALL"}`` the DevTools protocol's Network and Page events."""
     from selenium import webdriver
     from selenium.webdriver.chrome.service import Service
 
@@ -63,6 +67,8 @@ def chromium(authorization: str | None = None, width: int = 1440, height: int = 
         f"--window-size={width},{height}",
     ):
         options.add_argument(arg)
+    if logs:
+        options.set_capability("goog:loggingPrefs", dict(logs))
     driver = webdriver.Chrome(service=Service(executable_path=shutil.which("chromedriver")), options=options)
     try:
         driver.set_page_load_timeout(30)
@@ -99,6 +105,26 @@ def wait_for(driver, condition, timeout: float, what: str, poll: float = 0.5, de
         interval=poll,
         message=failure,
         ignoring=(NoSuchElementException, StaleElementReferenceException),
+    )
+
+
+def page_text(driver) -> str:
+    """The page's visible text."""
+    from selenium.webdriver.common.by import By
+
+    return str(driver.find_element(By.TAG_NAME, "body").text)
+
+
+def heading(driver, starts: str, what: str, timeout: float = 30, css: str = "#page h2"):
+    """The first heading matching ``css`` (the inspector's page heading, by default) whose
+    text starts with ``starts``, once there (fails at ``timeout`` saying ``what``)."""
+    from selenium.webdriver.common.by import By
+
+    return wait_for(
+        driver,
+        lambda d: next((h for h in d.find_elements(By.CSS_SELECTOR, css) if h.text.startswith(starts)), False),
+        timeout,
+        what,
     )
 
 

@@ -14,7 +14,7 @@ import shutil
 
 import httpx
 import pytest
-from browser import ROOT, chromium, missing_browser, screenshot, wait_for
+from browser import ROOT, chromium, heading, missing_browser, page_text, screenshot, wait_for
 from helpers import messages
 
 NO_BROWSER = missing_browser()
@@ -111,24 +111,6 @@ def _check_the_demos_timeline(driver) -> None:
     assert len(g["cuts"]) >= 3 and all(re.fullmatch(r"\d+[mhd]", c) for c in g["cuts"]), g["cuts"]
 
 
-def _text(driver) -> str:
-    from selenium.webdriver.common.by import By
-
-    return driver.find_element(By.TAG_NAME, "body").text
-
-
-def _heading(driver, starts: str, what: str):
-    """The page's h2 once it reads ``starts``."""
-    from selenium.webdriver.common.by import By
-
-    return wait_for(
-        driver,
-        lambda d: next((h for h in d.find_elements(By.CSS_SELECTOR, "#page h2") if h.text.startswith(starts)), False),
-        30,
-        what,
-    )
-
-
 def test_the_inspector_in_a_browser_shows_one_tenants_memory_and_only_its_own(
     served, worker, producer, settings, db, tenant, auth, stranger
 ):
@@ -162,9 +144,9 @@ def test_the_inspector_in_a_browser_shows_one_tenants_memory_and_only_its_own(
 
         # Tenant A's key: the conversation list, without tenant B's conversation.
         driver.find_element(By.ID, "key").send_keys(key, Keys.ENTER)
-        _heading(driver, "Conversations", "the conversation list")
+        heading(driver, "Conversations", "the conversation list")
         link = wait_for(driver, lambda d: d.find_element(By.LINK_TEXT, OURS), 15, "our conversation listed")
-        assert THEIRS not in _text(driver)
+        assert THEIRS not in page_text(driver)
         assert driver.execute_script("return document.cookie") == ""
         assert driver.execute_script("return localStorage.length") == 0
         assert driver.execute_script("return sessionStorage.getItem('memq.inspect.key')") == key
@@ -172,35 +154,35 @@ def test_the_inspector_in_a_browser_shows_one_tenants_memory_and_only_its_own(
 
         # The timeline: a block per episode, each a link with an aria-label.
         link.click()
-        _heading(driver, "Conversation", "the conversation page")
+        heading(driver, "Conversation", "the conversation page")
         blocks = wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "svg a.block"), 15, "timeline blocks")
-        assert len(blocks) >= 2, _text(driver)
+        assert len(blocks) >= 2, page_text(driver)
         labels = [b.get_attribute("aria-label") for b in blocks]
         assert all(label.startswith("Episode ") and "retrievability now" in label for label in labels), labels
-        assert "Every accepted message is in an episode." in _text(driver)
+        assert "Every accepted message is in an episode." in page_text(driver)
         assert driver.find_elements(By.CSS_SELECTOR, "svg g.chapter rect.band")  # its chapters
         screenshot(driver, "inspector-timeline-small")
 
         # The demo's three days: chapters, their events, the axis.
         driver.get(f"{served}/inspect#/conversation/{DEMO}")
-        _heading(driver, f"Conversation {DEMO}", "the demo's conversation page")
+        heading(driver, f"Conversation {DEMO}", "the demo's conversation page")
         wait_for(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "svg a.block")) >= 20, 30, "the demo's events")
         _check_the_demos_timeline(driver)
-        assert "Chapters" in _text(driver) and "could not be drawn" not in _text(driver)
+        assert "Chapters" in page_text(driver) and "could not be drawn" not in page_text(driver)
         title = driver.find_element(By.ID, "timeline-title")
         driver.execute_script("arguments[0].scrollIntoView()", title)
         ActionChains(driver).move_to_element(title).perform()  # no event under the pointer (hovered)
         path = screenshot(driver, "inspector-timeline")
         shutil.copyfile(path, ROOT / "docs" / "inspector-timeline.png")
         driver.get(f"{served}/inspect#/conversation/{OURS}")
-        _heading(driver, f"Conversation {OURS}", "our conversation page again")
+        heading(driver, f"Conversation {OURS}", "our conversation page again")
         blocks = wait_for(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "svg a.block"), 15, "timeline blocks")
 
         # An episode, opened from the keyboard: its summary, messages and reviews.
         driver.execute_script("arguments[0].focus()", blocks[-1])
         driver.switch_to.active_element.send_keys(Keys.ENTER)
-        _heading(driver, "Episode:", "the episode page")
-        text = _text(driver)
+        heading(driver, "Episode:", "the episode page")
+        text = page_text(driver)
         assert "Summary" in text and "Reviews" in text and "Retrievability now" in text, text
         assert "seat" in text or "compost" in text, text
         screenshot(driver, "inspector-episode")
@@ -212,24 +194,24 @@ def test_the_inspector_in_a_browser_shows_one_tenants_memory_and_only_its_own(
         query.send_keys("which seat on the train to Hamburg?", Keys.ENTER)
         table = wait_for(driver, lambda d: d.find_element(By.CSS_SELECTOR, "table.scores"), 60, "search scores")
         rows = table.find_elements(By.CSS_SELECTOR, "tbody tr")
-        assert rows, _text(driver)
+        assert rows, page_text(driver)
         ranks = [row.find_element(By.CSS_SELECTOR, "td").text for row in rows]
         assert ranks == [str(n) for n in range(1, len(rows) + 1)], ranks  # no rank skipped
         header = table.find_element(By.TAG_NAME, "thead").text
         assert all(name in header for name in ("RRF", "Retrievability", "Final", "Episode vector rank")), header
-        assert THEIRS not in _text(driver)
+        assert THEIRS not in page_text(driver)
         screenshot(driver, "inspector-search")
 
         # Status: workers, backlog, quarantine.
         driver.find_element(By.CSS_SELECTOR, "nav a[data-page=status]").click()
-        _heading(driver, "Status", "the status page")
-        text = _text(driver)
+        heading(driver, "Status", "the status page")
+        text = page_text(driver)
         assert "Workers" in text and "Backlog" in text and "Nothing of your tenant is in the quarantine." in text
         screenshot(driver, "inspector-status")
 
         # Tenant B's episode by its address: not found for tenant A.
         driver.get(f"{served}/inspect#/episode/{their_episode}")
-        wait_for(driver, lambda d: "404: no such episode" in _text(d), 15, "another tenant's episode refused")
+        wait_for(driver, lambda d: "404: no such episode" in page_text(d), 15, "another tenant's episode refused")
 
         # Logging out forgets the key.
         driver.find_element(By.ID, "logout").click()
