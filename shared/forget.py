@@ -8,11 +8,13 @@ work in flight, idempotently.
 3. In one transaction delete its rows: episodes, their messages, the pending and applied
    reviews of its memories, the pending reviews of retrievals asked in it (whichever
    conversation's memories they returned), facts and their history, sequence gaps,
-   participants, and the conversation row with its fence; and scrub what it left in the
-   reviews of other conversations' memories (below). Facts span a user's conversations:
-   a fact learnt here that another conversation also supports stays, moved to that
-   conversation; the support this conversation gave to other facts (its episodes among
-   their sources, its reinforcements, its retirements) is taken out.
+   participants, and the conversation row with its fence; scrub what it left in the
+   reviews of other conversations' memories (below); and in the activity log put the
+   conversation's salted hash in place of its id in every entry naming it, then add the
+   forget's own entry, naming the hash alone (``memq.shared.activity``). Facts span a
+   user's conversations: a fact learnt here that another conversation also supports
+   stays, moved to that conversation; the support this conversation gave to other facts
+   (its episodes among their sources, its reinforcements, its retirements) is taken out.
 4. Release the lock.
 
 Reviews of other conversations' memories. A segment of this conversation rates the
@@ -64,9 +66,13 @@ from typing import TYPE_CHECKING, cast
 
 import psycopg
 
+from memq.shared import activity
+from memq.shared.db.activity import forget_conversation_id, record
 from memq.shared.errors import Busy
+from memq.shared.mailbox import quota
 from memq.shared.mailbox.keys import ConversationKeys
 from memq.shared.mailbox.scripts import Scripts
+from memq.shared.mailbox.status import queued_messages
 from memq.shared.webhooks import events as webhook_events
 
 if TYPE_CHECKING:
@@ -87,6 +93,7 @@ TOUCHED = (
     "conversation_user_change",
     "conversation",
     "webhook_delivery",  # scrubbed by webhook_events.conversation_forgotten
+    "activity",  # its entries' conversation id replaced by its hash: the old row versions hold it
 )
 
 
@@ -108,18 +115,25 @@ def forget_conversation(
     *,
     wait_seconds: float = 90.0,
     lease_seconds: float = 300.0,
+    actor: activity.Actor | None = None,
 ) -> Forgotten:
+    """``actor``: who forgets, for the activity log's ``conversation.forget`` entry (None:
+    no entry of its own, as when it is part of forgetting a user; the entries naming the
+    conversation are hashed all the same)."""
     token = f"forget:{uuid.uuid4().hex}"
     deadline = time.monotonic() + wait_seconds
     while not client.set(keys.lock, token, nx=True, px=int(lease_seconds * 1000)):
         if time.monotonic() > deadline:
             raise Busy(f"a worker is processing conversation {keys.conversation_id!r}; nothing was deleted, try again")
         time.sleep(0.05)
+    scripts = Scripts.register(client)
     try:
+        queued = queued_messages(client, keys)
         redis_keys = _forget_redis(client, keys)
-        episodes, messages = _forget_database(conn, keys.tenant, keys.conversation_id)
+        episodes, messages = _forget_database(conn, keys.tenant, keys.conversation_id, actor)
     finally:
-        Scripts.register(client).unlock(keys=[keys.lock], args=[token])
+        scripts.unlock(keys=[keys.lock], args=[token])
+    quota.give_back_stored(scripts, keys.prefix, keys.tenant, messages + queued)
     return Forgotten(episodes, messages, redis_keys)
 
 
@@ -138,7 +152,9 @@ def _forget_redis(client: MailboxClient, keys: ConversationKeys) -> int:
     return sum(pipe.execute()[: len(others)])
 
 
-def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str) -> tuple[int, int]:
+def _forget_database(
+    conn: psycopg.Connection, tenant: str, conversation_id: str, actor: activity.Actor | None
+) -> tuple[int, int]:
     from memq.shared.review_notes import flush_review_notes
 
     where = "WHERE tenant_id = %s AND conversation_id = %s"
@@ -186,6 +202,9 @@ def _forget_database(conn: psycopg.Connection, tenant: str, conversation_id: str
         for table in ("seq_gap", "conversation_participant", "conversation_user_change", "conversation"):
             conn.execute(f"DELETE FROM {table} {where}", args)
         webhook_events.conversation_forgotten(conn, tenant, conversation_id, episodes=episodes, messages=messages)
+        hashed = forget_conversation_id(conn, tenant, conversation_id)
+        if actor is not None:
+            record(conn, tenant, activity.conversation_forgotten(actor, hashed, episodes=episodes, messages=messages))
     return episodes, messages
 
 

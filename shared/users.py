@@ -26,7 +26,9 @@ from typing import Any
 import psycopg
 import structlog
 
+from memq.shared import activity
 from memq.shared.connections import MailboxClient
+from memq.shared.db.activity import forget_user_id, record
 from memq.shared.errors import NotFound
 from memq.shared.ids import check_conversation_id, check_tenant, check_user_id
 from memq.shared.mailbox.keys import all_shards, conversation_keys, split_member
@@ -262,11 +264,14 @@ def forget_user(
     tenant: str | None,
     user_id: str,
     wait_seconds: float | None = None,
+    actor: activity.Actor | None = None,
 ) -> UserForgotten:
     """Forget every conversation of the user (``forget_conversation`` each) and the
     user's audit rows. The conversations are those PostgreSQL knows as the user's and
     those only Redis knows yet (their messages not drained by a worker: the producer
-    wrote the user into their state, ``mailbox_user_conversations``)."""
+    wrote the user into their state, ``mailbox_user_conversations``). In the activity
+    log, the user's id gives way to its salted hash in every entry naming it (as each
+    conversation's does), and with ``actor`` one ``user.forget`` entry names the hash."""
     from memq.shared.forget import forget_conversation
 
     tenant = check_tenant(tenant or settings.tenant)
@@ -290,5 +295,16 @@ def forget_user(
         webhook_events.user_forgotten(
             conn, tenant, user_id, conversations=len(done.conversations), episodes=done.episodes
         )
+        hashed = forget_user_id(conn, tenant, user_id)
+        if actor is not None:
+            entry = activity.user_forgotten(
+                actor,
+                hashed,
+                conversations=len(done.conversations),
+                episodes=done.episodes,
+                messages=done.messages,
+                audit_rows=done.audit_rows,
+            )
+            record(conn, tenant, entry)
     log.info("user_forgotten", tenant=tenant, conversations=len(done.conversations))
     return done

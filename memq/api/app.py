@@ -26,7 +26,19 @@ from memq.api.inspect import router as inspector
 from memq.api.limits import BodyLimit
 from memq.api.models import ERRORS
 from memq.api.request_log import RequestLog
-from memq.api.routes import conversations, facts, health, memory, messages, metrics, portability, users, webhooks
+from memq.api.routes import (
+    activity,
+    conversations,
+    facts,
+    health,
+    memory,
+    messages,
+    metrics,
+    portability,
+    quota,
+    users,
+    webhooks,
+)
 from memq.api.services import Services
 from memq.producer.client import NO_WORKER
 from memq.shared.settings import Settings, get_settings
@@ -92,7 +104,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         holder["services"] = app.state.services = services
     errors.install(app)
     docs.install(app)
-    for module in (messages, memory, conversations, facts, metrics, portability, webhooks, users):
+    for module in (messages, memory, conversations, facts, metrics, portability, webhooks, users, activity, quota):
         app.include_router(module.router, responses=ERRORS)  # what every error looks like (errors.py)
     app.include_router(health.router)
     app.include_router(inspector)  # the memory inspector, /inspect (not in the OpenAPI document)

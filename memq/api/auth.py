@@ -9,6 +9,7 @@ from fastapi import Depends, HTTPException, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memq.api.services import Services
+from memq.shared.activity import Actor, api_actor
 from memq.shared.auth.api_keys import bearer, key_id
 
 scheme = HTTPBearer(auto_error=False, description="An API key from `memq keys create --tenant T`.")
@@ -38,6 +39,14 @@ def caller(request: Request, _: HTTPAuthorizationCredentials | None = Depends(sc
         message, seconds = refused
         raise HTTPException(429, message, headers={"Retry-After": str(seconds)})
     return tenant
+
+
+def acting(request: Request, _tenant: str = Depends(caller)) -> Actor:
+    """Who the caller is in the activity log: its key's id (checked by ``caller`` first),
+    or ``api`` when the API runs without keys."""
+    if not services(request).settings.api_auth:
+        return api_actor(None)
+    return api_actor(key_id(bearer(request.headers.get("authorization")) or ""))
 
 
 def over_rate(svc: Services, authorization: str | None, tenant: str) -> tuple[str, int] | None:

@@ -20,7 +20,17 @@ from fastapi.responses import JSONResponse
 from fastapi.routing import APIRoute
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from memq.shared.errors import BatchIncomplete, BatchRejected, Busy, NotFound, ServiceError, ValidationError
+from memq.shared.errors import (
+    BatchIncomplete,
+    BatchRejected,
+    Busy,
+    NotFound,
+    QuotaExceeded,
+    ServiceError,
+    StorageFull,
+    ValidationError,
+)
+from memq.shared.storage_full import storage_full_cause, storage_full_text
 from memq.shared.webhooks.destinations import DestinationRefused
 
 log = structlog.get_logger("memq.api")
@@ -38,6 +48,15 @@ def error(
     return JSONResponse(
         {"error": {"type": kind, "message": message, "field": field, **extra}}, status_code=status, headers=headers
     )
+
+
+def _storage_full(cause: str, message: str, results: list | None = None) -> JSONResponse:
+    """503 naming what has no room (``cause``), with Retry-After: the operator's to fix."""
+    log.warning("storage_full", cause=cause)
+    extra: dict[str, Any] = {"cause": cause}
+    if results:
+        extra["results"] = _results(results)
+    return error(503, "storage_full", message, headers={"Retry-After": "10"}, **extra)
 
 
 def _results(results: list) -> list[dict[str, Any]]:
@@ -197,6 +216,18 @@ def install(app: FastAPI) -> None:
             return error(400, "destination_refused", str(exc), field, rule=exc.rule)
         return error(400, "validation", str(exc), field)
 
+    @app.exception_handler(QuotaExceeded)
+    async def over_quota(_: Request, exc: QuotaExceeded) -> JSONResponse:
+        # A refusal, not a wait: no Retry-After (sending again fails the same way until the day
+        # turns, the tenant forgets something or the operator raises the limit).
+        return error(
+            429, "quota_exceeded", str(exc), limit=exc.limit, setting=exc.setting, results=_results(exc.results)
+        )
+
+    @app.exception_handler(StorageFull)
+    async def storage_full(_: Request, exc: StorageFull) -> JSONResponse:
+        return _storage_full(exc.cause, str(exc), exc.results)
+
     @app.exception_handler(BatchIncomplete)
     async def incomplete(_: Request, exc: BatchIncomplete) -> JSONResponse:
         return error(503, "incomplete", str(exc), results=_results(exc.results), headers={"Retry-After": "1"})
@@ -213,13 +244,20 @@ def install(app: FastAPI) -> None:
     async def unavailable(_: Request, exc: ServiceError) -> JSONResponse:
         return error(503, "unavailable", str(exc), headers={"Retry-After": "5"})
 
-    @app.exception_handler(psycopg.OperationalError)
-    async def database_down(_: Request, exc: Exception) -> JSONResponse:
+    @app.exception_handler(psycopg.Error)
+    async def database_error(_: Request, exc: Exception) -> JSONResponse:
+        if (cause := storage_full_cause(exc)) is not None:
+            return _storage_full(cause, f"{storage_full_text(cause)}: nothing was written; try again later")
+        if not isinstance(exc, psycopg.OperationalError):
+            log.error("database_error", error=type(exc).__name__, sqlstate=getattr(exc, "sqlstate", None))
+            return error(500, "internal", "PostgreSQL refused the request; see the API's log")
         log.warning("database_unavailable", error=type(exc).__name__)
         return error(503, "unavailable", "PostgreSQL cannot be reached; try again", headers={"Retry-After": "5"})
 
     @app.exception_handler(redis.RedisError)
     async def redis_down(_: Request, exc: Exception) -> JSONResponse:
+        if (cause := storage_full_cause(exc)) is not None:
+            return _storage_full(cause, f"{storage_full_text(cause)}: nothing was written; try again later")
         log.warning("redis_unavailable", error=type(exc).__name__)
         return error(503, "unavailable", "Redis cannot be reached; try again", headers={"Retry-After": "5"})
 

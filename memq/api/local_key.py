@@ -10,6 +10,7 @@ from pathlib import Path
 
 import psycopg
 
+from memq.shared.activity import Actor
 from memq.shared.auth.api_keys import key_id, matches
 from memq.shared.db.api_keys import active_keys, create_key
 from memq.shared.settings import Settings
@@ -29,14 +30,14 @@ def read_local_key(settings: Settings) -> str | None:
         return None
 
 
-def ensure_local_key(settings: Settings, conn: psycopg.Connection) -> tuple[str, bool]:
-    """(the key, whether it was created now)."""
+def ensure_local_key(settings: Settings, conn: psycopg.Connection, actor: Actor) -> tuple[str, bool]:
+    """(the key, whether it was created now); a key created is logged as ``actor``'s."""
     current = read_local_key(settings)
     if current is not None:
         entry = active_keys(conn).get(key_id(current) or "")
         if entry is not None and entry[1] == settings.tenant and matches(current, entry[0]):
             return current, False
-    new, _ = create_key(conn, settings.tenant, NAME)
+    new, _ = create_key(conn, settings.tenant, NAME, actor=actor)
     path = key_file(settings)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)

@@ -15,6 +15,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from memq.shared.activity import ACTIONS, HASH_PREFIX
+
 Detail = Literal["none", "low", "high", "auto"]
 
 
@@ -155,7 +157,18 @@ class ErrorDetailOut(BaseModel):
     message: str
     field: str | None = Field(description="The offending field (`messages[2].timestamp`), when there is one.")
     results: list[AddResultOut] | None = Field(
-        default=None, description="Per message, with a refused or incomplete batch (409, 503)."
+        default=None, description="Per message, with a refused or incomplete batch (409, 429 quota_exceeded, 503)."
+    )
+    limit: str | None = Field(
+        default=None,
+        description="429 rate_limited / quota_exceeded: the limit reached (`messages_per_day`, `stored_messages`, "
+        "...).",
+    )
+    setting: str | None = Field(default=None, description="429: the setting that sets the limit reached.")
+    cause: str | None = Field(
+        default=None,
+        description="503 storage_full: what has no room (`redis_out_of_memory`, `redis_cannot_persist`, "
+        "`postgres_disk_full`).",
     )
 
 
@@ -169,8 +182,30 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         "description": "400 bad input (naming the field), 401 a missing or wrong key, 404, 409, 413 too large, "
         "415 a body not sent as JSON",
     },
-    503: {"model": ErrorOut, "description": "Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After)"},
+    429: {
+        "model": ErrorOut,
+        "description": "rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant "
+        "quota (no Retry-After: sending again does not help until the day turns or the limit is raised)",
+    },
+    503: {
+        "model": ErrorOut,
+        "description": "Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry "
+        "(Retry-After)",
+    },
 }
+
+
+class QuotaOut(BaseModel):
+    messages_per_day: int | None = Field(description="Messages the tenant may add a day (UTC); null: no limit.")
+    used_today: int = Field(
+        description="Messages added today, counting what the Redis shards hold reserved for the tenant (at most "
+        "MEMQ_QUOTA_LEASE_MESSAGES each; given back before a refusal)."
+    )
+    stored_messages: int | None = Field(description="Messages the tenant may hold; null: no limit.")
+    stored: int | None = Field(
+        description="Messages the tenant holds (added, less forgotten), reservations counted; null without a "
+        "stored limit (counted while one is set: `memq quota set --stored-messages` counts them first)."
+    )
 
 
 class HealthOut(BaseModel):
@@ -351,6 +386,29 @@ class ConversationOut(BaseModel):
 
 class ConversationsOut(BaseModel):
     conversations: list[ConversationOut] = Field(description="In id order.")
+    next: str | None = Field(description="The cursor of the next page (`?after=`); null on the last page.")
+
+
+class ActivityEntryOut(BaseModel):
+    id: str = Field(description="The entry's id (entries are numbered in the order they were written).")
+    at: str
+    action: str = Field(description=f"One of {', '.join(ACTIONS)}.")
+    actor: str = Field(
+        description="The API key's id; `cli` for a command of the CLI (the OS user in `actor_detail`); `api` when "
+        "the API runs without keys (MEMQ_API_AUTH=false)."
+    )
+    actor_detail: str | None
+    conversation_id: str | None = Field(
+        description=f"Once the conversation is forgotten: `{HASH_PREFIX}` and the id's salted hash (docs/isolation.md)."
+    )
+    user_id: str | None = Field(description=f"Once the user is forgotten: `{HASH_PREFIX}` and the id's salted hash.")
+    key_id: str | None
+    webhook_id: str | None
+    counts: dict[str, int] = Field(description="What the action counted: episodes, messages, lines, rows imported.")
+
+
+class ActivityOut(BaseModel):
+    entries: list[ActivityEntryOut] = Field(description="Newest first.")
     next: str | None = Field(description="The cursor of the next page (`?after=`); null on the last page.")
 
 

@@ -58,6 +58,7 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
         f"{'embedded' if urls.database_embedded else urls.database_url}"
     )
 
+    from memq.cli.actor import command_actor
     from memq.cli.episodes import episodes_table
     from memq.cli.producer_commands import replay_file
     from memq.producer.client import Producer
@@ -73,7 +74,7 @@ def demo_cmd(path: Path, detector: str | None, summaries: bool, questions: tuple
     conversation_ids = sorted({item["conversation_id"] for _, item in read_jsonl(path)})
     with pg_connect(settings, tenant=settings.tenant) as conn:
         for cid in conversation_ids:
-            forget_conversation(producer.redis, conn, producer.keys(cid))
+            forget_conversation(producer.redis, conn, producer.keys(cid), actor=command_actor())
 
     llm = f"LLM {settings.llm_model}" if settings.llm_enabled else "no LLM (extractive titles and summaries)"
     console.print(f"[bold]worker[/] starting (detector {settings.detector}, {llm}) ...")

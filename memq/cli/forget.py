@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memq.cli.actor import command_actor
 from memq.cli.options import tenant_option, user_option
 from memq.cli.output import answer_only_on_stdout
 from memq.shared.settings import Settings, get_settings
@@ -52,7 +53,11 @@ def forget_cmd(conversation_id: str | None, tenant: str | None, yes: bool, compa
     try:
         with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
             done = forget_conversation(
-                producer.redis, conn, producer.keys(conversation_id, tenant), wait_seconds=settings.forget_wait_seconds
+                producer.redis,
+                conn,
+                producer.keys(conversation_id, tenant),
+                wait_seconds=settings.forget_wait_seconds,
+                actor=command_actor(),
             )
     except Busy as exc:
         raise click.ClickException(str(exc)) from None
@@ -89,6 +94,7 @@ def _forget_user(settings: Settings, tenant: str | None, user_id: str, yes: bool
                 tenant=tenant,
                 user_id=user_id,
                 wait_seconds=settings.forget_wait_seconds,
+                actor=command_actor(),
             )
     except Busy as exc:
         raise click.ClickException(str(exc)) from None
@@ -101,11 +107,12 @@ def _forget_user(settings: Settings, tenant: str | None, user_id: str, yes: bool
 def _compact(settings: Settings, producer: Producer) -> None:
     import redis
 
+    from memq.shared.client_timeouts import redis_options
     from memq.shared.connections import pg_owner_connect, redis_url
     from memq.shared.forget_compact import compact, redis_servers
 
     click.echo("compacting: rewriting the touched tables and Redis' append-only files ...")
-    broker = redis.Redis.from_url(redis_url(settings))
+    broker = redis.Redis.from_url(redis_url(settings), **redis_options(settings))
     with pg_owner_connect(settings, autocommit=True) as conn:  # every tenant's rows: the tables are rewritten
         done = compact(conn, redis_servers(producer.redis, broker))
     click.echo(

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import click
 
+from memq.cli.actor import command_actor
 from memq.cli.options import tenant_option
 from memq.shared.settings import get_settings
 
@@ -34,7 +35,7 @@ def keys_create(tenant: str | None, name: str) -> None:
         raise click.BadParameter("at most 200 characters, no NUL", param_hint="--name")
     tenant = tenant or settings.tenant
     with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
-        new, row = create_key(conn, tenant, name)
+        new, row = create_key(conn, tenant, name, actor=command_actor())
     click.echo(new.key)
     click.echo(f"key {row.id} for tenant {row.tenant!r} created; it is shown only now", err=True)
 
@@ -80,7 +81,7 @@ def keys_revoke(key_id: str, tenant: str | None) -> None:
     from memq.shared.db.api_keys import revoke_key
 
     with _connect(tenant) as conn:
-        row = revoke_key(conn, key_id, tenant)
+        row = revoke_key(conn, key_id, tenant, actor=command_actor())
     if row is None:
         raise click.ClickException(f"no key {key_id!r}" + (f" of tenant {tenant!r}" if tenant else ""))
     click.echo(f"key {row.id} of tenant {row.tenant!r} revoked")

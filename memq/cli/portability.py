@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 from rich.progress import BarColumn, DownloadColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
+from memq.cli.actor import command_actor
 from memq.cli.options import tenant_option
 from memq.cli.output import reading
 from memq.shared.settings import get_settings
@@ -35,7 +36,7 @@ def export_cmd(tenant: str | None, conversation_id: str | None, user_id: str | N
     columns = (TextColumn("[bold]exporting[/] records"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
     stdout = sys.stdout  # the file's lines go here; while memq reads, anything else it prints goes to stderr
     with reading(tenant) as memory:
-        chunks = memory.export(conversation_id=conversation_id, user_id=user_id)
+        chunks = memory.export(conversation_id=conversation_id, user_id=user_id, actor=command_actor())
         total = memory.export_size(conversation_id=conversation_id, user_id=user_id)
         with (
             open(partial, "w", encoding="utf-8") if partial else nullcontext(stdout) as out,
@@ -94,7 +95,10 @@ def import_cmd(file: str, tenant: str | None, batch: int, as_json: bool) -> None
         with reading(target) as memory, Progress(*columns, console=Console(stderr=True)) as progress:
             task = progress.add_task("bytes", total=size)
             report = memory.import_lines(
-                itertools.chain([first], stream), batch=batch, progress=lambda n: progress.advance(task, n)
+                itertools.chain([first], stream),
+                batch=batch,
+                progress=lambda n: progress.advance(task, n),
+                actor=command_actor(),
             )
     if as_json:
         click.echo(json.dumps(report.to_json(), indent=2))

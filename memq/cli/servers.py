@@ -39,6 +39,7 @@ def api_cmd(host: str | None, port: int | None, workers: int) -> None:
     import uvicorn
 
     from memq.api.local_key import ensure_local_key, key_file
+    from memq.cli.actor import command_actor
     from memq.shared.connections import pg_connect
     from memq.shared.db.migrate import upgrade
     from memq.shared.embedded import services
@@ -57,7 +58,7 @@ def api_cmd(host: str | None, port: int | None, workers: int) -> None:
         click.echo("MEMQ_ENV=production: callers need a key from `memq keys create --tenant T`")
     elif settings.api_auth:
         with pg_connect(settings, tenant=settings.tenant, autocommit=True) as conn:
-            _, created = ensure_local_key(settings, conn)
+            _, created = ensure_local_key(settings, conn, command_actor())
         click.echo(
             f"{'created' if created else 'using'} the API key for tenant {settings.tenant!r}: {key_file(settings)}"
         )

@@ -7,6 +7,7 @@ import json
 
 import click
 
+from memq.cli.actor import command_actor
 from memq.cli.options import tenant_option
 from memq.shared.settings import get_settings
 
@@ -33,7 +34,13 @@ def add_cmd(url: str, tenant: str | None, events: tuple[str, ...], content: bool
     wanted = [e.strip() for item in events for e in item.split(",") if e.strip()]
     with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
         endpoint, secret = add_endpoint(
-            conn, tenant or settings.tenant, url, Destinations(settings.webhook_allowance), wanted or None, content
+            conn,
+            tenant or settings.tenant,
+            url,
+            Destinations(settings.webhook_allowance),
+            wanted or None,
+            content,
+            actor=command_actor(),
         )
     click.echo(json.dumps({**endpoint.to_json(), "secret": secret}, indent=2))
     click.echo("Keep the secret: it is not shown again (it verifies the memq-signature header).", err=True)
@@ -62,7 +69,7 @@ def remove_cmd(webhook_id: str, tenant: str | None) -> None:
 
     settings = get_settings()
     with pg_connect(settings, tenant=tenant or settings.tenant, autocommit=True) as conn:
-        if not remove_endpoint(conn, tenant or settings.tenant, webhook_id):
+        if not remove_endpoint(conn, tenant or settings.tenant, webhook_id, actor=command_actor()):
             raise click.ClickException(f"tenant {tenant or settings.tenant!r} has no webhook {webhook_id!r}")
     click.echo(f"removed {webhook_id}")
 

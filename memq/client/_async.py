@@ -16,6 +16,8 @@ from memq.client._base import Config, network_error
 from memq.client._calls import FLUSH_WAIT_MAX, Call, Message, Moment
 from memq.client.errors import BadRequest, MemqError, error_from_response
 from memq.client.models import (
+    ActivityEntryOut,
+    ActivityOut,
     AddResultOut,
     ContextOut,
     ConversationFactsOut,
@@ -35,6 +37,7 @@ from memq.client.models import (
     MessagesOut,
     MoveOut,
     ReadyOut,
+    QuotaOut,
     RecentOut,
     RetrieveOut,
     UserConversationsOut,
@@ -415,6 +418,42 @@ class AsyncClient:
     async def retry_delivery(self, delivery_id: str) -> DeliveryRetriedOut:
         """Send a delivery again. Not retried by the client."""
         return await self._call(calls.retry_delivery(delivery_id))
+
+    # --- activity -----------------------------------------------------------------------------
+
+    async def list_activity(
+        self,
+        *,
+        action: str | None = None,
+        since: Moment | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> ActivityOut:
+        """One page of the tenant's activity log (who created or revoked keys, forgot,
+        exported, imported, changed webhooks), newest first, after the cursor ``after`` (the
+        previous page's ``next``), at most ``limit`` (default 100, at most 500); ``action``:
+        only that action; ``since``: only entries at or after that time."""
+        return await self._call(calls.list_activity(action=action, since=since, after=after, limit=limit))
+
+    async def iter_activity(
+        self, *, action: str | None = None, since: Moment | None = None, limit: int | None = None
+    ) -> AsyncIterator[ActivityEntryOut]:
+        """Every entry of the tenant's activity log, newest first, a page (``limit``) per request."""
+        after: str | None = None
+        while True:
+            page = await self.list_activity(action=action, since=since, after=after, limit=limit)
+            for entry in page.entries:
+                yield entry
+            if page.next is None:
+                return
+            after = page.next
+
+    # --- quota --------------------------------------------------------------------------------
+
+    async def quota(self) -> QuotaOut:
+        """The tenant's quotas (messages a day, stored messages; None: no limit) and what it
+        has used. A batch a quota refuses raises :class:`QuotaExceeded`."""
+        return await self._call(calls.quota())
 
     # --- health -------------------------------------------------------------------------------
 

@@ -25,6 +25,7 @@ from pydantic import ValidationError as PydanticValidationError
 from memq.api.models import Detail
 from memq.client.errors import BadRequest, UnexpectedResponse
 from memq.client.models import (
+    ActivityOut,
     AddResultOut,
     ContextOut,
     ConversationFactsOut,
@@ -46,6 +47,7 @@ from memq.client.models import (
     MoveOut,
     ReadyOut,
     RecentIn,
+    QuotaOut,
     RecentOut,
     RetrieveIn,
     RetrieveOut,
@@ -135,6 +137,11 @@ OPERATIONS: dict[str, Operation] = {
     "delete_webhook": Operation("DELETE", "/v1/webhooks/{webhook_id}", True, WebhookDeletedOut),
     "webhook_deliveries": Operation("GET", "/v1/webhooks/deliveries", True, DeliveryListOut, ("failed", "limit")),
     "retry_delivery": Operation("POST", "/v1/webhooks/deliveries/{delivery_id}/retry", False, DeliveryRetriedOut),
+    # activity
+    "list_activity": Operation("GET", "/v1/activity", True, ActivityOut, ("action", "since", "after", "limit")),
+    "iter_activity": Operation("GET", "/v1/activity", True, ActivityOut, ("action", "since", "after", "limit")),
+    # quota
+    "quota": Operation("GET", "/v1/quota", True, QuotaOut),
     # health
     "health": Operation("GET", "/healthz", True, HealthOut),
     "ready": Operation("GET", "/readyz", True, ReadyOut),
@@ -497,6 +504,19 @@ def webhook_deliveries(*, failed: bool = False, limit: int | None = None) -> Cal
 def retry_delivery(delivery_id: str) -> Call[DeliveryRetriedOut]:
     op = OPERATIONS["retry_delivery"]
     return Call(op, _path(op, delivery_id=delivery_id), model_parser(DeliveryRetriedOut))
+
+
+def list_activity(
+    *, action: str | None = None, since: Moment | None = None, after: str | None = None, limit: int | None = None
+) -> Call[ActivityOut]:
+    op = OPERATIONS["list_activity"]
+    params = _query(op, action=action, since=_moment(since), after=after, limit=limit)
+    return Call(op, op.path, model_parser(ActivityOut), params=params)
+
+
+def quota() -> Call[QuotaOut]:
+    op = OPERATIONS["quota"]
+    return Call(op, op.path, model_parser(QuotaOut))
 
 
 def health() -> Call[HealthOut]:

@@ -15,6 +15,8 @@ from memq.client._base import Config, network_error
 from memq.client._calls import FLUSH_WAIT_MAX, Call, Message, Moment
 from memq.client.errors import BadRequest, MemqError, error_from_response
 from memq.client.models import (
+    ActivityEntryOut,
+    ActivityOut,
     AddResultOut,
     ContextOut,
     ConversationFactsOut,
@@ -34,6 +36,7 @@ from memq.client.models import (
     MessagesOut,
     MoveOut,
     ReadyOut,
+    QuotaOut,
     RecentOut,
     RetrieveOut,
     UserConversationsOut,
@@ -411,6 +414,41 @@ class Client:
     def retry_delivery(self, delivery_id: str) -> DeliveryRetriedOut:
         """Send a delivery again. Not retried by the client."""
         return self._call(calls.retry_delivery(delivery_id))
+
+    # --- activity -----------------------------------------------------------------------------
+
+    def list_activity(
+        self,
+        *,
+        action: str | None = None,
+        since: Moment | None = None,
+        after: str | None = None,
+        limit: int | None = None,
+    ) -> ActivityOut:
+        """One page of the tenant's activity log (who created or revoked keys, forgot,
+        exported, imported, changed webhooks), newest first, after the cursor ``after`` (the
+        previous page's ``next``), at most ``limit`` (default 100, at most 500); ``action``:
+        only that action; ``since``: only entries at or after that time."""
+        return self._call(calls.list_activity(action=action, since=since, after=after, limit=limit))
+
+    def iter_activity(
+        self, *, action: str | None = None, since: Moment | None = None, limit: int | None = None
+    ) -> Iterator[ActivityEntryOut]:
+        """Every entry of the tenant's activity log, newest first, a page (``limit``) per request."""
+        after: str | None = None
+        while True:
+            page = self.list_activity(action=action, since=since, after=after, limit=limit)
+            yield from page.entries
+            if page.next is None:
+                return
+            after = page.next
+
+    # --- quota --------------------------------------------------------------------------------
+
+    def quota(self) -> QuotaOut:
+        """The tenant's quotas (messages a day, stored messages; None: no limit) and what it
+        has used. A batch a quota refuses raises :class:`QuotaExceeded`."""
+        return self._call(calls.quota())
 
     # --- health -------------------------------------------------------------------------------
 

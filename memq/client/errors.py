@@ -1,8 +1,8 @@
 """What the client raises. Every error the API answers is ``{"error": {"type", "message",
 "field", ...}}`` with a 4xx or 5xx status; it comes back as a :class:`MemqError` subclass
-chosen by the status, carrying the API's ``type``, ``message`` and ``field`` (and, with a
-refused or incomplete batch, the per-message ``results``). No answer at all (the connection
-failed, the request timed out) is a :class:`NetworkError`.
+chosen by the status (and, for a 429, the type), carrying the API's ``type``, ``message``
+and ``field`` (and, with a refused or incomplete batch, the per-message ``results``). No
+answer at all (the connection failed, the request timed out) is a :class:`NetworkError`.
 
 ::
 
@@ -13,9 +13,11 @@ failed, the request timed out) is a :class:`NetworkError`.
     │   ├── NotFound         404: no such conversation, user, fact, webhook, delivery
     │   ├── Conflict         409: a batch refused (out of order, another user's conversation)
     │   ├── RequestTooLarge  413: over MEMQ_API_MAX_BODY_BYTES
-    │   └── RateLimited      429: retry_after
+    │   ├── RateLimited      429 rate_limited: the key's request rate; retry_after (retried)
+    │   └── QuotaExceeded    429 quota_exceeded: a tenant quota; limit, setting (never retried)
     ├── ServerError          5xx
-    │   └── ServiceUnavailable  503: Redis or PostgreSQL down, busy, a batch incomplete; retry_after
+    │   └── ServiceUnavailable  503: Redis or PostgreSQL down, full (storage_full: detail["cause"]),
+    │                           busy, a batch incomplete; retry_after
     ├── NetworkError         no answer: connection refused or reset, DNS, TLS
     │   └── RequestTimeout   no answer in time (httpx's connect/read/write/pool timeouts)
     └── UnexpectedResponse   an answer the client cannot read (not the API's JSON)
@@ -40,6 +42,7 @@ __all__ = [
     "MemqError",
     "NetworkError",
     "NotFound",
+    "QuotaExceeded",
     "RateLimited",
     "RequestTimeout",
     "RequestTooLarge",
@@ -118,7 +121,29 @@ class RequestTooLarge(ClientError):
 
 
 class RateLimited(ClientError):
-    """429: too many requests; ``retry_after`` seconds, when the server said."""
+    """429 ``rate_limited``: the key made too many requests a second; ``retry_after``
+    seconds, when the server said (the client waits that long and retries)."""
+
+
+class QuotaExceeded(ClientError):
+    """429 ``quota_exceeded``: a tenant quota refused the batch, nothing of it written
+    (``results`` says which message and why). No ``Retry-After`` and never retried: sending
+    again fails the same way until the day turns (UTC), the tenant forgets something, or
+    the operator raises the limit (``setting`` names it)."""
+
+    @property
+    def limit(self) -> str | None:
+        """The quota reached: ``messages_per_day`` or ``stored_messages``."""
+        return _text(self.detail.get("limit"))
+
+    @property
+    def setting(self) -> str | None:
+        """The setting that sets it (``MEMQ_QUOTA_...``)."""
+        return _text(self.detail.get("setting"))
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 class ServerError(MemqError):
@@ -126,8 +151,11 @@ class ServerError(MemqError):
 
 
 class ServiceUnavailable(ServerError):
-    """503: Redis or PostgreSQL cannot be reached, a worker holds the conversation (``busy``),
-    or a batch was incomplete (``incomplete``, with ``results``); ``retry_after`` seconds."""
+    """503: Redis or PostgreSQL cannot be reached (``unavailable``) or has no room to write
+    (``storage_full``; ``detail["cause"]``: ``redis_out_of_memory``,
+    ``redis_cannot_persist`` or ``postgres_disk_full``, for the operator to fix), a worker
+    holds the conversation (``busy``), or a batch was incomplete (``incomplete``, with
+    ``results``); ``retry_after`` seconds."""
 
 
 class NetworkError(MemqError):
@@ -143,7 +171,13 @@ class UnexpectedResponse(MemqError):
     something else listening at the base URL, or a proxy's error page."""
 
 
-def _class_for(status: int) -> type[MemqError]:
+# Answers of one status that need different handling, told apart by the API's type.
+_BY_TYPE: dict[tuple[int, str], type[MemqError]] = {(429, "quota_exceeded"): QuotaExceeded}
+
+
+def _class_for(status: int, kind: str | None = None) -> type[MemqError]:
+    if kind is not None and (status, kind) in _BY_TYPE:
+        return _BY_TYPE[status, kind]
     exact: dict[int, type[MemqError]] = {
         400: BadRequest,
         401: AuthError,
@@ -186,7 +220,6 @@ def error_from_response(response: httpx.Response) -> MemqError:
     """The exception for an error answer: the API's ``{"error": {...}}`` when it is one,
     else the status and the start of the body (a proxy's page, say)."""
     status = response.status_code
-    cls = _class_for(status)
     retry_after = parse_retry_after(response.headers.get("retry-after"))
     request = response.request if _has_request(response) else None
     where: dict[str, Any] = (
@@ -200,9 +233,9 @@ def error_from_response(response: httpx.Response) -> MemqError:
         message = response.reason_phrase or "error"
         if text:
             message = f"{message}: {text[:300]}"
-        return cls(message, status=status, type="http_error", retry_after=retry_after, **where)
+        return _class_for(status)(message, status=status, type="http_error", retry_after=retry_after, **where)
     error = parsed.error
-    return cls(
+    return _class_for(status, error.type)(
         error.message,
         status=status,
         type=error.type,

@@ -13,6 +13,8 @@ from __future__ import annotations
 from pydantic import BaseModel
 
 from memq.api.models import (
+    ActivityEntryOut,
+    ActivityOut,
     AddResultOut,
     Check,
     ContextOut,
@@ -45,6 +47,7 @@ from memq.api.models import (
     NamedTimeOut,
     ReadyOut,
     RecentIn,
+    QuotaOut,
     RecentOut,
     RetrieveIn,
     RetrieveOut,
@@ -55,6 +58,8 @@ from memq.api.models import (
 )
 
 __all__ = [
+    "ActivityEntryOut",
+    "ActivityOut",
     "AddResultOut",
     "Check",
     "ContextOut",
@@ -92,6 +97,7 @@ __all__ = [
     "NamedTimeOut",
     "ReadyOut",
     "RecentIn",
+    "QuotaOut",
     "RecentOut",
     "RetrieveIn",
     "RetrieveOut",

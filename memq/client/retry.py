@@ -14,13 +14,19 @@ out) or the answer was 429, 502, 503 or 504, at most ``attempts`` attempts in al
 so clients that failed together do not come back together, and never less than the
 server's ``Retry-After``. A ``Retry-After`` over ``retry_after_max`` is not waited for: the
 error is raised with its ``retry_after`` for the caller to decide.
+
+A 429 is retried only when it is the request rate (``rate_limited``, with its
+``Retry-After``): a tenant quota (``quota_exceeded``, :class:`QuotaExceeded`) refuses the
+same batch until the day turns or the limit is raised, so it is never retried, whatever
+``statuses`` holds. A 503 (``unavailable``, ``busy``, ``incomplete``, ``storage_full``) is
+retried after its ``Retry-After``.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from memq.client.errors import MemqError, NetworkError
+from memq.client.errors import MemqError, NetworkError, QuotaExceeded
 
 __all__ = ["RETRY_STATUSES", "Retries", "retry_delay"]
 
@@ -38,7 +44,7 @@ class Retries:
     retry_after_max: float = 30.0
     """A server's Retry-After longer than this is not waited for (the error is raised)."""
     statuses: frozenset[int] = field(default=RETRY_STATUSES)
-    """The answers retried (besides no answer at all)."""
+    """The answers retried (besides no answer at all; a 429 ``quota_exceeded`` never is)."""
 
     def __post_init__(self) -> None:
         if self.attempts < 1:
@@ -53,7 +59,10 @@ class Retries:
 
 
 def retryable(error: MemqError, policy: Retries) -> bool:
-    """The error is one a retry may cure (no answer, or a status the policy retries)."""
+    """The error is one a retry may cure (no answer, or a status the policy retries, but
+    for a quota reached)."""
+    if isinstance(error, QuotaExceeded):
+        return False
     return isinstance(error, NetworkError) or (error.status is not None and error.status in policy.statuses)
 
 

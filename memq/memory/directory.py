@@ -13,13 +13,12 @@ import psycopg
 
 from memq.shared.errors import NotFound
 from memq.shared.mailbox.keys import conversation_keys
+from memq.shared.paging import cut
 from memq.shared.settings import Settings
 from memq.shared.users import active_conversation_pages, mailbox_user_conversations, user_conversations
 
 if TYPE_CHECKING:
     from memq.shared.connections import MailboxClient
-
-PAGE_MAX = 500
 
 
 @dataclass(frozen=True)
@@ -93,7 +92,4 @@ def conversation_page(
         for c, raw in zip(pending, owners, strict=True):
             user = None if raw is None else (raw.decode() if isinstance(raw, bytes) else raw)
             stored.setdefault(c, ConversationInfo(c, user, 0, 0, None, False))
-    ordered = [stored[c] for c in sorted(stored)]
-    page = ordered[:limit]
-    more = len(ordered) > limit
-    return page, (page[-1].conversation_id if more and page else None)
+    return cut([stored[c] for c in sorted(stored)], limit, lambda c: c.conversation_id)

@@ -27,6 +27,7 @@ from memq.memory.context.session import SessionContext
 from memq.memory.directory import ConversationInfo
 from memq.memory.portability.importer import ImportReport
 from memq.memory.retrieval.service import RecentResult, RetrievalResult
+from memq.shared.activity import Actor
 from memq.shared.db.facts import Fact
 from memq.shared.episode_listing import EpisodeListing
 from memq.shared.errors import ValidationError
@@ -100,10 +101,10 @@ class Memory:
     def conversations(self, *, after: str | None = None, limit: int = 100) -> tuple[list[ConversationInfo], str | None]:
         """The tenant's conversations in id order after the cursor ``after``, at most
         ``limit``, and the next page's cursor (None: the last page)."""
-        from memq.memory.directory import PAGE_MAX, conversation_page
+        from memq.memory.directory import conversation_page
+        from memq.shared.paging import check_limit
 
-        if isinstance(limit, bool) or not isinstance(limit, int) or not 1 <= limit <= PAGE_MAX:
-            raise ValidationError(f"must be a whole number from 1 to {PAGE_MAX}", field="limit")
+        check_limit(limit)
         if after:
             after = check_conversation_id(after, self.settings.conversation_id_max_length)
         with self.connections.scoped(self.tenant) as conn:
@@ -316,37 +317,59 @@ class Memory:
         with self.connections.scoped(self.tenant) as conn:
             return count_rows(conn, self.tenant, conversation_id, user_id) + 2  # + header and end
 
-    def export(self, *, conversation_id: str | None = None, user_id: str | None = None) -> Iterator[str]:
+    def export(
+        self, *, conversation_id: str | None = None, user_id: str | None = None, actor: Actor | None = None
+    ) -> Iterator[str]:
         """The tenant's memories (or one conversation's, or one user's) as ``memq-export``
         JSON lines, a chunk of lines at a time; holds one connection while it is read. The
-        scope is checked here, before the first line is asked for."""
+        scope is checked here, before the first line is asked for. With ``actor``, an
+        ``export`` entry is written to the activity log once the last line was read (an
+        export read only in part writes none)."""
         if conversation_id is not None and user_id is not None:
             raise ValidationError("give conversation_id or user_id, not both")
         if conversation_id is not None:
             check_conversation_id(conversation_id, self.settings.conversation_id_max_length)
         if user_id is not None:
             check_user_id(user_id, self.settings.conversation_id_max_length)
-        return self._export(conversation_id, user_id)
+        return self._export(conversation_id, user_id, actor)
 
-    def _export(self, conversation_id: str | None, user_id: str | None) -> Iterator[str]:
+    def _export(self, conversation_id: str | None, user_id: str | None, actor: Actor | None) -> Iterator[str]:
         from memq.memory.portability.export import export_lines, export_records
+        from memq.shared.activity import exported
+        from memq.shared.db.activity import record
 
         with self.connections.scoped(self.tenant) as conn:
             records = export_records(
                 conn, self.tenant, settings=self.settings, conversation_id=conversation_id, user_id=user_id
             )
-            yield from export_lines(records)
+            lines = 0
+            for chunk in export_lines(records):
+                lines += chunk.count("\n")
+                yield chunk
+            if actor is not None:
+                entry = exported(actor, conversation_id=conversation_id, user_id=user_id, lines=lines)
+                record(conn, self.tenant, entry)
 
     def import_lines(
-        self, lines: Iterable[str | bytes], *, batch: int | None = None, progress: Callable[[int], object] | None = None
+        self,
+        lines: Iterable[str | bytes],
+        *,
+        batch: int | None = None,
+        progress: Callable[[int], object] | None = None,
+        actor: Actor | None = None,
     ) -> ImportReport:
         """Import a ``memq-export`` file's lines into this tenant (idempotent); re-embeds
-        when the file's model is not the configured one."""
+        when the file's model is not the configured one. With ``actor``, an ``import`` entry
+        is written to the activity log once the import ended, complete or stopped at a
+        broken record (what came before it was written); none when the file was refused
+        before anything was written."""
         from memq.memory.portability.importer import BATCH, import_lines
+        from memq.shared.activity import imported
+        from memq.shared.db.activity import record
         from memq.shared.embeddings import get_embedder
 
         with self.connections.scoped(self.tenant) as conn:
-            return import_lines(
+            report = import_lines(
                 conn,
                 lines,
                 self.settings,
@@ -355,3 +378,13 @@ class Memory:
                 batch=batch or BATCH,
                 progress=progress,
             )
+            if actor is not None:
+                entry = imported(
+                    actor,
+                    lines=report.lines,
+                    inserted=report.inserted,
+                    skipped=sum(report.skipped.values()),
+                    stopped_at_line=report.stopped.line if report.stopped else None,
+                )
+                record(conn, self.tenant, entry)
+            return report

@@ -1,5 +1,6 @@
 """Repository for ``api_key`` (migration 0006): create, list, revoke, and load the
-active keys for the HTTP service."""
+active keys for the HTTP service. Given its ``actor``, a creation or revocation is written
+to the activity log in its own transaction (``memq.shared.db.activity``)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,9 @@ from datetime import datetime
 
 import psycopg
 
+from memq.shared import activity
 from memq.shared.auth.api_keys import NewKey, generate
+from memq.shared.db.activity import record
 
 
 @dataclass(frozen=True)
@@ -24,14 +27,21 @@ class KeyRow:
         return self.revoked_at is None
 
 
-def create_key(conn: psycopg.Connection, tenant: str, name: str = "") -> tuple[NewKey, KeyRow]:
+def create_key(
+    conn: psycopg.Connection, tenant: str, name: str = "", *, actor: activity.Actor | None = None
+) -> tuple[NewKey, KeyRow]:
+    """A new key of ``tenant``; with ``actor``, logged as ``key.create`` (None: not logged,
+    for the test suite's and the lab's own keys)."""
     new = generate()
-    row = conn.execute(
-        "INSERT INTO api_key (id, tenant_id, name, key_hash) VALUES (%s, %s, %s, %s) "
-        "RETURNING id, tenant_id, name, created_at, revoked_at",
-        (new.id, tenant, name, new.hash),
-    ).fetchone()
-    assert row is not None  # RETURNING gives the inserted row
+    with conn.transaction():
+        row = conn.execute(
+            "INSERT INTO api_key (id, tenant_id, name, key_hash) VALUES (%s, %s, %s, %s) "
+            "RETURNING id, tenant_id, name, created_at, revoked_at",
+            (new.id, tenant, name, new.hash),
+        ).fetchone()
+        assert row is not None  # RETURNING gives the inserted row
+        if actor is not None:
+            record(conn, tenant, activity.key_created(actor, new.id))
     return new, KeyRow(*row)
 
 
@@ -44,15 +54,21 @@ def list_keys(conn: psycopg.Connection, tenant: str | None = None) -> list[KeyRo
     return [KeyRow(*r) for r in conn.execute(sql + " ORDER BY tenant_id, created_at, id", args)]
 
 
-def revoke_key(conn: psycopg.Connection, key_id: str, tenant: str | None = None) -> KeyRow | None:
+def revoke_key(
+    conn: psycopg.Connection, key_id: str, tenant: str | None = None, *, actor: activity.Actor | None = None
+) -> KeyRow | None:
     """Revoke a key (idempotent: an already revoked key keeps its first revocation time).
-    With ``tenant``, only that tenant's key."""
+    With ``tenant``, only that tenant's key. With ``actor``, logged as ``key.revoke`` in the
+    key's tenant (None: not logged); nothing is logged when there is no such key."""
     sql = "UPDATE api_key SET revoked_at = coalesce(revoked_at, now()) WHERE id = %s"
     args: tuple[str, ...] = (key_id,)
     if tenant is not None:
         sql += " AND tenant_id = %s"
         args += (tenant,)
-    row = conn.execute(sql + " RETURNING id, tenant_id, name, created_at, revoked_at", args).fetchone()
+    with conn.transaction():
+        row = conn.execute(sql + " RETURNING id, tenant_id, name, created_at, revoked_at", args).fetchone()
+        if row is not None and actor is not None:
+            record(conn, row[1], activity.key_revoked(actor, row[0]))
     return KeyRow(*row) if row else None
 
 

@@ -1,4 +1,6 @@
-"""A tenant's webhook endpoints in PostgreSQL (``webhook_endpoint``, migration 0013)."""
+"""A tenant's webhook endpoints in PostgreSQL (``webhook_endpoint``, migration 0013). Given
+its ``actor``, a registration or removal is written to the activity log in its transaction
+(the endpoint's id only: a URL may carry a secret)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,8 @@ from typing import Any
 
 import psycopg
 
+from memq.shared import activity
+from memq.shared.db.activity import record
 from memq.shared.errors import ValidationError
 from memq.shared.ids import is_uuid
 from memq.shared.webhooks.destinations import Destinations
@@ -73,18 +77,23 @@ def add_endpoint(
     destinations: Destinations,
     events: Sequence[str] | None = None,
     content: bool = False,
+    *,
+    actor: activity.Actor | None = None,
 ) -> tuple[Endpoint, str]:
     """Register an endpoint whose URL ``destinations`` allows (every address its host
     resolves to now is public, or opened for development); returns it and its secret
-    (shown once, kept to sign)."""
+    (shown once, kept to sign). With ``actor``, logged as ``webhook.create``."""
     destinations.check(url)
     wanted, secret = check_events(events), new_secret()
-    row = conn.execute(
-        f"INSERT INTO webhook_endpoint (id, tenant_id, url, events, content, secret) VALUES (%s, %s, %s, %s, %s, %s) "
-        f"RETURNING {_COLUMNS}",
-        (str(uuid.uuid4()), tenant, url, list(wanted), content, secret),
-    ).fetchone()
-    assert row is not None
+    with conn.transaction():
+        row = conn.execute(
+            f"INSERT INTO webhook_endpoint (id, tenant_id, url, events, content, secret) "
+            f"VALUES (%s, %s, %s, %s, %s, %s) RETURNING {_COLUMNS}",
+            (str(uuid.uuid4()), tenant, url, list(wanted), content, secret),
+        ).fetchone()
+        assert row is not None
+        if actor is not None:
+            record(conn, tenant, activity.webhook_created(actor, row[0]))
     return _endpoint(row), secret
 
 
@@ -95,12 +104,20 @@ def list_endpoints(conn: psycopg.Connection, tenant: str) -> list[Endpoint]:
     return [_endpoint(r) for r in rows]
 
 
-def remove_endpoint(conn: psycopg.Connection, tenant: str, endpoint_id: str) -> bool:
-    """Delete an endpoint and its deliveries; False when the tenant has no such endpoint."""
+def remove_endpoint(
+    conn: psycopg.Connection, tenant: str, endpoint_id: str, *, actor: activity.Actor | None = None
+) -> bool:
+    """Delete an endpoint and its deliveries; False when the tenant has no such endpoint.
+    With ``actor``, a removal is logged as ``webhook.delete``."""
     if not is_uuid(endpoint_id):
         return False
-    cur = conn.execute("DELETE FROM webhook_endpoint WHERE tenant_id = %s AND id = %s", (tenant, endpoint_id))
-    return cur.rowcount > 0
+    with conn.transaction():
+        row = conn.execute(
+            "DELETE FROM webhook_endpoint WHERE tenant_id = %s AND id = %s RETURNING id::text", (tenant, endpoint_id)
+        ).fetchone()
+        if row is not None and actor is not None:
+            record(conn, tenant, activity.webhook_deleted(actor, row[0]))
+    return row is not None
 
 
 def _endpoint(row: Sequence[Any]) -> Endpoint:

@@ -5,7 +5,9 @@ the reviews of those memories carry it) and, with the scripted LLM, in its title
 summaries, facts and the LLM's review reasons, is found nowhere after the forget: not in
 any text, varchar, json, jsonb, uuid or array column of any table of the public schema
 (nor the conversation's id or its episodes' ids), and not in any Redis key name or value.
-The other conversation keeps its memories and their FSRS state.
+The activity log's entries naming the conversation (an export of it before, the forget's
+own) keep only the id's salted hash, which matches it. The other conversation keeps its
+memories and their FSRS state.
 
 The whole pipeline runs on the real in-process worker, with and without the scripted
 LLM, and the log lines it writes at info level and above (workers, producer, retrieval,
@@ -195,6 +197,7 @@ class Run:
     llm: bool
     token: str
     kept: str
+    gone: str
     kept_memory: str  # the other conversation's memory that the forgotten one asked about
     before: list[str]  # the PostgreSQL scan before the forget
     after: list[str]
@@ -203,6 +206,8 @@ class Run:
     reviews_before: list[tuple]
     reviews_after: list[tuple]
     cards_after: dict[str, dict]
+    activity_after: list[tuple]  # (action, conversation_id) of the tenant's log, oldest first
+    hashed: str  # what the log keeps of the forgotten conversation's id
     logs: list[str] = field(default_factory=list)
 
 
@@ -259,9 +264,12 @@ def _batch(start: datetime, lines: list[tuple[str, str, dict | None]]) -> list[d
 
 
 def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str) -> Run:
+    from memq.memory import Memory
     from memq.memory.retrieval.service import retrieve_memory
     from memq.producer.client import Producer
+    from memq.shared.activity import cli_actor
     from memq.shared.connections import pg_owner_connect
+    from memq.shared.db.activity import hash_of
     from memq.shared.forget import forget_conversation
     from memq.shared.review_notes import flush_review_notes
 
@@ -405,10 +413,15 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
         else:
             assert asked_in_gone[0][4]["taken_up"]  # words of the forgotten segment the memory shared
 
+        with Memory.open(settings, tenant, pool_size=1) as memory:  # an activity entry naming it, in clear
+            assert token in "".join(memory.export(conversation_id=gone, actor=cli_actor("forget-test")))
+
         needles = [token, gone, *episodes(gone)]
         before = pg_traces(db, needles)
 
-        done = forget_conversation(producer.redis, db, producer.keys(gone), wait_seconds=30)
+        done = forget_conversation(
+            producer.redis, db, producer.keys(gone), wait_seconds=30, actor=cli_actor("forget-test")
+        )
         assert done.existed
         tasks.settle(what="work after the forget")
 
@@ -417,6 +430,7 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
             llm=llm,
             token=token,
             kept=kept,
+            gone=gone,
             kept_memory=kept_memory,
             before=before,
             after=pg_traces(db, needles),
@@ -428,6 +442,10 @@ def _pipeline(settings, service_env, llm, tasks: Tasks, token: str, tenant: str)
                 r[0]: r[1]
                 for r in db.execute("SELECT id::text, fsrs_card FROM episodic_memory WHERE tenant_id = %s", (tenant,))
             },
+            activity_after=db.execute(
+                "SELECT action, conversation_id FROM activity WHERE tenant_id = %s ORDER BY id", (tenant,)
+            ).fetchall(),
+            hashed=hash_of(db, gone),
         )
         forget_conversation(producer.redis, db, producer.keys(kept), wait_seconds=30)  # tidy up
         return run
@@ -496,12 +514,22 @@ def test_the_scan_sees_what_the_conversation_left(run):
     if run.llm:
         expected.add("semantic_fact")
     assert expected <= tables, run.before
+    assert [line for line in run.before if line.startswith("activity.")] == [
+        "activity.conversation_id: 1 rows hold " + repr(run.gone)  # the export's entry, in clear before the forget
+    ]
 
 
 def test_forget_leaves_no_trace_of_the_conversation(run):
     assert run.after == [], "\n".join(run.after)  # the token, the conversation's id, its episodes' ids: nowhere
     assert run.redis_after == [], "\n".join(run.redis_after)
     assert run.conversation_traces == []
+
+
+def test_the_activity_log_keeps_only_the_hash_of_the_forgotten_conversation(run):
+    """Its entries are still there, to count and to match by whoever knows the id; the
+    id itself is in none of them (``test_forget_leaves_no_trace_of_the_conversation``)."""
+    assert run.activity_after == [("export", run.hashed), ("conversation.forget", run.hashed)]
+    assert run.hashed.startswith("hmac-sha256/")
 
 
 def test_the_other_conversations_memories_keep_their_reviews_and_fsrs_state(run):

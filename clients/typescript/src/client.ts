@@ -13,6 +13,8 @@ import {
 import { OPERATIONS, type Operation, type OperationName } from "./operations.js";
 import { retryDelay, retryPolicy, type RetryPolicy } from "./retry.js";
 import type {
+    ActivityEntryOut,
+    ActivityOut,
     AddResultOut,
     AnswerOf,
     ContextOut,
@@ -38,6 +40,7 @@ import type {
     QueryOf,
     ReadyOut,
     RecentIn,
+    QuotaOut,
     RecentOut,
     RetrieveIn,
     RetrieveOut,
@@ -86,6 +89,8 @@ export type FactsOptions = QueryOf<"/v1/conversations/{conversation_id}/facts", 
 export type UserConversationsOptions = QueryOf<"/v1/users/{user_id}/conversations", "GET">;
 export type ExportOptions = QueryOf<"/v1/export", "GET">;
 export type WebhookDeliveriesOptions = QueryOf<"/v1/webhooks/deliveries", "GET">;
+export type ListActivityOptions = QueryOf<"/v1/activity", "GET">;
+export type IterActivityOptions = Omit<ListActivityOptions, "after">;
 export type CreateWebhookOptions = Partial<Omit<WebhookIn, "url">>;
 /** A message's optional keys: `timestamp`, `message_id`, `metadata`, `user_id`. */
 export type AddMessageOptions = Omit<MessageIn, "role" | "content">;
@@ -437,6 +442,37 @@ export class MemqClient {
     /** Ask for a delivery to be sent again. Never retried. */
     async retryDelivery(deliveryId: string): Promise<DeliveryRetriedOut> {
         return this.json("retryDelivery", { path: fill(OPERATIONS.retryDelivery, { delivery_id: deliveryId }) });
+    }
+
+    // --- activity -----------------------------------------------------------------------------
+
+    /**
+     * One page of the tenant's activity log (who created or revoked keys, forgot, exported,
+     * imported, changed webhooks), newest first, after the cursor `after` (the previous page's
+     * `next`); `action`: only that action; `since`: only entries at or after that time.
+     */
+    async listActivity(options: ListActivityOptions = {}): Promise<ActivityOut> {
+        return this.json("listActivity", { path: OPERATIONS.listActivity.path, query: options });
+    }
+
+    /** Every entry of the tenant's activity log, newest first, a page (`limit`) per request. */
+    async *iterActivity(options: IterActivityOptions = {}): AsyncGenerator<ActivityEntryOut, void, undefined> {
+        let after: string | null | undefined;
+        do {
+            const page = await this.listActivity({ ...options, after });
+            yield* page.entries;
+            after = page.next;
+        } while (after);
+    }
+
+    // --- quota --------------------------------------------------------------------------------
+
+    /**
+     * The tenant's quotas (messages a day, stored messages; `null`: no limit) and what it has
+     * used. A batch a quota refuses throws `QuotaExceeded`.
+     */
+    async quota(): Promise<QuotaOut> {
+        return this.json("quota", { path: OPERATIONS.quota.path });
     }
 
     // --- health -------------------------------------------------------------------------------

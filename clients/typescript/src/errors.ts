@@ -1,8 +1,8 @@
 /**
  * What the client throws. Every error the API answers is `{"error": {"type", "message",
  * "field", ...}}` with a 4xx or 5xx status; it is thrown as a `MemqError` subclass chosen by
- * the status, carrying the API's `type`, `message` and `field`. No answer at all is a
- * `NetworkError` (`RequestTimeout` when the time ran out).
+ * the status (a 429 also by the type), carrying the API's `type`, `message` and `field`. No
+ * answer at all is a `NetworkError` (`RequestTimeout` when the time ran out).
  *
  *     MemqError
  *     ├── ClientError            4xx: the request is wrong; sending it again will not help
@@ -11,9 +11,11 @@
  *     │   ├── NotFound           404: no such conversation, user, fact, webhook, delivery
  *     │   ├── Conflict           409: a batch refused (out of order, another user's conversation)
  *     │   ├── RequestTooLarge    413: over MEMQ_API_MAX_BODY_BYTES
- *     │   └── RateLimited        429
+ *     │   ├── RateLimited        429 rate_limited: the key's request rate; retryAfter (retried)
+ *     │   └── QuotaExceeded      429 quota_exceeded: a tenant quota; limit, setting (never retried)
  *     ├── ServerError            5xx
- *     │   └── ServiceUnavailable 503: Redis or PostgreSQL down, busy, a batch incomplete
+ *     │   └── ServiceUnavailable 503: Redis or PostgreSQL down, full (storage_full: detail.cause),
+ *     │                          busy, a batch incomplete
  *     ├── NetworkError           no answer: refused, reset, DNS, TLS
  *     │   └── RequestTimeout     no answer in time
  *     └── UnexpectedResponse     an answer that is not the API's (a proxy's page, ...)
@@ -74,8 +76,38 @@ export class AuthError extends ClientError {}
 export class NotFound extends ClientError {}
 export class Conflict extends ClientError {}
 export class RequestTooLarge extends ClientError {}
+/** 429 `rate_limited`: the key made too many requests a second; retried after `retryAfter`. */
 export class RateLimited extends ClientError {}
+
+/**
+ * 429 `quota_exceeded`: a tenant quota refused the batch, nothing of it written (`results`
+ * says which message and why). No `Retry-After` and never retried: sending again fails the
+ * same way until the day turns (UTC), the tenant forgets something, or the operator raises
+ * the limit (`setting` names it).
+ */
+export class QuotaExceeded extends ClientError {
+    /** The quota reached: `messages_per_day` or `stored_messages`. */
+    get limit(): string | null {
+        return textOf(this.detail["limit"]);
+    }
+
+    /** The setting that sets it (`MEMQ_QUOTA_...`). */
+    get setting(): string | null {
+        return textOf(this.detail["setting"]);
+    }
+}
+
+function textOf(value: unknown): string | null {
+    return typeof value === "string" ? value : null;
+}
+
 export class ServerError extends MemqError {}
+/**
+ * 503: Redis or PostgreSQL cannot be reached (`unavailable`) or has no room to write
+ * (`storage_full`; `detail.cause`: `redis_out_of_memory`, `redis_cannot_persist` or
+ * `postgres_disk_full`, for the operator to fix), a worker holds the conversation (`busy`),
+ * or a batch was incomplete (`incomplete`); retried after `retryAfter`.
+ */
 export class ServiceUnavailable extends ServerError {}
 export class NetworkError extends MemqError {}
 export class RequestTimeout extends NetworkError {}
@@ -94,7 +126,14 @@ const BY_STATUS: Record<number, typeof MemqError> = {
     503: ServiceUnavailable,
 };
 
-export function errorClassFor(status: number): typeof MemqError {
+/** Answers of one status that need different handling, told apart by the API's type. */
+const BY_TYPE: Record<string, typeof MemqError> = {
+    "429 quota_exceeded": QuotaExceeded,
+};
+
+export function errorClassFor(status: number, type?: string): typeof MemqError {
+    const byType = type === undefined ? undefined : BY_TYPE[`${status} ${type}`];
+    if (byType !== undefined) return byType;
     return BY_STATUS[status] ?? (status >= 500 ? ServerError : status >= 400 ? ClientError : UnexpectedResponse);
 }
 
@@ -109,7 +148,6 @@ export function parseRetryAfter(value: string | null | undefined, now: number = 
 
 /** The error of an error answer: the API's `{"error": {...}}` when it is one, else the status and the start of the body. */
 export function errorFromAnswer(status: number, statusText: string, body: string, retryAfter: string | null, method: string, url: string): MemqError {
-    const Kind = errorClassFor(status);
     const where = { status, method, url, retryAfter: parseRetryAfter(retryAfter) };
     let error: unknown;
     try {
@@ -118,6 +156,7 @@ export function errorFromAnswer(status: number, statusText: string, body: string
         error = undefined;
     }
     if (isErrorDetail(error)) {
+        const Kind = errorClassFor(status, error.type);
         return new Kind(error.message, {
             ...where,
             type: error.type,
@@ -127,6 +166,7 @@ export function errorFromAnswer(status: number, statusText: string, body: string
         });
     }
     const text = body.trim().slice(0, 300);
+    const Kind = errorClassFor(status);
     return new Kind(text ? `${statusText || "error"}: ${text}` : statusText || "error", { ...where, type: "http_error" });
 }
 

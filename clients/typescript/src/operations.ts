@@ -41,6 +41,9 @@ export const OPERATIONS = {
     deleteWebhook: { method: "DELETE", path: "/v1/webhooks/{webhook_id}", retrySafe: true },
     webhookDeliveries: { method: "GET", path: "/v1/webhooks/deliveries", retrySafe: true },
     retryDelivery: { method: "POST", path: "/v1/webhooks/deliveries/{delivery_id}/retry", retrySafe: false },
+    listActivity: { method: "GET", path: "/v1/activity", retrySafe: true },
+    iterActivity: { method: "GET", path: "/v1/activity", retrySafe: true },
+    quota: { method: "GET", path: "/v1/quota", retrySafe: true },
     health: { method: "GET", path: "/healthz", retrySafe: true },
     ready: { method: "GET", path: "/readyz", retrySafe: true },
 } as const satisfies Record<string, Operation>;

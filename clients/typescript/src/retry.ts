@@ -13,8 +13,14 @@
  * `backoffMs` doubling per attempt up to `backoffMaxMs`, a random half to all of it, and
  * never less than the server's `Retry-After`. A `Retry-After` over `retryAfterMaxMs` is not
  * waited for: the error is thrown with its `retryAfter` for the caller to decide.
+ *
+ * A 429 is retried only when it is the request rate (`rate_limited`, with its
+ * `Retry-After`): a tenant quota (`quota_exceeded`, `QuotaExceeded`) refuses the same batch
+ * until the day turns or the limit is raised, so it is never retried, whatever `statuses`
+ * holds. A 503 (`unavailable`, `busy`, `incomplete`, `storage_full`) is retried after its
+ * `Retry-After`.
  */
-import { MemqError, NetworkError } from "./errors.js";
+import { MemqError, NetworkError, QuotaExceeded } from "./errors.js";
 
 export interface RetryPolicy {
     /** Attempts of a retry-safe call in all (1: never retry). Default 4. */
@@ -25,7 +31,7 @@ export interface RetryPolicy {
     backoffMaxMs: number;
     /** A server's Retry-After longer than this (milliseconds) is not waited for. Default 30000. */
     retryAfterMaxMs: number;
-    /** The statuses retried (besides no answer at all). Default 429, 502, 503, 504. */
+    /** The statuses retried (besides no answer at all; a 429 `quota_exceeded` never is). Default 429, 502, 503, 504. */
     statuses: readonly number[];
 }
 
@@ -53,7 +59,7 @@ export function retryPolicy(retries?: number | Partial<RetryPolicy>): RetryPolic
  * retry-safe call failed with `error`; null: do not retry. `jitter` is in [0, 1].
  */
 export function retryDelay(policy: RetryPolicy, attempt: number, error: MemqError, jitter: number): number | null {
-    if (attempt >= policy.attempts) return null;
+    if (attempt >= policy.attempts || error instanceof QuotaExceeded) return null;
     const retryable = error instanceof NetworkError || (error.status !== null && policy.statuses.includes(error.status));
     if (!retryable) return null;
     const retryAfterMs = error.retryAfter === null ? null : error.retryAfter * 1000;

@@ -38,6 +38,23 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/activity": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The tenant's activity log, newest first, a page at a time */
+        get: operations["activity_v1_activity_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/conversations": {
         parameters: {
             query?: never;
@@ -380,6 +397,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/v1/quota": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The tenant's quotas and what it has used
+         * @description Messages a day (UTC) and stored messages: each limit (null: none) and its use. A batch
+         *     a quota cannot take is refused with 429 ``quota_exceeded`` naming the limit; the
+         *     operator sets a tenant's own limits with `memq quota set`.
+         */
+        get: operations["quota_v1_quota_get"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/v1/users/{user_id}": {
         parameters: {
             query?: never;
@@ -490,6 +529,62 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        /** ActivityEntryOut */
+        ActivityEntryOut: {
+            /**
+             * Action
+             * @description One of key.create, key.revoke, conversation.forget, user.forget, export, import, webhook.create, webhook.delete.
+             */
+            action: string;
+            /**
+             * Actor
+             * @description The API key's id; `cli` for a command of the CLI (the OS user in `actor_detail`); `api` when the API runs without keys (MEMQ_API_AUTH=false).
+             */
+            actor: string;
+            /** Actor Detail */
+            actor_detail: string | null;
+            /** At */
+            at: string;
+            /**
+             * Conversation Id
+             * @description Once the conversation is forgotten: `hmac-sha256/` and the id's salted hash (docs/isolation.md).
+             */
+            conversation_id: string | null;
+            /**
+             * Counts
+             * @description What the action counted: episodes, messages, lines, rows imported.
+             */
+            counts: {
+                [key: string]: number;
+            };
+            /**
+             * Id
+             * @description The entry's id (entries are numbered in the order they were written).
+             */
+            id: string;
+            /** Key Id */
+            key_id: string | null;
+            /**
+             * User Id
+             * @description Once the user is forgotten: `hmac-sha256/` and the id's salted hash.
+             */
+            user_id: string | null;
+            /** Webhook Id */
+            webhook_id: string | null;
+        };
+        /** ActivityOut */
+        ActivityOut: {
+            /**
+             * Entries
+             * @description Newest first.
+             */
+            entries: components["schemas"]["ActivityEntryOut"][];
+            /**
+             * Next
+             * @description The cursor of the next page (`?after=`); null on the last page.
+             */
+            next: string | null;
+        };
         /** AddResultOut */
         AddResultOut: {
             /** Index */
@@ -735,17 +830,32 @@ export interface components {
         /** ErrorDetailOut */
         ErrorDetailOut: {
             /**
+             * Cause
+             * @description 503 storage_full: what has no room (`redis_out_of_memory`, `redis_cannot_persist`, `postgres_disk_full`).
+             */
+            cause?: string | null;
+            /**
              * Field
              * @description The offending field (`messages[2].timestamp`), when there is one.
              */
             field: string | null;
+            /**
+             * Limit
+             * @description 429 rate_limited / quota_exceeded: the limit reached (`messages_per_day`, `stored_messages`, ...).
+             */
+            limit?: string | null;
             /** Message */
             message: string;
             /**
              * Results
-             * @description Per message, with a refused or incomplete batch (409, 503).
+             * @description Per message, with a refused or incomplete batch (409, 429 quota_exceeded, 503).
              */
             results?: components["schemas"]["AddResultOut"][] | null;
+            /**
+             * Setting
+             * @description 429: the setting that sets the limit reached.
+             */
+            setting?: string | null;
             /**
              * Type
              * @description validation, unauthorized, not_found, rejected, unsupported_media_type, busy, ...
@@ -1250,6 +1360,29 @@ export interface components {
             /** Start */
             start: string | null;
         };
+        /** QuotaOut */
+        QuotaOut: {
+            /**
+             * Messages Per Day
+             * @description Messages the tenant may add a day (UTC); null: no limit.
+             */
+            messages_per_day: number | null;
+            /**
+             * Stored
+             * @description Messages the tenant holds (added, less forgotten), reservations counted; null without a stored limit (counted while one is set: `memq quota set --stored-messages` counts them first).
+             */
+            stored: number | null;
+            /**
+             * Stored Messages
+             * @description Messages the tenant may hold; null: no limit.
+             */
+            stored_messages: number | null;
+            /**
+             * Used Today
+             * @description Messages added today, counting what the Redis shards hold reserved for the tenant (at most MEMQ_QUOTA_LEASE_MESSAGES each; given back before a refusal).
+             */
+            used_today: number;
+        };
         /** ReadyOut */
         ReadyOut: {
             /** Checks */
@@ -1628,6 +1761,61 @@ export interface operations {
             };
         };
     };
+    activity_v1_activity_get: {
+        parameters: {
+            query?: {
+                /** @description Only this action: one of key.create, key.revoke, conversation.forget, user.forget, export, import, webhook.create, webhook.delete. */
+                action?: string | null;
+                /** @description Only entries at or after this time (ISO-8601 with Z or an offset). */
+                since?: string | null;
+                /** @description The cursor: `next` of the previous page. */
+                after?: string | null;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ActivityOut"];
+                };
+            };
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description 400 bad input (naming the field), 401 a missing or wrong key, 404, 409, 413 too large, 415 a body not sent as JSON */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
     conversations_v1_conversations_get: {
         parameters: {
             query?: {
@@ -1650,7 +1838,16 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationsOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1689,6 +1886,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["ForgetOut"];
+                };
+            };
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
             /** @description a worker is processing it; try again */
@@ -1755,7 +1961,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1805,7 +2020,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1847,7 +2071,16 @@ export interface operations {
                     "application/json": components["schemas"]["ConversationFactsOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1900,7 +2133,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -1960,7 +2202,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2032,7 +2283,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description Redis failed; see results */
+            /** @description rate_limited (Retry-After), or quota_exceeded: a tenant quota refused a part of the batch (limit, setting; nothing of that part written; see results) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis failed (see results) or has no room (storage_full, cause) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2082,7 +2342,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2135,7 +2404,16 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2179,7 +2457,16 @@ export interface operations {
                     "application/x-ndjson": unknown;
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2221,7 +2508,16 @@ export interface operations {
                     "application/json": components["schemas"]["FactSearchOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2261,7 +2557,16 @@ export interface operations {
                     "application/json": components["schemas"]["FactHistoryOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2305,7 +2610,16 @@ export interface operations {
                     "application/json": components["schemas"]["ImportOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2351,7 +2665,16 @@ export interface operations {
                     "text/markdown": string;
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2393,7 +2716,16 @@ export interface operations {
                     "application/json": components["schemas"]["RecentOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2439,7 +2771,16 @@ export interface operations {
                     "text/markdown": string;
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2481,7 +2822,63 @@ export interface operations {
                     "application/json": components["schemas"]["RetrieveOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
+            503: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description 400 bad input (naming the field), 401 a missing or wrong key, 404, 409, 413 too large, 415 a body not sent as JSON */
+            "4XX": {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+        };
+    };
+    quota_v1_quota_get: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Successful Response */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["QuotaOut"];
+                };
+            };
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2520,6 +2917,15 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["UserForgetOut"];
+                };
+            };
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
                 };
             };
             /** @description a worker is processing one of them; try again */
@@ -2566,7 +2972,16 @@ export interface operations {
                     "application/json": components["schemas"]["UserConversationsOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2604,7 +3019,16 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookListOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2646,7 +3070,16 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookCreatedOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2688,7 +3121,16 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryListOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2728,7 +3170,16 @@ export interface operations {
                     "application/json": components["schemas"]["DeliveryRetriedOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;
@@ -2768,7 +3219,16 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookDeletedOut"];
                 };
             };
-            /** @description Redis or PostgreSQL cannot be reached, or busy: retry (Retry-After) */
+            /** @description rate_limited: the key's request rate (retry after Retry-After); quota_exceeded: a tenant quota (no Retry-After: sending again does not help until the day turns or the limit is raised) */
+            429: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["ErrorOut"];
+                };
+            };
+            /** @description Redis or PostgreSQL cannot be reached, has no room (storage_full) or is busy: retry (Retry-After) */
             503: {
                 headers: {
                     [name: string]: unknown;

@@ -7,6 +7,8 @@ import type { components, paths } from "./schema.js";
 
 type S = components["schemas"];
 
+export type ActivityEntryOut = S["ActivityEntryOut"];
+export type ActivityOut = S["ActivityOut"];
 export type AddResultOut = S["AddResultOut"];
 export type ContextOut = S["ContextOut"];
 export type ConversationFactsOut = S["ConversationFactsOut"];
@@ -37,6 +39,7 @@ export type MessagesOut = S["MessagesOut"];
 export type MoveOut = S["MoveOut"];
 export type ReadyOut = S["ReadyOut"];
 export type RecentIn = S["RecentIn"];
+export type QuotaOut = S["QuotaOut"];
 export type RecentOut = S["RecentOut"];
 export type RetrieveIn = S["RetrieveIn"];
 export type RetrieveOut = S["RetrieveOut"];

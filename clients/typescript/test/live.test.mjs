@@ -119,6 +119,25 @@ describe("against a live memq API", { skip: url && key ? false : "MEMQ_URL and M
         assert.ok(Array.isArray((await memq.webhookDeliveries({ limit: 5 })).deliveries));
     });
 
+    it("reads the activity log a page at a time, each entry naming the key", async () => {
+        const first = await memq.listActivity({ limit: 1, action: "webhook.delete" });
+        assert.equal(first.entries.length, 1);
+        assert.equal(first.entries[0]?.actor, key?.split("_")[1]);
+        const all = [];
+        for await (const e of memq.iterActivity({ limit: 2 })) all.push(e.action);
+        assert.deepEqual(all.slice(0, 2), ["webhook.delete", "webhook.create"]);
+        assert.ok(all.includes("export") && all.includes("import") && all.includes("conversation.forget"), all.join());
+        const later = new Date(Date.now() + 3_600_000).toISOString();
+        assert.deepEqual((await memq.listActivity({ since: later })).entries, []);
+    });
+
+    it("reads the tenant's quotas and their use", async () => {
+        const quota = await memq.quota();
+        assert.equal(quota.messages_per_day, null); // no limit unless the operator sets one
+        assert.equal(quota.stored, null); // counted only under a stored limit
+        assert.ok(quota.used_today >= 0);
+    });
+
     it("throws typed errors with the API's type, message and field", async () => {
         const missing = await memq.status(`ts-${run}-never`).catch((e) => e);
         assert.ok(missing instanceof NotFound, String(missing));

@@ -1,6 +1,7 @@
 // @ts-check
 // The client without memq: the retry policy as a function, the operation table against the
-// OpenAPI snapshot, and retries, timeouts and errors against a scripted HTTP server.
+// OpenAPI snapshot, error answers (a quota reached, a request rate, a full storage), and retries,
+// timeouts and errors against a scripted HTTP server.
 import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { createServer } from "node:http";
@@ -15,10 +16,13 @@ import {
     NOT_CALLED,
     NotFound,
     OPERATIONS,
+    QuotaExceeded,
+    RateLimited,
     RequestTimeout,
     ServerError,
     ServiceUnavailable,
     UnexpectedResponse,
+    errorFromAnswer,
     parseRetryAfter,
     retryDelay,
     retryPolicy,
@@ -49,6 +53,16 @@ describe("retry policy", () => {
         assert.equal(retryDelay(policy, 1, unavailable(31), 0), null);
     });
 
+    it("never retries a quota reached, and retries a request rate and a full storage after Retry-After", () => {
+        const quota = new QuotaExceeded("the day's quota is reached", { status: 429, type: "quota_exceeded" });
+        assert.equal(retryDelay(retryPolicy({ attempts: 10, statuses: [429] }), 1, quota, 0), null);
+        const told = new QuotaExceeded("quota", { status: 429, type: "quota_exceeded", retryAfter: 1 }); // were one ever sent
+        assert.equal(retryDelay(policy, 1, told, 0), null);
+        assert.equal(retryDelay(policy, 1, new RateLimited("slow", { status: 429, type: "rate_limited", retryAfter: 1 }), 0), 1000);
+        const full = new ServiceUnavailable("Redis is full", { status: 503, type: "storage_full", retryAfter: 10 });
+        assert.deepEqual([1, 2, 3, 4].map((attempt) => retryDelay(retryPolicy({ retryAfterMaxMs: 30_000 }), attempt, full, 1)), [10_000, 10_000, 10_000, null]);
+    });
+
     it("reads Retry-After as seconds or a date", () => {
         assert.equal(parseRetryAfter("3"), 3);
         assert.equal(parseRetryAfter(null), null);
@@ -60,6 +74,39 @@ describe("retry policy", () => {
         assert.equal(retryPolicy(0).attempts, 1);
         assert.equal(retryPolicy().attempts, 4);
         assert.throws(() => retryPolicy({ attempts: 0 }), RangeError);
+    });
+});
+
+describe("error answers", () => {
+    const at = /** @type {const} */ (["POST", "http://memq.test/v1/conversations/c/messages"]);
+
+    it("tells a quota reached from a request rate by the API's type", () => {
+        const body = JSON.stringify({
+            error: {
+                type: "quota_exceeded",
+                message: "the tenant's quota of 1000 messages a day is reached",
+                field: null,
+                limit: "messages_per_day",
+                setting: "MEMQ_QUOTA_MESSAGES_PER_DAY",
+                results: [{ index: 0, status: "rejected", message_id: "m1" }],
+            },
+        });
+        const quota = errorFromAnswer(429, "Too Many Requests", body, null, ...at);
+        assert.ok(quota instanceof QuotaExceeded && !(quota instanceof RateLimited));
+        assert.deepEqual([quota.limit, quota.setting, quota.retryAfter], ["messages_per_day", "MEMQ_QUOTA_MESSAGES_PER_DAY", null]);
+        assert.deepEqual(quota.results?.map((r) => r.status), ["rejected"]);
+        const rate = errorFromAnswer(429, "Too Many Requests", '{"error": {"type": "rate_limited", "message": "m", "field": null}}', "2", ...at);
+        assert.ok(rate instanceof RateLimited && !(rate instanceof QuotaExceeded));
+        assert.equal(rate.retryAfter, 2);
+        const proxy = errorFromAnswer(429, "Too Many Requests", "slow down", null, ...at); // not the API's: a rate
+        assert.ok(proxy instanceof RateLimited && proxy.type === "http_error");
+    });
+
+    it("takes storage_full for a ServiceUnavailable naming its cause", () => {
+        const body = '{"error": {"type": "storage_full", "message": "PostgreSQL cannot extend its files", "field": null, "cause": "postgres_disk_full"}}';
+        const full = errorFromAnswer(503, "Service Unavailable", body, "10", ...at);
+        assert.ok(full instanceof ServiceUnavailable);
+        assert.deepEqual([full.type, full.detail.cause, full.retryAfter], ["storage_full", "postgres_disk_full", 10]);
     });
 });
 
@@ -159,6 +206,38 @@ describe("sending", () => {
         assert.ok(error instanceof ServiceUnavailable);
         assert.equal(error.type, "busy");
         assert.equal(error.retryAfter, 0);
+        assert.equal(scripted.requests.length, 3);
+    });
+
+    it("never retries a quota reached; waits out a request rate and a full storage", async () => {
+        const quota = {
+            status: 429,
+            body: JSON.stringify({
+                error: {
+                    type: "quota_exceeded",
+                    message: "the tenant holds 500 messages, its quota (MEMQ_QUOTA_STORED_MESSAGES): forget some first",
+                    field: null,
+                    limit: "stored_messages",
+                    setting: "MEMQ_QUOTA_STORED_MESSAGES",
+                    results: [{ index: 0, status: "rejected", message_id: "m1" }],
+                },
+            }),
+        };
+        scripted.script(quota, { status: 202, body: accepted });
+        const error = await scripted.client().addMessages("c", [{ role: "user", content: "hi", message_id: "m1" }]).catch((e) => e);
+        assert.ok(error instanceof QuotaExceeded, String(error));
+        assert.deepEqual([error.limit, error.setting], ["stored_messages", "MEMQ_QUOTA_STORED_MESSAGES"]);
+        assert.equal(scripted.requests.length, 1);
+
+        const rate = { status: 429, headers: { "retry-after": "0" }, body: '{"error": {"type": "rate_limited", "message": "slow down", "field": null}}' };
+        const full = {
+            status: 503,
+            headers: { "retry-after": "0" },
+            body: '{"error": {"type": "storage_full", "message": "Redis is full", "field": null, "cause": "redis_out_of_memory"}}',
+        };
+        scripted.script(rate, full, { status: 202, body: accepted });
+        const out = await scripted.client().addMessages("c", [{ role: "user", content: "hi" }]);
+        assert.equal(out.results[0]?.status, "accepted");
         assert.equal(scripted.requests.length, 3);
     });
 

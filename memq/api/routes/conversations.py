@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Path, Query
 
-from memq.api.auth import caller, services
+from memq.api.auth import acting, caller, services
 from memq.api.formats import JSON_BY_DEFAULT, Format, markdown, markdown_or_json
 from memq.api.models import (
     ContextOut,
@@ -23,6 +23,7 @@ from memq.api.models import (
     ManifestOut,
 )
 from memq.api.services import Services
+from memq.shared.activity import Actor
 from memq.shared.forget import forget_conversation
 from memq.shared.ids import check_conversation_id
 
@@ -121,14 +122,21 @@ def context(
     responses={503: {"model": ErrorOut, "description": "a worker is processing it; try again"}},
 )
 def forget(
-    conversation_id: str = ConversationId, tenant: str = Depends(caller), svc: Services = Depends(services)
+    conversation_id: str = ConversationId,
+    tenant: str = Depends(caller),
+    who: Actor = Depends(acting),
+    svc: Services = Depends(services),
 ) -> ForgetOut:
     """Its episodes and messages, pending reviews, cached manifest and every Redis key and
     index entry, including work in flight. Idempotent."""
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
     with svc.conn(tenant) as conn:
         done = forget_conversation(
-            svc.redis, conn, svc.producer.keys(conversation_id, tenant), wait_seconds=svc.settings.forget_wait_seconds
+            svc.redis,
+            conn,
+            svc.producer.keys(conversation_id, tenant),
+            wait_seconds=svc.settings.forget_wait_seconds,
+            actor=who,
         )
     return ForgetOut(
         conversation_id=conversation_id, forgotten=done.existed, episodes=done.episodes, messages=done.messages

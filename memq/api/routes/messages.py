@@ -37,7 +37,12 @@ WAIT_STEP = 0.1  # how often it looks
             "another user (field user_id); nothing written",
         },
         413: {"model": ErrorOut, "description": "body too large"},
-        503: {"model": ErrorOut, "description": "Redis failed; see results"},
+        429: {
+            "model": ErrorOut,
+            "description": "rate_limited (Retry-After), or quota_exceeded: a tenant quota refused a part of the "
+            "batch (limit, setting; nothing of that part written; see results)",
+        },
+        503: {"model": ErrorOut, "description": "Redis failed (see results) or has no room (storage_full, cause)"},
     },
 )
 def add_messages(

@@ -11,9 +11,10 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
-from memq.api.auth import caller, services
+from memq.api.auth import acting, caller, services
 from memq.api.services import Services
 from memq.memory.portability.format import FORMAT, VERSION, FormatError
+from memq.shared.activity import Actor
 from memq.shared.errors import ValidationError
 
 router = APIRouter(tags=["portability"])
@@ -63,9 +64,10 @@ def export(
     conversation_id: str | None = Query(None, description="Only this conversation."),
     user_id: str | None = Query(None, description="Only the conversations of this user."),
     tenant: str = Depends(caller),
+    who: Actor = Depends(acting),
     svc: Services = Depends(services),
 ) -> StreamingResponse:
-    lines = svc.memory(tenant).export(conversation_id=conversation_id, user_id=user_id)
+    lines = svc.memory(tenant).export(conversation_id=conversation_id, user_id=user_id, actor=who)
     scope = f"-{conversation_id}" if conversation_id else f"-user-{user_id}" if user_id else ""
     name = f"memq-{tenant}{scope}.jsonl"
     return StreamingResponse(lines, media_type=JSONL, headers={"Content-Disposition": f'attachment; filename="{name}"'})
@@ -84,13 +86,18 @@ def export(
         }
     },
 )
-async def import_(request: Request, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+async def import_(
+    request: Request,
+    tenant: str = Depends(caller),
+    who: Actor = Depends(acting),
+    svc: Services = Depends(services),
+) -> dict[str, Any]:
     from memq.memory.portability.importer import ImportStopped
 
     body = await request.body()  # bounded by the body limit (memq.api.limits)
 
     def run() -> dict[str, Any]:
-        report = svc.memory(tenant).import_lines(body.splitlines(keepends=True))
+        report = svc.memory(tenant).import_lines(body.splitlines(keepends=True), actor=who)
         if report.stopped is not None:
             raise ImportStopped(report)
         return report.to_json()

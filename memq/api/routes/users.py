@@ -9,9 +9,10 @@ from typing import Any
 from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from memq.api.auth import caller, services
+from memq.api.auth import acting, caller, services
 from memq.api.models import ErrorOut
 from memq.api.services import Services
+from memq.shared.activity import Actor
 from memq.shared.ids import check_user_id
 from memq.shared.users import forget_user, move_conversation, user_changes, user_conversations
 
@@ -105,10 +106,21 @@ def conversations(
     summary="Forget the user: every conversation of the user, and its audit rows",
     responses={503: {"model": ErrorOut, "description": "a worker is processing one of them; try again"}},
 )
-def forget(user_id: str = UserId, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+def forget(
+    user_id: str = UserId,
+    tenant: str = Depends(caller),
+    who: Actor = Depends(acting),
+    svc: Services = Depends(services),
+) -> dict[str, Any]:
     """Each conversation as ``DELETE /v1/conversations/{id}`` forgets it. Idempotent."""
     with svc.conn(tenant) as conn:
         done = forget_user(
-            svc.redis, conn, svc.settings, tenant=tenant, user_id=user_id, wait_seconds=svc.settings.forget_wait_seconds
+            svc.redis,
+            conn,
+            svc.settings,
+            tenant=tenant,
+            user_id=user_id,
+            wait_seconds=svc.settings.forget_wait_seconds,
+            actor=who,
         )
     return done.to_json()

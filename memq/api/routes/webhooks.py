@@ -9,8 +9,9 @@ from typing import Any
 from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, Field
 
-from memq.api.auth import caller, services
+from memq.api.auth import acting, caller, services
 from memq.api.services import Services
+from memq.shared.activity import Actor
 from memq.shared.errors import NotFound
 from memq.shared.webhooks.deliveries import list_deliveries, reopen
 from memq.shared.webhooks.destinations import Destinations
@@ -73,10 +74,18 @@ class WebhookDeletedOut(BaseModel):
 
 
 @router.post("/v1/webhooks", response_model=WebhookCreatedOut, status_code=201, summary="Register a webhook endpoint")
-def create(body: WebhookIn, tenant: str = Depends(caller), svc: Services = Depends(services)) -> dict[str, Any]:
+def create(
+    body: WebhookIn, tenant: str = Depends(caller), who: Actor = Depends(acting), svc: Services = Depends(services)
+) -> dict[str, Any]:
     with svc.conn(tenant) as conn:
         endpoint, secret = add_endpoint(
-            conn, tenant, body.url, Destinations(svc.settings.webhook_allowance), body.events, body.content
+            conn,
+            tenant,
+            body.url,
+            Destinations(svc.settings.webhook_allowance),
+            body.events,
+            body.content,
+            actor=who,
         )
     return {**endpoint.to_json(), "secret": secret}
 
@@ -91,10 +100,13 @@ def listing(tenant: str = Depends(caller), svc: Services = Depends(services)) ->
     "/v1/webhooks/{webhook_id}", response_model=WebhookDeletedOut, summary="Remove an endpoint and its deliveries"
 )
 def delete(
-    webhook_id: str = Path(...), tenant: str = Depends(caller), svc: Services = Depends(services)
+    webhook_id: str = Path(...),
+    tenant: str = Depends(caller),
+    who: Actor = Depends(acting),
+    svc: Services = Depends(services),
 ) -> dict[str, Any]:
     with svc.conn(tenant) as conn:
-        if not remove_endpoint(conn, tenant, webhook_id):
+        if not remove_endpoint(conn, tenant, webhook_id, actor=who):
             raise NotFound("no such webhook")
     return {"id": webhook_id, "deleted": True}
 

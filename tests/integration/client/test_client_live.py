@@ -242,6 +242,41 @@ def test_webhooks(memq):
     )
 
 
+@pytest.mark.usefixtures("resolver")
+def test_the_activity_log(memq, api_url, api_key):
+    hooks = [memq.create_webhook("https://example.com/hook").id for _ in range(3)]
+    page = memq.list_activity(limit=2)
+    assert [e.webhook_id for e in page.entries] == hooks[:0:-1] and page.next is not None
+    assert {(e.action, e.actor) for e in page.entries} == {("webhook.create", api_key.split("_")[1])}
+    assert [e.webhook_id for e in memq.iter_activity(action="webhook.create", limit=1)] == hooks[::-1]
+    assert list(memq.iter_activity(since=datetime.now(UTC) + timedelta(hours=1))) == []
+
+    async def newest() -> list[str | None]:
+        async with AsyncClient(api_url, api_key) as client:
+            return [e.webhook_id async for e in client.iter_activity(limit=2)]
+
+    assert asyncio.run(newest()) == hooks[::-1]
+
+
+def test_a_quota_refusal_is_quota_exceeded_and_never_retried(memq, producer, tenant):
+    """A tenant quota refuses a batch: QuotaExceeded naming the limit and its setting, sent
+    once (retrying it cannot help), and quota() shows the limit and its use."""
+    from memq.client import QuotaExceeded
+    from memq.shared.mailbox import quota
+
+    quota.set_limits(producer.redis, producer.scripts, producer.settings, tenant, {"messages_per_day": 3})
+    memq.add_messages("quota-c", [{"role": "user", "content": f"message {i}"} for i in range(3)])
+    sent = []
+    memq._http.event_hooks["request"].append(sent.append)
+    with pytest.raises(QuotaExceeded) as refused:
+        memq.add_message("quota-c", "user", "a fourth")
+    assert len(sent) == 1  # not retried (the client retries 429 rate_limited, never a quota)
+    assert (refused.value.limit, refused.value.setting) == ("messages_per_day", "MEMQ_QUOTA_MESSAGES_PER_DAY")
+    assert refused.value.status == 429 and refused.value.retry_after is None
+    shown = memq.quota()
+    assert (shown.messages_per_day, shown.used_today, shown.stored_messages) == (3, 3, None)
+
+
 def test_health(memq):
     assert memq.health().status == "ok"
     ready = memq.ready()

@@ -1,8 +1,8 @@
 """Row-level security (migration 0014, ``shared/db/tenant_scope.py``): two tenants planted
 through the real code paths (the producer and the in-process worker for conversations,
 messages, participants and episodes; retrieval and the review stage for pending and applied
-reviews; facts with their history; a key; a webhook endpoint and a delivery; a user change;
-a sequence gap), then, on every table of the schema with a ``tenant_id`` column, found in
+reviews; facts with their history; a key and its activity log entry; a webhook endpoint
+and a delivery; a user change; a sequence gap), then, on every table of the schema with a ``tenant_id`` column, found in
 the catalog (a table added later is covered without touching this test): a connection of
 tenant A reads no row of B even with no tenant filter, a connection with no tenant reads
 nothing, and writing a row of B from A is refused."""
@@ -66,6 +66,7 @@ def _plant(settings, name: str) -> Tenant:
     """One tenant's rows in every table, each through the code that writes it in production."""
     from memq.memory.retrieval.service import retrieve_memory
     from memq.producer.client import Producer
+    from memq.shared.activity import cli_actor
     from memq.shared.connections import pg_connect
     from memq.shared.db.api_keys import create_key
     from memq.shared.review_notes import flush_review_notes
@@ -97,7 +98,7 @@ def _plant(settings, name: str) -> Tenant:
         fact = _add_fact(conn, settings, name, conv, "Ana plans a hiking trip to the Dolomites.")
         with conn.transaction():
             events.emit(conn, "fact.created", name, {"fact_id": fact}, conversation_id=conv)
-        create_key(conn, name, "rls test")
+        create_key(conn, name, "rls test", actor=cli_actor("rls-test"))  # and its activity log entry
         move_conversation(producer.redis, conn, settings, tenant=name, conversation_id=chat, user_id=f"bo-{run}")
         # a gap is recorded when Redis lost numbers; written here as the sync writes it
         conn.execute(

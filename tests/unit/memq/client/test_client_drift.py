@@ -108,6 +108,9 @@ SAMPLES: dict[str, Call[Any]] = {
     "delete_webhook": calls.delete_webhook("w1"),
     "webhook_deliveries": calls.webhook_deliveries(failed=True, limit=5),
     "retry_delivery": calls.retry_delivery("d1"),
+    "list_activity": calls.list_activity(action="export", since="2026-03-02T00:00:00Z", after="5", limit=10),
+    "iter_activity": calls.list_activity(action="export", since="2026-03-02T00:00:00Z", after="5", limit=10),
+    "quota": calls.quota(),
     "health": calls.health(),
     "ready": calls.ready(),
 }

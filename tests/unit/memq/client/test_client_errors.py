@@ -1,5 +1,6 @@
-"""The API's error answers as exceptions: the class by status, the API's type, message and
-field carried, Retry-After read, anything that is not the API's error still an error."""
+"""The API's error answers as exceptions: the class by status (a 429 also by type), the
+API's type, message and field carried, Retry-After read, anything that is not the API's
+error still an error."""
 
 from __future__ import annotations
 
@@ -16,6 +17,7 @@ from memq.client import (
     Conflict,
     MemqError,
     NotFound,
+    QuotaExceeded,
     RateLimited,
     RequestTooLarge,
     ServerError,
@@ -44,9 +46,11 @@ def answer(status: int, error: dict | None = None, *, headers: dict[str, str] | 
         (413, "request_too_large", RequestTooLarge),
         (415, "unsupported_media_type", BadRequest),
         (429, "rate_limited", RateLimited),
+        (429, "quota_exceeded", QuotaExceeded),
         (500, "internal", ServerError),
         (502, "bad_gateway", ServerError),
         (503, "unavailable", ServiceUnavailable),
+        (503, "storage_full", ServiceUnavailable),
     ],
 )
 def test_each_status_has_its_class_and_carries_the_apis_fields(status, kind, cls):
@@ -86,6 +90,51 @@ def test_retry_after_is_read_from_the_answer():
     )
     assert isinstance(error, ServiceUnavailable) and error.retry_after == 5.0
     assert error_from_response(answer(429, {"type": "t", "message": "m", "field": None})).retry_after is None
+
+
+def test_a_quota_reached_is_its_own_error_with_the_limit_and_its_setting():
+    error = error_from_response(
+        answer(
+            429,
+            {
+                "type": "quota_exceeded",
+                "message": "the tenant's quota of 1000 messages a day is reached",
+                "field": None,
+                "limit": "messages_per_day",
+                "setting": "MEMQ_QUOTA_MESSAGES_PER_DAY",
+                "results": [{"index": 0, "status": "rejected", "message_id": "m1"}],
+            },
+        )
+    )
+    assert isinstance(error, QuotaExceeded) and isinstance(error, ClientError)
+    assert not isinstance(error, RateLimited)  # not a wait: the client never retries it
+    assert (error.limit, error.setting, error.retry_after) == ("messages_per_day", "MEMQ_QUOTA_MESSAGES_PER_DAY", None)
+    assert error.results is not None and [r.status for r in error.results] == ["rejected"]
+    bare = error_from_response(answer(429, {"type": "quota_exceeded", "message": "m", "field": None}))
+    assert isinstance(bare, QuotaExceeded) and (bare.limit, bare.setting) == (None, None)
+    rate = error_from_response(
+        answer(429, {"type": "rate_limited", "message": "m", "field": None}, headers={"Retry-After": "2"})
+    )
+    assert type(rate) is RateLimited and rate.retry_after == 2.0
+    proxy = error_from_response(answer(429, text="Too Many Requests"))  # not the API's: a rate, not a quota
+    assert type(proxy) is RateLimited and proxy.type == "http_error"
+
+
+def test_storage_full_is_a_service_unavailable_naming_its_cause():
+    error = error_from_response(
+        answer(
+            503,
+            {
+                "type": "storage_full",
+                "message": "Redis is at its maxmemory and refuses writes: nothing was written; try again later",
+                "field": None,
+                "cause": "redis_out_of_memory",
+            },
+            headers={"Retry-After": "10"},
+        )
+    )
+    assert type(error) is ServiceUnavailable and error.type == "storage_full"
+    assert error.detail["cause"] == "redis_out_of_memory" and error.retry_after == 10.0
 
 
 def test_an_answer_that_is_not_the_apis_error_is_still_an_error_of_its_status():

@@ -1,6 +1,7 @@
 """Client and AsyncClient against a scripted server (httpx.MockTransport): what each call
-sends, message ids fixed before the first attempt, what is retried and what is not,
-errors, the flush's bounded wait, the export's end record."""
+sends, message ids fixed before the first attempt, what is retried and what is not (a
+request rate and a storage full are, a tenant quota is not), errors, the flush's bounded
+wait, the export's end record."""
 
 from __future__ import annotations
 
@@ -20,6 +21,8 @@ from memq.client import (
     MemqError,
     MessageIn,
     NetworkError,
+    QuotaExceeded,
+    RateLimited,
     RequestTimeout,
     Retries,
     ServiceUnavailable,
@@ -232,6 +235,38 @@ def test_no_answer_is_retried_and_raised_as_a_network_error():
     server.on("/v1/conversations/c1/status", httpx.ReadTimeout("slow"))
     with pytest.raises(RequestTimeout):
         c.status("c1")
+
+
+def test_a_quota_reached_is_raised_at_once_and_a_rate_or_a_full_storage_is_waited_out():
+    quota = {
+        "type": "quota_exceeded",
+        "message": "the tenant holds 500 messages, its quota (MEMQ_QUOTA_STORED_MESSAGES): forget some first",
+        "field": None,
+        "limit": "stored_messages",
+        "setting": "MEMQ_QUOTA_STORED_MESSAGES",
+        "results": [{"index": 0, "status": "rejected", "message_id": "m1"}],
+    }
+    server = Server().on("/v1/conversations/c1/messages", httpx.Response(429, json={"error": quota}), accept)
+    c, slept = client(server)
+    with pytest.raises(QuotaExceeded) as refused:
+        c.add_messages("c1", [{"role": "user", "content": "Hi", "message_id": "m1"}])
+    assert len(server.requests) == 1 and slept == []
+    assert (refused.value.limit, refused.value.setting) == ("stored_messages", "MEMQ_QUOTA_STORED_MESSAGES")
+
+    rate = {"type": "rate_limited", "message": "rate limit: retry after 2 s", "field": None}
+    full = {"type": "storage_full", "message": "Redis is full", "field": None, "cause": "redis_out_of_memory"}
+    server.on(
+        "/v1/conversations/c2/messages",
+        httpx.Response(429, json={"error": rate}, headers={"Retry-After": "2"}),
+        httpx.Response(503, json={"error": full}, headers={"Retry-After": "10"}),
+        accept,
+    )
+    out = c.add_messages("c2", [{"role": "user", "content": "Hi"}])
+    assert out.results[0].status == "accepted" and len(server.requests) == 4 and slept == [2.0, 10.0]
+    server.on("/v1/conversations/c2/messages", httpx.Response(429, json={"error": rate}, headers={"Retry-After": "2"}))
+    with pytest.raises(RateLimited):
+        c.add_messages("c2", [{"role": "user", "content": "Hi"}])  # retried, then the last error raised
+    assert len(server.requests) == 8
 
 
 def test_what_a_retry_cannot_cure_is_raised_at_once():

@@ -1,0 +1,97 @@
+"""Repository for the activity log (``activity``, ``activity_salt``: migration 0019): write
+an entry, read a tenant's entries a page at a time, and put the hash of a forgotten id in
+place of the id. The entries themselves are built by ``memq.shared.activity``.
+
+An entry is written in the transaction of its action where the action is one (the caller
+passes the connection inside it); ``tenant`` is the tenant the action was done in, which a
+connection scoped to that tenant may write (row-level security) and an owner connection
+writes as it is told (``memq keys revoke`` across tenants)."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+import psycopg
+from psycopg.types.json import Jsonb
+
+from memq.shared.activity import Actor, Entry, Recorded, hashed_id
+from memq.shared.paging import cut
+
+_COLUMNS = "id, at, action, actor, actor_detail, conversation_id, user_id, key_id, webhook_id, counts"
+
+
+def record(conn: psycopg.Connection, tenant: str, entry: Entry) -> None:
+    conn.execute(
+        "INSERT INTO activity (tenant_id, action, actor, actor_detail, conversation_id, user_id, key_id, webhook_id, "
+        "counts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+        (
+            tenant,
+            entry.action,
+            entry.actor.name,
+            entry.actor.detail,
+            entry.conversation_id,
+            entry.user_id,
+            entry.key_id,
+            entry.webhook_id,
+            Jsonb(dict(entry.counts)),
+        ),
+    )
+
+
+def salt(conn: psycopg.Connection) -> bytes:
+    row = conn.execute("SELECT salt FROM activity_salt").fetchone()
+    if row is None:
+        raise RuntimeError("the activity log has no salt: run `memq migrate` (migration 0019 makes it)")
+    return bytes(row[0])
+
+
+def hash_of(conn: psycopg.Connection, value: str) -> str:
+    """What the log keeps of ``value`` once it is forgotten (to find its entries by)."""
+    return hashed_id(salt(conn), value)
+
+
+def forget_conversation_id(conn: psycopg.Connection, tenant: str, conversation_id: str) -> str:
+    """Every entry of the tenant naming the conversation names its hash instead; returns the hash."""
+    hashed = hash_of(conn, conversation_id)
+    conn.execute(
+        "UPDATE activity SET conversation_id = %s WHERE tenant_id = %s AND conversation_id = %s",
+        (hashed, tenant, conversation_id),
+    )
+    return hashed
+
+
+def forget_user_id(conn: psycopg.Connection, tenant: str, user_id: str) -> str:
+    """Every entry of the tenant naming the user names its hash instead; returns the hash."""
+    hashed = hash_of(conn, user_id)
+    conn.execute("UPDATE activity SET user_id = %s WHERE tenant_id = %s AND user_id = %s", (hashed, tenant, user_id))
+    return hashed
+
+
+def activity_page(
+    conn: psycopg.Connection,
+    tenant: str,
+    *,
+    after: int | None = None,
+    limit: int,
+    action: str | None = None,
+    since: datetime | None = None,
+) -> tuple[list[Recorded], str | None]:
+    """The tenant's entries, newest first, older than the cursor ``after`` (an entry's id),
+    at most ``limit``, and the next page's cursor (None: the last page)."""
+    where: list[str] = ["tenant_id = %s"]
+    args: list[object] = [tenant]
+    if after is not None:
+        where.append("id < %s")
+        args.append(after)
+    if action is not None:
+        where.append("action = %s")
+        args.append(action)
+    if since is not None:
+        where.append("at >= %s")
+        args.append(since)
+    rows = conn.execute(
+        f"SELECT {_COLUMNS} FROM activity WHERE {' AND '.join(where)} ORDER BY id DESC LIMIT %s",
+        (*args, limit + 1),
+    ).fetchall()
+    found = [Recorded(r[0], r[1], Entry(r[2], Actor(r[3], r[4]), r[5], r[6], r[7], r[8], dict(r[9]))) for r in rows]
+    return cut(found, limit, lambda e: str(e.id))
