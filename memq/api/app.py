@@ -25,6 +25,7 @@ from memq.api.auth import UNAUTHORIZED, over_rate, tenant_for
 from memq.api.inspect import router as inspector
 from memq.api.limits import BodyLimit
 from memq.api.models import ERRORS
+from memq.api.rate_limit import RefusalGate
 from memq.api.request_log import RequestLog
 from memq.api.routes import (
     activity,
@@ -117,6 +118,7 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
         )
     )
     app.add_middleware(BodyLimit, max_bytes=settings.api_max_body_bytes)
+    app.add_middleware(RefusalGate)  # a key still refused: 429 before its body is read
     app.add_middleware(RequestLog)  # outermost: times and logs every answer, refusals included
     return app
 

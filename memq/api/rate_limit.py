@@ -9,6 +9,7 @@ service, it must not be a second way for it to fail."""
 
 from __future__ import annotations
 
+import json
 import math
 import time
 from dataclasses import dataclass
@@ -74,16 +75,22 @@ class RateLimiter:
         """0 when ``caller`` may go on, else how long until it may."""
         if self.limit is None:
             return 0.0
+        remembered = self.remembered_ms(caller)
+        if remembered > 0:
+            return remembered
         now = time.monotonic()
-        until = self._refused.get(caller)
-        if until is not None and until > now:
-            return (until - now) * 1000
         wait = self._ask(caller)
         if wait > 0:
             if len(self._refused) >= self.REMEMBERED:
                 self._refused = {c: t for c, t in self._refused.items() if t > now}
             self._refused[caller] = now + wait / 1000
         return wait
+
+    def remembered_ms(self, caller: str) -> float:
+        """How long ``caller``'s refusal still runs, from this process' memory alone (0: none
+        remembered; then only Redis can tell)."""
+        until = self._refused.get(caller)
+        return 0.0 if until is None else max(0.0, (until - time.monotonic()) * 1000)
 
     def _ask(self, caller: str) -> float:
         assert self.limit is not None
@@ -95,3 +102,44 @@ class RateLimiter:
             log.warning("rate_limit_unchecked", error=type(exc).__name__)
             return 0.0
         return float(reply)
+
+
+class RefusalGate:
+    """ASGI middleware: a request whose key is still refused (``RateLimiter.remembered_ms``)
+    is answered 429 before routing, validation or reading its body, with the same answer the
+    route's check gives (``memq.api.auth.caller``). A flooding key's surplus then costs the
+    API next to nothing, and its neighbours keep their share of the CPU. Only a refusal
+    already decided is short-cut here: every other request goes to the route's check."""
+
+    def __init__(self, app: Any) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] == "http" and (refused := self._refused(scope)) is not None:
+            message, seconds = refused
+            body = json.dumps({"error": {"type": "rate_limited", "message": message, "field": None}}).encode()
+            headers = [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(body)).encode()),
+                (b"retry-after", str(seconds).encode()),
+            ]
+            await send({"type": "http.response.start", "status": 429, "headers": headers})
+            await send({"type": "http.response.body", "body": body})
+            return
+        await self.app(scope, receive, send)
+
+    @staticmethod
+    def _refused(scope: Any) -> tuple[str, int] | None:
+        from memq.shared.auth.api_keys import bearer, key_id
+
+        services = getattr(scope["app"].state, "services", None)
+        if services is None or not services.settings.api_auth or services.rate_limiter.limit is None:
+            return None
+        authorization = next((v for k, v in scope["headers"] if k == b"authorization"), None)
+        if authorization is None or not scope["path"].startswith(("/v1/", "/mcp")):
+            return None
+        identity = key_id(bearer(authorization.decode("latin-1")) or "")
+        if identity is None:
+            return None
+        wait = services.rate_limiter.remembered_ms(f"key:{identity}")
+        return services.rate_limiter.limit.refusal(wait) if wait > 0 else None

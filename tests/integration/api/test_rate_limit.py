@@ -95,3 +95,21 @@ def test_a_refused_key_is_refused_again_without_asking_redis(api_services, setti
     assert all(0 < w <= first for w in waits) and waits == sorted(waits, reverse=True)
     wait_until(lambda: limiter.wait_ms(caller) == 0, 5, interval=0.05, message="the refusal never ended")
     assert len(asked) >= 3  # asked Redis again once the refusal had ended
+
+
+def test_a_key_still_refused_is_answered_before_its_request_is_read(limited, auth):
+    """Once refused, a key's next requests are answered 429 by the gate in front of the
+    routes, the same answer, before validation: a body that would be a 400 is a 429 too."""
+    one, _ = limited
+    answers = [one.get("/v1/conversations", headers=auth) for _ in range(4)]
+    routed = answers[-1]
+    assert [a.status_code for a in answers] == [200, 200, 200, 429]
+    gated = one.post("/v1/memory/retrieve", content=b"not json", headers={**auth, "content-type": "application/json"})
+    assert gated.status_code == 429, gated.text
+
+    def without_wait(answer) -> dict:  # the seconds to wait differ from one answer to the next
+        error = answer.json()["error"]
+        return {**error, "message": error["message"].rsplit("; retry after", 1)[0]}
+
+    assert without_wait(gated) == without_wait(routed)
+    assert gated.json()["error"]["type"] == "rate_limited" and int(gated.headers["Retry-After"]) >= 1
