@@ -76,14 +76,17 @@ while pos <= size do
   pos = eol + 1
 end
 
-redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. fmt(now_ms - window))
--- known: the ids accepted before (and, below, the ones this batch accepts: a repeat within
--- the batch is a duplicate of its first)
+-- known: the ids accepted within the window (and, below, the ones this batch accepts: a
+-- repeat within the batch is a duplicate of its first). Ids past the window are removed only
+-- after the batch is written: the script's first write must be one Redis refuses at its
+-- maxmemory (ZADD, HINCRBY), because once a script has written anything Redis lets the rest
+-- of it write past maxmemory too.
+local oldest = now_ms - window
 local known = {}
 for first = 1, n, CHUNK do
   local scores = redis.call('ZMSCORE', KEYS[3], unpack(ids, first, math.min(first + CHUNK - 1, n)))
   for k = 1, #scores do
-    if scores[k] then known[ids[first + k - 1]] = true end
+    if scores[k] and tonumber(scores[k]) >= oldest then known[ids[first + k - 1]] = true end
   end
 end
 
@@ -151,6 +154,7 @@ for first = 1, #items, CHUNK do
 end
 
 local out = {0, table.concat(statuses)}
+redis.call('ZREMRANGEBYSCORE', KEYS[3], '-inf', '(' .. fmt(oldest))
 redis.call('PEXPIRE', KEYS[3], window)  -- (nothing when the set does not exist)
 if #items > 0 then
   local now_s = now / 1000000
