@@ -266,7 +266,7 @@ def test_a_quota_refusal_is_quota_exceeded_and_never_retried(memq, producer, ten
 
     quota.set_limits(producer.redis, producer.scripts, producer.settings, tenant, {"messages_per_day": 3})
     memq.add_messages("quota-c", [{"role": "user", "content": f"message {i}"} for i in range(3)])
-    sent = []
+    sent: list[object] = []
     memq._http.event_hooks["request"].append(sent.append)
     with pytest.raises(QuotaExceeded) as refused:
         memq.add_message("quota-c", "user", "a fourth")
