@@ -35,12 +35,21 @@ for minutes after a routine Redis restart (docs/broker-restarts.md tells the who
    detached transport: an AttributeError, which Celery takes for an unrecoverable error,
    and the worker stopped. The channel here keeps the parameters it used.
 
+5. **A full Redis that stopped the worker.** kombu records each message it takes off a
+   queue (a hash and an index of unacknowledged messages in Redis) right after taking it,
+   and removes the record when the task is acknowledged. Redis refuses those writes when it
+   has no room (``OOM`` at its maxmemory, ``MISCONF`` when it cannot write its append-only
+   file): Celery took the error for an unrecoverable one and the worker stopped, the message
+   taken and recorded nowhere. ``QoS`` here delivers the message all the same, recorded in
+   the worker's memory only, and keeps the worker running when the record cannot be removed;
+   each such refusal is counted and logged as ``storage_full`` (``memq.shared.storage_alarm``).
+
 The channel also sets the order in which a worker asks its queues for the next task:
 the episodes queue first (``memq.shared.queue_order``).
 
 ``tests/integration/test_broker_restarts.py`` reproduces the stall on kombu's stock
 transport and shows this one recover; ``test_broker_acks_after_reconnect.py`` does the
-same for (4).
+same for (4), ``test_broker_storage_full.py`` for (5).
 """
 
 from __future__ import annotations
@@ -49,10 +58,12 @@ from typing import Any
 
 import redis
 from kombu.transport import redis as kombu_redis
+from kombu.transport import virtual
 from redis.backoff import NoBackoff
 from redis.retry import Retry
 
 from memq.shared.queue_order import CYCLE_PATH
+from memq.shared.storage_alarm import report_storage_full
 
 #: Longest wait for a pub/sub reply once the event loop saw its socket readable (seconds),
 #: when the broker sets no socket timeout.
@@ -96,7 +107,45 @@ def no_retries() -> Retry:
     return Retry(NoBackoff(), 0)
 
 
+# What becomes of a task whose record Redis refused to write, or to remove.
+UNRECORDED = (
+    "the task runs without its record in Redis: if this worker dies before it ends, the stalled-work sweep "
+    "re-publishes its work"
+)
+RECORD_KEPT = "the task's record stays in Redis: it is delivered again after the visibility timeout, a harmless repeat"
+
+
+class QoS(kombu_redis.QoS):
+    """kombu's record of unacknowledged messages, which a Redis without room does not turn
+    into a stopped worker (5. above)."""
+
+    def append(self, message: Any, delivery_tag: Any) -> None:
+        try:
+            super().append(message, delivery_tag)  # type: ignore[no-untyped-call]  # unannotated in kombu
+        except redis.ResponseError as exc:
+            if not report_storage_full(exc, stage="broker", then=UNRECORDED):
+                raise
+            virtual.QoS.append(self, message, delivery_tag)  # in memory only
+
+    def ack(self, delivery_tag: Any) -> None:
+        try:
+            super().ack(delivery_tag)  # type: ignore[no-untyped-call]  # unannotated in kombu
+        except redis.ResponseError as exc:
+            if not report_storage_full(exc, stage="broker", then=RECORD_KEPT):
+                raise
+            virtual.QoS.ack(self, delivery_tag)  # forgotten in memory
+
+    def reject(self, delivery_tag: Any, requeue: bool = False) -> None:
+        try:
+            super().reject(delivery_tag, requeue=requeue)  # type: ignore[no-untyped-call]  # unannotated in kombu
+        except redis.ResponseError as exc:
+            if not report_storage_full(exc, stage="broker", then=RECORD_KEPT):
+                raise
+            virtual.QoS.ack(self, delivery_tag)  # forgotten in memory
+
+
 class Channel(kombu_redis.Channel):
+    QoS = QoS
     queue_order_strategy = CYCLE_PATH  # the episodes queue asked first (memq.shared.queue_order)
 
     def _get_client(self) -> Any:

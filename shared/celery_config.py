@@ -22,24 +22,31 @@ from redis.retry import Retry
 
 from memq.shared import tasks
 from memq.shared.broker_transport import TRANSPORT_PATH
+from memq.shared.client_timeouts import redis_options
 from memq.shared.settings import Settings
+
+# RedBeat, riding out a Redis that has no room (memq/worker/beat_scheduler.py; a beat only).
+BEAT_SCHEDULER = "memq.worker.beat_scheduler:Scheduler"
 
 
 def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
     transport = {
         "visibility_timeout": settings.visibility_timeout_seconds,
-        # The longest any broker call may hold the worker's event loop (memq.shared.broker_transport).
-        "socket_timeout": 10,
-        "socket_connect_timeout": 5,
-        "socket_keepalive": True,
+        # socket_timeout: the longest any broker call may hold the worker's event loop
+        # (memq.shared.broker_transport), and what ends one on a half-open connection.
+        **redis_options(settings),
         "retry_on_timeout": False,
-        "health_check_interval": 25,
     }
     return {
         "broker_url": broker_url,
         "broker_transport": TRANSPORT_PATH,
         "broker_transport_options": transport,
         "broker_connection_retry_on_startup": True,
+        # A broker command Redis refuses (full: OOM at its maxmemory, MISCONF when it cannot
+        # write its append-only file, which refuses even PING) makes the consumer reconnect,
+        # as a lost connection does, instead of stopping the worker: it takes tasks again
+        # once Redis has room (docs/operations.md, storage full).
+        "broker_channel_error_retry": True,
         "result_backend": None,
         "task_ignore_result": True,
         "task_serializer": "json",
@@ -68,17 +75,14 @@ def celery_config(settings: Settings, broker_url: str) -> dict[str, Any]:
         "task_send_sent_event": settings.task_sent_events,
         "timezone": "UTC",
         "enable_utc": True,
-        "beat_scheduler": "redbeat.RedBeatScheduler",
+        "beat_scheduler": BEAT_SCHEDULER,
         "redbeat_redis_url": broker_url,
         # The beat is no event loop: every Redis call it makes, the renewal of its lock
         # included (RedBeat's own retry_period does not cover that one), waits out a
         # restarting Redis (connection errors and LOADING) for about 35 s, well within its
         # 150 s lock, instead of crashing the beat.
         "redbeat_redis_options": {
-            "socket_timeout": 5,
-            "socket_connect_timeout": 5,
-            "socket_keepalive": True,
-            "health_check_interval": 25,
+            **redis_options(settings),
             "retry": Retry(ExponentialBackoff(cap=2.0, base=0.25), 20),
         },
         "redbeat_key_prefix": f"{settings.key_prefix}:redbeat",

@@ -14,13 +14,12 @@ from typing import TYPE_CHECKING, Any, TypeAlias
 import redis
 from redis.cluster import RedisCluster
 
+from memq.shared.client_timeouts import postgres_options, redis_options
 from memq.shared.embedded import services
 from memq.shared.settings import Settings, SettingsKey, by_value, get_settings
 
 if TYPE_CHECKING:  # PostgreSQL's driver is the worker's and API's (memq[worker]), not the producer's
     import psycopg
-
-_SOCKET = {"socket_timeout": 10, "socket_connect_timeout": 5}
 
 # Made with decode_responses=True: replies are str where redis-py's types say bytes | str,
 # so the callers that need str cast them.
@@ -54,9 +53,10 @@ def forget_urls() -> None:
 
 
 def redis_client(settings: Settings | None = None) -> redis.Redis:
-    """The broker's Redis, for short commands (no blocking calls: 10 s socket timeout)."""
-    url = redis_url(settings)
-    return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30, **_SOCKET)
+    """The broker's Redis, for short commands (no blocking calls: every reply is awaited at
+    most ``MEMQ_REDIS_SOCKET_TIMEOUT_SECONDS``)."""
+    settings = settings or get_settings()
+    return redis.Redis.from_url(redis_url(settings), decode_responses=True, **redis_options(settings))
 
 
 def mailbox_client(settings: Settings | None = None) -> MailboxClient:
@@ -64,8 +64,8 @@ def mailbox_client(settings: Settings | None = None) -> MailboxClient:
     settings = settings or get_settings()
     url = settings.mailbox_redis_url or redis_url(settings)
     if settings.mailbox_redis_cluster:
-        return RedisCluster.from_url(url, decode_responses=True, **_SOCKET)
-    return redis.Redis.from_url(url, decode_responses=True, health_check_interval=30, **_SOCKET)
+        return RedisCluster.from_url(url, decode_responses=True, **redis_options(settings))
+    return redis.Redis.from_url(url, decode_responses=True, **redis_options(settings))
 
 
 def _pg(settings: Settings, autocommit: bool, timeouts: dict[str, int] | None = None) -> psycopg.Connection:
@@ -76,7 +76,7 @@ def _pg(settings: Settings, autocommit: bool, timeouts: dict[str, int] | None = 
 
     options = " ".join(f"-c {name}={int(ms)}" for name, ms in (timeouts or {}).items())
     extra: dict[str, Any] = {"options": options} if options else {}
-    conn = psycopg.connect(database_url(settings), autocommit=autocommit, connect_timeout=10, **extra)
+    conn = psycopg.connect(database_url(settings), autocommit=autocommit, **postgres_options(settings), **extra)
     register_vector(conn)
     return conn
 

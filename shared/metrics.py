@@ -22,6 +22,8 @@ from dataclasses import dataclass
 
 from prometheus_client import REGISTRY, CollectorRegistry, Counter, Histogram
 
+from memq.shared.storage_full import POSTGRES_DISK_FULL, REDIS_CANNOT_PERSIST, REDIS_OUT_OF_MEMORY
+
 # Latency buckets (seconds): a retrieval or a request of milliseconds up to an LLM call of a minute.
 FAST_BUCKETS = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 SLOW_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0)
@@ -46,9 +48,12 @@ class Metrics:
     http_seconds: Histogram
     retrieval_seconds: Histogram
     retrieval_tokens: Histogram
+    storage_full: Counter
 
 
 CO_EMBEDDED_OUTCOMES = ("embedded", "kept", "used")
+# What had no room to write (memq.shared.storage_full), as the cause label.
+STORAGE_FULL_CAUSES = (REDIS_OUT_OF_MEMORY, REDIS_CANNOT_PERSIST, POSTGRES_DISK_FULL)
 
 
 def build(registry: CollectorRegistry) -> Metrics:
@@ -133,11 +138,22 @@ def build(registry: CollectorRegistry) -> Metrics:
             buckets=TOKEN_BUCKETS,
             registry=registry,
         ),
+        storage_full=Counter(
+            "memq_storage_full",
+            "Writes a server refused for want of room, by cause: redis_out_of_memory (Redis at its maxmemory "
+            "under noeviction), redis_cannot_persist (Redis cannot write its append-only file: MISCONF), "
+            "postgres_disk_full (PostgreSQL cannot extend a file). Counted where the refusal is met "
+            "(memq.shared.storage_alarm).",
+            ["cause"],
+            registry=registry,
+        ),
     )
     # exported from the start at 0, so that rate() and the dashboard have a series before the
     # first co-embedding (most fleets with one busy conversation never co-embed)
     for outcome in CO_EMBEDDED_OUTCOMES:
         built.co_embedded.labels(outcome=outcome)
+    for cause in STORAGE_FULL_CAUSES:  # at 0 from the start too: an alert on increase() needs the series
+        built.storage_full.labels(cause=cause)
     return built
 
 
@@ -151,3 +167,8 @@ def count_messages(statuses: Iterable[str]) -> None:
     """One increment per message, by what the producer said of it (``AddResult.status``)."""
     for outcome, n in collections.Counter(statuses).items():
         metrics().messages.labels(outcome=outcome).inc(n)
+
+
+def count_storage_full(cause: str) -> None:
+    """One refusal for want of room (``memq.shared.storage_full``'s cause)."""
+    metrics().storage_full.labels(cause=cause).inc()

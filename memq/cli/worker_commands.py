@@ -68,8 +68,14 @@ def worker_cmd(concurrency, hostname, detector, verbose, extra) -> None:
 def beat_cmd(extra) -> None:
     """Run the periodic scheduler (inactivity collapse, stalled-work sweep). RedBeat's
     Redis lock keeps a second beat from duplicating tasks."""
-    argv = celery_argv("beat", "-S", "redbeat.RedBeatScheduler", "-l", "INFO", *extra)
+    argv = beat_argv("INFO", *extra)
     os.execv(argv[0], argv)
+
+
+def beat_argv(loglevel: str = "INFO", *extra: str) -> list[str]:
+    from memq.shared.celery_config import BEAT_SCHEDULER
+
+    return celery_argv("beat", "-S", BEAT_SCHEDULER, "-l", loglevel, *extra)
 
 
 @click.command("flower", context_settings={"ignore_unknown_options": True})

@@ -34,6 +34,7 @@ class Connections:
         ``mailbox``: a mailbox client to share (default: one of its own, made when first used)."""
         from pgvector.psycopg import register_vector
 
+        from memq.shared.client_timeouts import postgres_options
         from memq.shared.connections import database_url
         from memq.shared.db.tenant_scope import unscope
         from memq.shared.embedded import services as embedded
@@ -43,7 +44,7 @@ class Connections:
             database_url(settings),
             min_size=1,
             max_size=max_size,
-            kwargs={"autocommit": True},
+            kwargs={"autocommit": True, **postgres_options(settings)},
             configure=register_vector,
             reset=unscope,  # a connection scoped to a tenant comes back as the owner's, with none
             open=True,

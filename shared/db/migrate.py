@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 
 import structlog
 
+from memq.shared.client_timeouts import postgres_options
 from memq.shared.connections import database_url
 from memq.shared.errors import ServiceError
 from memq.shared.settings import Settings
@@ -25,11 +26,23 @@ log = structlog.get_logger("memq.migrate")
 
 
 def sqlalchemy_url(settings: Settings) -> str:
-    url = database_url(settings)
-    for prefix in ("postgresql://", "postgres://"):
-        if url.startswith(prefix):
-            return "postgresql+psycopg://" + url[len(prefix) :]
-    return url
+    """DATABASE_URL (a libpq URL or key=value string) as a URL of SQLAlchemy's psycopg
+    dialect, with memq's connection timeouts. SQLAlchemy cannot parse libpq's multi-host
+    form (``postgresql://u@h1:5432,h2:5432/db?target_session_attrs=read-write``), so the
+    hosts, one or several, go into its ``host=h:port`` query parameters."""
+    from psycopg.conninfo import conninfo_to_dict
+    from sqlalchemy.engine import URL
+
+    params = {k: str(v) for k, v in conninfo_to_dict(database_url(settings)).items()}
+    params.update({k: str(v) for k, v in postgres_options(settings).items()})
+    user, password, dbname = params.pop("user", None), params.pop("password", None), params.pop("dbname", None)
+    hosts, ports = params.pop("host", "").split(","), params.pop("port", "").split(",")
+    ports = ports if len(ports) == len(hosts) else ports[:1] * len(hosts)  # one port for every host
+    query: dict[str, str | list[str]] = dict(params)
+    if hosts != [""]:
+        query["host"] = [f"{h}:{p}" if p else h for h, p in zip(hosts, ports)]
+    url = URL.create("postgresql+psycopg", username=user, password=password, database=dbname, query=query)
+    return url.render_as_string(hide_password=False)
 
 
 def alembic_config(settings: Settings) -> Config:
@@ -62,7 +75,7 @@ def upgrade(settings: Settings, revision: str = "head") -> Upgrade:
     import psycopg
     from alembic import command
 
-    with psycopg.connect(database_url(settings), autocommit=True, connect_timeout=10) as lock:
+    with psycopg.connect(database_url(settings), autocommit=True, **postgres_options(settings)) as lock:
         lock.execute(f"SET lock_timeout = '{int(settings.migration_lock_timeout_seconds * 1000)}ms'")
         waited = not lock.execute("SELECT pg_try_advisory_lock(%s)", (MIGRATION_LOCK,)).fetchone()[0]  # type: ignore[index]
         if waited:

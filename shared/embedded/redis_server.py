@@ -28,6 +28,10 @@ class EmbeddedRedis:
     port: int
     folder_name: str = "redis"
     extra_args: tuple[str, ...] = ()  # more redis-server options, e.g. ("--auto-aof-rewrite-percentage", "0")
+    # Started with SIGXFSZ ignored (as Python ignores it): a write past a file-size limit
+    # (RLIMIT_FSIZE) then fails as on a full disk, and Redis refuses writes (MISCONF) until it
+    # can write again, instead of being killed by the signal. The soak's full disk relies on it.
+    ignore_file_size_signal: bool = False
 
     @property
     def folder(self) -> Path:
@@ -92,6 +96,7 @@ class EmbeddedRedis:
             ],
             check=True,
             stdout=subprocess.DEVNULL,
+            restore_signals=not self.ignore_file_size_signal,  # else the child gets SIGXFSZ's default back
         )
         if self._wait_answer(10.0):
             return self.url

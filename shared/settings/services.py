@@ -29,7 +29,10 @@ class ServiceSettings(BaseModel):
     database_url: str | None = Field(
         default=None,
         validation_alias=AliasChoices("DATABASE_URL", "MEMQ_DATABASE_URL"),
-        description="PostgreSQL (>= 15, pgvector >= 0.7). Unset: the embedded server under data_dir.",
+        description="PostgreSQL (>= 15, pgvector >= 0.7), a libpq URL or key=value string. A primary and its "
+        "standbys: name them all, with target_session_attrs=read-write "
+        "(postgresql://memq@db-a:5432,db-b:5432/memq?target_session_attrs=read-write), and every process "
+        "connects to the one that accepts writes, after a failover too. Unset: the embedded server under data_dir.",
     )
     mailbox_redis_url: str | None = Field(
         default=None,
@@ -37,6 +40,39 @@ class ServiceSettings(BaseModel):
         "e.g. a Redis Cluster; the Celery broker stays on REDIS_URL.",
     )
     mailbox_redis_cluster: bool = Field(default=False, description="MEMQ_MAILBOX_REDIS_URL is a Redis Cluster.")
+    redis_socket_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        description="Longest wait for any Redis reply, on every connection memq opens (mailbox, broker, beat, API, "
+        "CLI): a connection whose path stopped answering without a reset (a half-open connection) fails with a "
+        "timeout after this, and the work is retried, instead of waiting forever. Also the longest a broker call "
+        "may hold a worker's event loop: keep it below MEMQ_WORKER_STALL_SECONDS.",
+    )
+    redis_connect_timeout_seconds: float = Field(
+        default=5.0, gt=0, description="Longest wait for a new Redis connection to be established."
+    )
+    redis_health_check_seconds: float = Field(
+        default=25.0,
+        ge=0,
+        description="A Redis connection idle for this long is checked with a PING before its next command, so "
+        "that one left half-open is replaced instead of failing that command (not on a Redis Cluster's nodes: "
+        "redis-py does not check those). 0 = never checked.",
+    )
+    database_connect_timeout_seconds: int = Field(
+        default=10,
+        ge=2,
+        description="Longest wait for a new PostgreSQL connection (libpq's connect_timeout, whole seconds, at "
+        "least 2), per host of a multi-host DATABASE_URL.",
+    )
+    database_keepalive_seconds: int = Field(
+        default=30,
+        ge=1,
+        description="TCP keepalives on every PostgreSQL connection: probed after this long idle, every third of "
+        "it after that, and given up after three unanswered probes; data sent and not acknowledged for twice "
+        "this long drops the connection too (tcp_user_timeout). A connection whose path went dead without a reset "
+        "(a failover that moved the address, a dropped route) fails within about twice this instead of the "
+        "kernel's hours. A query waiting on a silent server is ended by a task's time limit (workers).",
+    )
     redis_shards: int = Field(
         default=64,
         ge=1,

@@ -31,6 +31,14 @@ def spawn_worker(
     return subprocess.Popen(argv, cwd=ROOT, env=full, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
 
 
+def own_env(redis_url: str, data_dir: Path, **extra: str) -> dict[str, str]:
+    """The environment of a memq process of the test's own on ``redis_url`` (a beat, a
+    worker): this one's without memq's settings and service URLs, data under ``data_dir``,
+    and ``extra``."""
+    inherited = {k: v for k, v in os.environ.items() if not k.startswith(("MEMQ_", "REDIS_URL", "DATABASE_URL"))}
+    return {**inherited, "REDIS_URL": redis_url, "MEMQ_DATA_DIR": str(data_dir), "PYTHONWARNINGS": "ignore", **extra}
+
+
 def wait_for_workers(app, names: set[str], timeout: float = 60.0) -> None:
     def answering() -> bool:
         replies = app.control.ping(timeout=1.0) or []

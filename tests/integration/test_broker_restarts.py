@@ -32,6 +32,7 @@ import redis
 from kombu import Connection, Consumer, Exchange, Queue
 from kombu import Producer as KombuProducer
 from kombu.transport.redis import Transport as StockTransport
+from processes import own_env
 from waiting import wait_until
 
 from memq.shared.broker_transport import Transport as MemqTransport
@@ -339,14 +340,12 @@ def test_beat_rides_through_a_restart_while_redis_loads(tmp_path, own_redis, ser
     ballast.execute_command("DEBUG", "POPULATE", BALLAST_KEYS, "ballast", 64)
     direct.bgrewriteaof()
     wait_until(lambda: not _rewriting_aof(direct), 120, message="the AOF rewrite did not end")
-    env = {
-        **{k: v for k, v in os.environ.items() if not k.startswith(("MEMQ_", "REDIS_URL", "DATABASE_URL"))},
-        "REDIS_URL": own_redis.url,
-        "DATABASE_URL": service_env["DATABASE_URL"],
-        "MEMQ_DATA_DIR": str(tmp_path / "data"),
-        "MEMQ_COLLAPSE_CHECK_SECONDS": "1",  # a task every second, nobody consumes them
-        "PYTHONWARNINGS": "ignore",
-    }
+    env = own_env(
+        own_redis.url,
+        tmp_path / "data",
+        DATABASE_URL=service_env["DATABASE_URL"],
+        MEMQ_COLLAPSE_CHECK_SECONDS="1",  # a task every second, nobody consumes them
+    )
     log = tmp_path / "beat.log"
     with open(log, "ab") as out:
         beat = subprocess.Popen(

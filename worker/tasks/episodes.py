@@ -18,6 +18,7 @@ from billiard.exceptions import SoftTimeLimitExceeded
 from memq.shared import publisher, tasks
 from memq.shared.db.episodes import StaleSegment, StoredChanged
 from memq.shared.mailbox.replies import Adoption
+from memq.shared.storage_alarm import RETRIED, report_storage_full
 from memq.worker import resources
 from memq.worker.app import app
 from memq.worker.episodes.job import create_episode
@@ -70,6 +71,7 @@ def episode_creation(tenant: str, conversation_id: str, segment_id: str, attempt
         return {"status": "time_limit"}
     except Exception as exc:
         if is_transient(exc) or isinstance(exc, StoredChanged):
+            report_storage_full(exc, stage="episode", then=RETRIED)
             log.warning("episode_failed", segment_id=segment_id, error=describe(exc), transient=True, attempt=attempt)
             again(attempt)
             return {"status": "retrying"}

@@ -18,6 +18,7 @@ import structlog
 from billiard.exceptions import SoftTimeLimitExceeded
 
 from memq.shared import publisher, tasks
+from memq.shared.storage_alarm import RETRIED, report_storage_full
 from memq.worker import resources
 from memq.worker.app import app
 from memq.worker.conversation_store import LockLost, StateChanged
@@ -102,6 +103,7 @@ def event_segmentation(tenant: str, conversation_id: str, attempt: int = 0) -> d
     except Exception as exc:
         transient = is_transient(exc)
         if transient:
+            report_storage_full(exc, stage="drain", then=RETRIED)
             log.warning("drain_failed", error=describe(exc), transient=True, attempt=attempt)
         else:
             log.exception("drain_failed", error=describe(exc), transient=False, attempt=attempt)

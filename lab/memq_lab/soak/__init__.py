@@ -12,6 +12,9 @@ The soak runs on services of its own (a redis-server and a PostgreSQL under
 - ``workers``: Celery worker and beat processes that can be killed, stopped, restarted;
 - ``load``: the producer side: conversations, sending at a rate, the acknowledgement log;
 - ``faults``: what each fault does and undoes;
+- ``faults_resources``: resources running out: Redis full, a full disk under Redis or
+  PostgreSQL, sustained overload; their levers (``maxmemory``, a file-size limit, the
+  backlog) in ``resource_levers``;
 - ``verify``: recovery watching, and lost / duplicated / order from PostgreSQL;
 - ``runner``: the phases and the report.
 """

@@ -35,6 +35,14 @@ class Timing:
     between_kills: float = 4.0
     burst_seconds: float = 4.0
     ballast_keys: int = 3_000_000  # about 3 s of LOADING on a 2-core machine
+    failover_hold: float = 10.0  # writes through synchronous replication before the failover
+    network_latency: float = 0.2  # added to every round trip
+    latency_hold: float = 20.0
+    blackhole_hold: float = 30.0  # past every client timeout (Redis: 5 + 10 s, PostgreSQL: 10 s a host)
+    storage_full_hold: float = 20.0  # Redis at its maxmemory, Redis' or PostgreSQL's disk full: each
+    overload_seconds: float = 120.0  # producers at three times the fleet's measured capacity
+    calibration_messages: int = 300  # the backlog kept up while the fleet's capacity is measured (overload)
+    calibration_seconds: float = 30.0  # how long it is measured
 
 
 @dataclass
@@ -42,6 +50,7 @@ class Outcome:
     healed_at: float
     loss_windows: list[tuple[float, float]] = field(default_factory=list)
     notes: str = ""
+    target: float | None = None  # a recovery target the fault worked out from what it measured, else its own
 
 
 @dataclass
@@ -252,6 +261,9 @@ class Mixed(Fault):
         )
 
 
+from memq_lab.soak.faults_resources import PostgresDiskFull, RedisDiskFull, RedisFull, SustainedOverload  # noqa: E402
+from memq_lab.soak.faults_topology import NetworkBlackhole, NetworkLatency, PostgresFailover  # noqa: E402 - they subclass Fault
+
 ALL: list[Fault] = [
     Fault(),
     WorkerSigkill(),
@@ -264,5 +276,12 @@ ALL: list[Fault] = [
     PostgresStop(),
     LLMFaults(),
     VisibilityRedelivery(),
+    PostgresFailover(),
+    NetworkLatency(),
+    NetworkBlackhole(),
+    RedisFull(),
+    RedisDiskFull(),
+    PostgresDiskFull(),
+    SustainedOverload(),
     Mixed(),
 ]

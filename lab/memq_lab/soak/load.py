@@ -12,8 +12,9 @@ acceptance order is its sending order.
 from __future__ import annotations
 
 import random
+import threading
 import time
-from collections import deque
+from collections import Counter, deque
 from dataclasses import dataclass, field
 
 import structlog
@@ -62,6 +63,8 @@ class LoadDriver:
         self.errors = 0
         self.first_sent: dict[str, float] = {}
         self.boost = 1.0  # a fault may ask for a burst: the rate is multiplied by this
+        self.failures: Counter[str] = Counter()  # failed sends, by what the producer raised (``failure_kind``)
+        self.lock = threading.Lock()  # held by each send: a fault may send beside the phase's load thread
 
     def _message(self, conv: Conversation) -> dict:
         conv.sent += 1
@@ -81,6 +84,10 @@ class LoadDriver:
     def send_batch(self, phase: str) -> int:
         """Send one batch to one conversation (its unsettled messages first). Returns the
         number of messages acknowledged."""
+        with self.lock:
+            return self._send_batch(phase)
+
+    def _send_batch(self, phase: str) -> int:
         conv = self.rng.choice(self.conversations)
         if conv.pending:
             batch = list(conv.pending)
@@ -96,12 +103,15 @@ class LoadDriver:
         except BatchIncomplete as exc:
             results = exc.results
             self.errors += 1
-        except MemqError as exc:  # Redis refused the connection: nothing is known, send again later
+            self.failures[failure_kind(exc)] += 1
+        except MemqError as exc:  # Redis refused the connection or the batch: send again later
             self.errors += 1
+            self.failures[failure_kind(exc)] += 1
             log.debug("send_failed", error=str(exc))
             return 0
         except Exception as exc:  # redis-py's own errors when a client dies mid-call
             self.errors += 1
+            self.failures[failure_kind(exc)] += 1
             log.debug("send_failed", error=str(exc))
             return 0
         acked = 0
@@ -163,3 +173,10 @@ class LoadDriver:
                     break
                 except Exception:
                     time.sleep(0.2)
+
+
+def failure_kind(exc: BaseException) -> str:
+    """What a failed send raised: the error's class, and its cause where it names one
+    (``StorageFull(redis_out_of_memory)``)."""
+    cause = getattr(exc, "cause", None)
+    return f"{type(exc).__name__}({cause})" if isinstance(cause, str) else type(exc).__name__

@@ -37,7 +37,9 @@ TENANT = "soak"
 @dataclass
 class SoakConfig:
     conversations: int = 50
-    messages_per_phase: int = 900  # x 12 phases: over 10,000 messages
+    # x 19 phases: over 13,000 messages besides the overload's own; 50 s of load each keeps the
+    # whole soak under ~25 minutes on 2 cores
+    messages_per_phase: int = 750
     # Messages per second: three quarters of what 3 workers on 2 cores sustain with the LLM
     # path, so that a recovery time measures the fault, not a queue that never drains.
     rate: float = 15.0
@@ -62,6 +64,13 @@ class SoakConfig:
                 between_kills=2.0,
                 burst_seconds=2.0,
                 ballast_keys=1_500_000,
+                failover_hold=2.0,
+                latency_hold=5.0,
+                blackhole_hold=12.0,
+                storage_full_hold=6.0,
+                overload_seconds=8.0,
+                calibration_messages=100,
+                calibration_seconds=6.0,
             ),
             recovery_timeout=150.0,
         )
@@ -219,6 +228,7 @@ def run(config: SoakConfig, data_dir: Path, progress=print) -> SoakReport:
             windows += outcome.loss_windows
             owners.update((window, fault.name) for window in outcome.loss_windows)
             result.notes = outcome.notes
+            result.target_seconds = outcome.target or result.target_seconds
             driver.settle(fault.name)
             result.recover_seconds = recovery.wait()
             if result.recover_seconds is not None:
@@ -270,6 +280,7 @@ class Recovery:
 
     def watch(self, outcome: Outcome, windows: list[tuple[float, float]], confirmed: set[str]) -> None:
         gaps = windows + outcome.loss_windows
+        self.timeout = max(self.timeout, 2 * (outcome.target or 0))  # a long drain the fault predicted
         acks = list(self.driver.acks.values())  # the load thread keeps adding
         self.required = {
             a.message_id
@@ -302,9 +313,11 @@ def _phase(ctx: SoakContext, fault, config: SoakConfig, on_healed) -> Outcome:
     thread = threading.Thread(target=load, name=f"load-{fault.name}")
     thread.start()
     time.sleep(0.25 * config.messages_per_phase / config.rate)
-    outcome = fault.apply(ctx)
+    try:
+        outcome = fault.apply(ctx)
+    finally:  # a fault that failed must not leave its load running into the next phase's
+        thread.join()
     on_healed(outcome)
-    thread.join()
     if errors:
         raise errors[0]
     return outcome

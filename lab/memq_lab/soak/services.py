@@ -15,6 +15,7 @@ import redis
 
 from memq.shared.embedded.postgres_server import EmbeddedPostgres
 from memq.shared.embedded.redis_server import EmbeddedRedis, port_in_use
+from memq_lab.soak.postgres_replica import PostgresPair
 from memq_lab.testing.tcp_proxy import TcpProxy, free_port
 
 MARK_KEY = "memq-soak:mark"
@@ -98,14 +99,15 @@ BALLAST_DB = 1  # the database that holds the ballast making Redis load for seco
 @dataclass
 class SoakServices:
     """Redis (reached by workers and producer through a TCP proxy on a fixed address, so it
-    can come back on another port), PostgreSQL, and the faults' levers on them."""
+    can come back on another port), PostgreSQL (two servers behind a proxy each, one URL
+    naming both: ``postgres_replica``), and the faults' levers on them."""
 
     data_dir: Path
     redis_port: int = 6397
 
     def __post_init__(self) -> None:
         self.redis = self._redis(self.redis_port)
-        self.postgres = EmbeddedPostgres(self.data_dir, "memq_soak")
+        self.postgres_pair = PostgresPair(self.data_dir, "memq_soak")
         self.marker = LossMarker(self.redis.url, self.redis.folder / "appendonly.aof")
         self.proxy = TcpProxy(self.redis_port)
         self.database_url = ""
@@ -117,7 +119,13 @@ class SoakServices:
             folder_name="redis",
             # A rewritten AOF could not be truncated to an earlier state.
             extra_args=("--auto-aof-rewrite-percentage", "0", "--aof-load-truncated", "yes"),
+            ignore_file_size_signal=True,  # a full disk (faults_resources) makes it refuse writes, not die
         )
+
+    @property
+    def postgres(self) -> EmbeddedPostgres:
+        """The PostgreSQL primary (a failover makes the other server it)."""
+        return self.postgres_pair.primary
 
     @property
     def redis_url(self) -> str:
@@ -128,7 +136,7 @@ class SoakServices:
         self.data_dir.mkdir(parents=True, exist_ok=True)
         self.redis.start()
         self.proxy.start()
-        self.database_url = self.postgres.start()
+        self.database_url = self.postgres_pair.start()
         self.marker.start()
 
     def client(self) -> redis.Redis:
@@ -229,7 +237,7 @@ class SoakServices:
         self.postgres.stop()
 
     def postgres_start(self) -> None:
-        self.database_url = self.postgres.start()
+        self.postgres_pair.start_primary()
 
     def stop(self) -> None:
         self.marker.stop()
@@ -238,4 +246,4 @@ class SoakServices:
             with contextlib.suppress(redis.RedisError):
                 self.client().shutdown(nosave=True)
             self._wait_gone()
-        self.postgres.stop()
+        self.postgres_pair.stop()

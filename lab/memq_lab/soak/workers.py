@@ -10,7 +10,7 @@ import subprocess
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from memq.cli.worker_commands import celery_argv, worker_argv
+from memq.cli.worker_commands import beat_argv, worker_argv
 from memq.worker_process import wait_warm
 
 
@@ -73,8 +73,7 @@ class WorkerPool:
             self.log_offsets[w.name] = w.log.stat().st_size if w.log.exists() else 0
         for w in self.workers:
             w.start()
-        beat_argv = celery_argv("beat", "-S", "redbeat.RedBeatScheduler", "-l", "WARNING")
-        self.beat = Process("beat", beat_argv, self.env, self.log_dir / "beat.log")
+        self.beat = Process("beat", beat_argv("WARNING"), self.env, self.log_dir / "beat.log")
         self.beat.start()
 
     def wait_ready(self, client, prefix: str, since: float, timeout: float = 180.0) -> None:
