@@ -16,7 +16,7 @@ def own_producer(own_redis, settings):
     from memq.producer.client import Producer
     from memq.shared.connections import mailbox_client
 
-    mailbox = settings.model_copy(update={"mailbox_redis_url": own_redis.url})
+    mailbox = settings.model_copy(update={"mailbox_redis_url": own_redis.url, "mailbox_redis_cluster": False})
     producer = Producer(mailbox, client=mailbox_client(mailbox))
     publish_drains_with(producer, lambda tenant, conversation_id: None)
     yield producer

@@ -59,7 +59,7 @@ def test_a_full_redis_is_a_503_naming_the_cause_with_retry_after(api_services, s
     from memq.producer.client import Producer
     from memq.shared.connections import mailbox_client
 
-    mailbox = settings.model_copy(update={"mailbox_redis_url": full_redis.url})
+    mailbox = settings.model_copy(update={"mailbox_redis_url": full_redis.url, "mailbox_redis_cluster": False})
     svc = dataclasses.replace(api_services, producer=Producer(mailbox, client=mailbox_client(mailbox)))
     with TestClient(create_app(settings, services=svc), base_url="http://127.0.0.1") as client:
         answer = client.post("/v1/conversations/full/messages", json=_batch(3, "full"), headers=auth)
