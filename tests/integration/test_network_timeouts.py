@@ -64,7 +64,13 @@ def postgres_proxy(service_env) -> Iterator[tuple[TcpProxy, str]]:
 
 
 def _redis_settings(proxy: TcpProxy) -> Settings:
-    return Settings(redis_url=proxy.url, redis_socket_timeout_seconds=1, redis_connect_timeout_seconds=1)
+    return Settings(
+        redis_url=proxy.url,
+        mailbox_redis_url=None,  # the mailbox through the proxy too, in the cluster pass as well
+        mailbox_redis_cluster=False,
+        redis_socket_timeout_seconds=1,
+        redis_connect_timeout_seconds=1,
+    )
 
 
 @pytest.mark.parametrize("client", [mailbox_client, redis_client], ids=["mailbox", "broker"])
