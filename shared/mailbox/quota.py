@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 from memq.shared.errors import QuotaExceeded
 from memq.shared.mailbox.keys import ShardKeys, all_shards, quota_key
-from memq.shared.mailbox.replies import EnqueueCode, Lease, QuotaRefusal, decode_quota_grant, decode_quota_take
+from memq.shared.mailbox.replies import EnqueueCode, Lease, QuotaRefusal, _text, decode_quota_grant, decode_quota_take
 
 if TYPE_CHECKING:
     from memq.shared.connections import MailboxClient
@@ -45,7 +45,6 @@ def default_limits(settings: Settings) -> tuple[int, int]:
 
 
 def _grant(
-    client: MailboxClient,
     scripts: Scripts,
     settings: Settings,
     tenant: str,
@@ -61,21 +60,17 @@ def _grant(
     return decode_quota_grant(cast(list[Any], reply))
 
 
-def _take(client: MailboxClient, scripts: Scripts, tenant: str, shard: ShardKeys) -> Lease | None:
+def _take(scripts: Scripts, tenant: str, shard: ShardKeys) -> Lease | None:
     return decode_quota_take(cast(list[Any], scripts.quota_take(keys=[shard.quota_lease(tenant)])))
 
 
-def lease(
-    client: MailboxClient, scripts: Scripts, settings: Settings, tenant: str, shard: ShardKeys, need: int
-) -> QuotaRefusal | None:
+def lease(scripts: Scripts, settings: Settings, tenant: str, shard: ShardKeys, need: int) -> QuotaRefusal | None:
     """Give ``shard`` a lease of ``tenant``'s quotas that covers ``need`` messages, or say
     which limit refuses them (after every other shard's unused lease was taken back)."""
-    granted = _grant(
-        client, scripts, settings, tenant, need, settings.quota_lease_messages, _take(client, scripts, tenant, shard)
-    )
+    granted = _grant(scripts, settings, tenant, need, settings.quota_lease_messages, _take(scripts, tenant, shard))
     if isinstance(granted, QuotaRefusal):
-        reclaim(client, scripts, settings, tenant)
-        granted = _grant(client, scripts, settings, tenant, need, 0, None)
+        reclaim(scripts, settings, tenant)
+        granted = _grant(scripts, settings, tenant, need, 0, None)
         if isinstance(granted, QuotaRefusal):
             return granted
     scripts.quota_put(keys=[shard.quota_lease(tenant)], args=[granted.day, granted.day_left, granted.stored_left])
@@ -107,7 +102,7 @@ def enqueue_leased(
             break
         for i in waiting:
             needs[owners[i]] = needs.get(owners[i], 0) + int(replies[i][1])
-        refusals = {owner: lease(client, scripts, settings, owner[0], owner[1], need) for owner, need in needs.items()}
+        refusals = {owner: lease(scripts, settings, owner[0], owner[1], need) for owner, need in needs.items()}
         again = []
         for i in waiting:
             if (refusal := refusals[owners[i]]) is not None:
@@ -144,13 +139,13 @@ def quota_exceeded(over: tuple[int, str, QuotaRefusal], results: list[Any]) -> Q
     )
 
 
-def reclaim(client: MailboxClient, scripts: Scripts, settings: Settings, tenant: str) -> None:
+def reclaim(scripts: Scripts, settings: Settings, tenant: str) -> None:
     """Take every shard's lease of ``tenant`` back into its totals (before a refusal, and
     when its limits change, so that no shard goes on with a lease of the old ones)."""
     for shard in all_shards(settings.key_prefix, settings.redis_shards):
-        held = _take(client, scripts, tenant, shard)
+        held = _take(scripts, tenant, shard)
         if held is not None:
-            _grant(client, scripts, settings, tenant, 0, 0, held)
+            _grant(scripts, settings, tenant, 0, 0, held)
 
 
 def give_back_stored(scripts: Scripts, prefix: str, tenant: str, messages: int) -> None:
@@ -176,14 +171,10 @@ class QuotaUsage:
     day: int
 
 
-def _str(value: Any) -> str:
-    return value.decode() if isinstance(value, bytes) else str(value)
-
-
 def usage(client: MailboxClient, settings: Settings, tenant: str) -> QuotaUsage:
     """What ``tenant`` may add and has added (reads only)."""
     raw = cast(dict[Any, Any], client.hgetall(quota_key(settings.key_prefix, tenant)))
-    fields = {_str(k): int(_str(v)) for k, v in raw.items()}
+    fields = {_text(k): int(_text(v)) for k, v in raw.items()}
     today = _redis_day(client)
     day_limit, stored_limit = default_limits(settings)
     limits = {
@@ -228,11 +219,11 @@ def set_limits(
             client.hdel(key, field)
         else:
             client.hset(key, field, str(value or NO_LIMIT))
-    reclaim(client, scripts, settings, tenant)
+    reclaim(scripts, settings, tenant)
 
 
 def recount_stored(client: MailboxClient, scripts: Scripts, settings: Settings, tenant: str, stored: int) -> None:
     """Set ``tenant``'s stored count to ``stored`` (what PostgreSQL holds and Redis still
     queues, counted by the caller), after taking the shards' leases back."""
-    reclaim(client, scripts, settings, tenant)
+    reclaim(scripts, settings, tenant)
     client.hset(quota_key(settings.key_prefix, tenant), "stored", str(max(0, stored)))

@@ -5,8 +5,10 @@ tenant."""
 
 from __future__ import annotations
 
+import contextlib
 import socket
 import threading
+from collections.abc import Iterator
 
 import pytest
 from waiting import wait_until
@@ -21,14 +23,11 @@ def live_api_services(service_env, settings):
     svc.close()
 
 
-@pytest.fixture(scope="session")
-def api_url(live_api_services, settings):
-    """The base URL of an app served by uvicorn on a free loopback port."""
+@contextlib.contextmanager
+def served(app) -> Iterator[str]:
+    """``app`` served by uvicorn on a free loopback port, in a thread: its base URL."""
     import uvicorn
 
-    from memq.api.app import create_app
-
-    app = create_app(settings, services=live_api_services)
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
@@ -41,6 +40,15 @@ def api_url(live_api_services, settings):
     yield f"http://127.0.0.1:{port}"
     server.should_exit = True
     thread.join(10)
+
+
+@pytest.fixture(scope="session")
+def api_url(live_api_services, settings):
+    """The base URL of an app served by uvicorn on a free loopback port."""
+    from memq.api.app import create_app
+
+    with served(create_app(settings, services=live_api_services)) as url:
+        yield url
 
 
 def key_of(settings, tenant: str, name: str = "live-api-test") -> str:

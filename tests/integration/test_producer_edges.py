@@ -108,9 +108,7 @@ def test_a_batch_costs_one_round_trip_and_queues_at_most_one_drain(producer, mon
     from memq.shared.mailbox import quota, scripts
 
     for conv in ("c0", "c1", "c2"):
-        quota.lease(
-            producer.redis, producer.scripts, producer.settings, producer.settings.tenant, producer.keys(conv).shard, 0
-        )
+        quota.lease(producer.scripts, producer.settings, producer.settings.tenant, producer.keys(conv).shard, 0)
     calls = []
     real_send = scripts._send
 

@@ -99,7 +99,7 @@ def test_a_reply_lost_after_redis_applied_the_batch(producer, monkeypatch, worke
     # one and writes nothing): the lost reply is then one of a batch Redis did apply.
     batch = _batch()
     for conv in {m["conversation_id"] for m in batch}:
-        quota.lease(producer.redis, producer.scripts, producer.settings, tenant, producer.keys(conv).shard, 0)
+        quota.lease(producer.scripts, producer.settings, tenant, producer.keys(conv).shard, 0)
     real = scripts._send  # the round trip (the thread's connection, or a pipeline on a cluster)
 
     def applied_then_lost(*a, **kw):

@@ -12,15 +12,13 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import socket
 import subprocess
 import sys
-import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
-from waiting import wait_until
+from live_api import key_of, served
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "clients" / "typescript"
@@ -59,35 +57,13 @@ def test_openapi_snapshot_is_current() -> None:
 @pytest.fixture(scope="module")
 def api_url(service_env, settings, worker):
     """The base URL of the app served by uvicorn on a free loopback port, a worker running."""
-    import uvicorn
-
     from memq.api.app import create_app
     from memq.api.services import Services
 
     services = Services.start(settings)
-    app = create_app(settings, services=services)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started, 30, interval=0.05, message="uvicorn did not start")
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with served(create_app(settings, services=services)) as url:
+        yield url
     services.close()
-
-
-def _api_key(settings, tenant: str) -> str:
-    from memq.shared.connections import pg_connect
-    from memq.shared.db.api_keys import create_key
-
-    with pg_connect(settings, tenant=tenant, autocommit=True) as conn:
-        new, _ = create_key(conn, tenant, "typescript-client-test")
-    return str(new.key)
 
 
 def _npm(*args: str, env: dict[str, str] | None = None, timeout: float = 300) -> None:
@@ -124,7 +100,7 @@ def test_typescript_client(api_url, settings, tenant) -> None:
     _npm("run", "check:tests")  # the tests type-check against the built .d.ts
     output = _run(
         ["node", "--test", "test/"],
-        env={"MEMQ_URL": api_url, "MEMQ_KEY": _api_key(settings, tenant)},
+        env={"MEMQ_URL": api_url, "MEMQ_KEY": key_of(settings, tenant, "typescript-client-test")},
         timeout=600,
     )
     assert "# fail 0" in output and "# SKIP" not in output, output  # the live suite ran

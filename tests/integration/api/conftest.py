@@ -4,12 +4,9 @@ loopback port for clients that speak HTTP themselves (the MCP SDK)."""
 
 from __future__ import annotations
 
-import socket
-import threading
 import uuid
 
 import pytest
-from waiting import wait_until
 
 
 @pytest.fixture(scope="session")
@@ -63,20 +60,9 @@ def stranger(settings) -> tuple[str, dict[str, str]]:
 def served(api_services, settings):
     """An app served by uvicorn on a free loopback port (its own instance: an MCP session
     manager runs once per app): its base URL."""
-    import uvicorn
+    from live_api import served as serve
 
     from memq.api.app import create_app
 
-    app = create_app(settings, services=api_services)
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(app, host="127.0.0.1", port=port, log_config=None, lifespan="on", access_log=False)
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    wait_until(lambda: server.started, 30, interval=0.05, message="uvicorn did not start")
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(10)
+    with serve(create_app(settings, services=api_services)) as url:
+        yield url
