@@ -31,6 +31,14 @@ def celery_task_fields(_: Any, __: str, event: EventDict) -> EventDict:
     return event
 
 
+def _traceback_without_locals() -> structlog.typing.ExceptionRenderer:
+    """Tracebacks in the console without the frames' variables: those hold message text,
+    bearer keys and request headers, which no log line may carry."""
+    if structlog.dev.rich is None:  # rich is optional
+        return structlog.dev.plain_traceback
+    return structlog.dev.RichTracebackFormatter(show_locals=False)
+
+
 def configure_logging(settings: Settings, *, force: bool = False) -> None:
     global _configured
     if _configured and not force:
@@ -45,7 +53,7 @@ def configure_logging(settings: Settings, *, force: bool = False) -> None:
     renderer = (
         structlog.processors.JSONRenderer()
         if settings.log_format == "json"
-        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty())
+        else structlog.dev.ConsoleRenderer(colors=sys.stderr.isatty(), exception_formatter=_traceback_without_locals())
     )
     structlog.configure(
         # below the level, an event is dropped before any processor runs (debug lines on hot paths cost nothing)
