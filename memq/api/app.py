@@ -14,7 +14,7 @@ from typing import Any
 
 import anyio
 import structlog
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.routing import Route
@@ -22,6 +22,7 @@ from starlette.routing import Route
 from memq import version
 from memq.api import docs, errors
 from memq.api.auth import UNAUTHORIZED, over_rate, tenant_for
+from memq.api.fair_share import key_of, take_turn
 from memq.api.inspect import router as inspector
 from memq.api.limits import BodyLimit
 from memq.api.models import ERRORS
@@ -106,7 +107,8 @@ def create_app(settings: Settings | None = None, services: Services | None = Non
     errors.install(app)
     docs.install(app)
     for module in (messages, memory, conversations, facts, metrics, portability, webhooks, users, activity, quota):
-        app.include_router(module.router, responses=ERRORS)  # what every error looks like (errors.py)
+        # what every error looks like (errors.py); each key's requests take turns (fair_share.py)
+        app.include_router(module.router, responses=ERRORS, dependencies=[Depends(take_turn, scope="function")])
     app.include_router(health.router)
     app.include_router(inspector)  # the memory inspector, /inspect (not in the OpenAPI document)
     app.router.routes.append(
@@ -153,7 +155,13 @@ class McpAuth:
             await _answer(send, 429, "rate_limited", message, [(b"retry-after", str(seconds).encode())])
             return
         scope.setdefault("state", {})["memq_tenant"] = tenant
-        await self.app(scope, receive, send)
+        services = self.holder["services"]
+        key = key_of(authorization) if services.settings.api_auth and scope.get("method") == "POST" else None
+        if key is None:  # a stream's GET or DELETE holds no turn (memq.api.fair_share)
+            await self.app(scope, receive, send)
+            return
+        async with services.turns.turn(key):
+            await self.app(scope, receive, send)
 
 
 async def _answer(send: Any, status: int, kind: str, message: str, headers: list[tuple[bytes, bytes]]) -> None:

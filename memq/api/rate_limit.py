@@ -9,6 +9,7 @@ service, it must not be a second way for it to fail."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import math
 import time
@@ -109,14 +110,20 @@ class RefusalGate:
     is answered 429 before routing, validation or reading its body, with the same answer the
     route's check gives (``memq.api.auth.caller``). A flooding key's surplus then costs the
     API next to nothing, and its neighbours keep their share of the CPU. Only a refusal
-    already decided is short-cut here: every other request goes to the route's check."""
+    already decided is short-cut here: every other request goes to the route's check.
+
+    Such a request came back before the Retry-After it was told (at least a second), so its
+    answer is held ``MEMQ_API_RATE_LIMIT_HOLD_MS`` first: a client that sends again at once
+    then sends a few times a second, not thousands, and waits in a sleeping coroutine that
+    costs the process nothing. A client that waits as told is never held."""
 
     def __init__(self, app: Any) -> None:
         self.app = app
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] == "http" and (refused := self._refused(scope)) is not None:
-            message, seconds = refused
+            message, seconds, hold = refused
+            await asyncio.sleep(hold)
             body = json.dumps({"error": {"type": "rate_limited", "message": message, "field": None}}).encode()
             headers = [
                 (b"content-type", b"application/json"),
@@ -129,7 +136,7 @@ class RefusalGate:
         await self.app(scope, receive, send)
 
     @staticmethod
-    def _refused(scope: Any) -> tuple[str, int] | None:
+    def _refused(scope: Any) -> tuple[str, int, float] | None:
         from memq.shared.auth.api_keys import bearer, key_id
 
         services = getattr(scope["app"].state, "services", None)
@@ -142,4 +149,6 @@ class RefusalGate:
         if identity is None:
             return None
         wait = services.rate_limiter.remembered_ms(f"key:{identity}")
-        return services.rate_limiter.limit.refusal(wait) if wait > 0 else None
+        if wait <= 0:
+            return None
+        return (*services.rate_limiter.limit.refusal(wait), services.settings.api_rate_limit_hold_ms / 1000)

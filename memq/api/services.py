@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import functools
 from contextlib import AbstractContextManager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import psycopg
 from redis import Redis
 
+from memq.api.fair_share import Turns
 from memq.api.keystore import KeyStore
 from memq.api.rate_limit import RateLimiter
 from memq.memory import Connections, Memory
@@ -26,6 +27,10 @@ class Services:
     producer: Producer
     keys: KeyStore
     rate_limiter: RateLimiter
+    turns: Turns = field(init=False)  # the process' fair share among keys (memq.api.fair_share)
+
+    def __post_init__(self) -> None:
+        self.turns = Turns(self.settings.api_concurrency_per_key)
 
     @property
     def redis(self):

@@ -26,6 +26,21 @@ class ApiSettings(BaseModel):
     api_rate_limit_burst: int = Field(
         default=200, ge=1, description="Requests one API key may make at once before the rate limit applies."
     )
+    api_rate_limit_hold_ms: float = Field(
+        default=500.0,
+        ge=0,
+        lt=1000,
+        description="A key that sends again while it is still refused gets its 429 after this long: a client that "
+        "ignores Retry-After gains nothing and costs the API a sleeping request, not its CPU. Under a second (the "
+        "least Retry-After), so a client that waits as told never meets it. 0: at once.",
+    )
+    api_concurrency_per_key: int = Field(
+        default=2,
+        ge=0,
+        description="Requests of one API key one API process works on at once; the key's further requests wait "
+        "their turn (in arrival order, not refused), so a busy key cannot crowd the others out of the process. "
+        "0: no limit.",
+    )
     api_keys_refresh_seconds: float = Field(
         default=5.0, gt=0, description="How often the API reloads the keys (a revoked key stops working within this)."
     )

@@ -1,9 +1,11 @@
 """A fair share: one tenant floods the HTTP API while another goes on as usual, and the
 other's latency is held against its own unloaded value (target: p99 within 2x).
 
-The API runs as ``memq api`` does, with the settings' per-key rate limits
-(``MEMQ_API_RATE_LIMIT_PER_SECOND`` / ``_BURST``): the flooding tenant's requests beyond its
-rate are refused with 429, cheaply, before any work. The flood comes from a process of its own
+The API runs as ``memq api`` does, with the settings' defences: per-key rate limits
+(``MEMQ_API_RATE_LIMIT_PER_SECOND`` / ``_BURST``; beyond them a 429 before any work, held
+``MEMQ_API_RATE_LIMIT_HOLD_MS`` for a client that did not wait) and turns
+(``MEMQ_API_CONCURRENCY_PER_KEY``: the flood's accepted requests share the process with the
+other tenant's at most that many at a time). The flood comes from a process of its own
 (clients that ignore Retry-After and send again at once); the steady tenant sends one small
 batch at a fixed rate from this process, first alone (unloaded), then during the flood.
 """
@@ -116,6 +118,8 @@ def run(ctx: BenchContext) -> list[Measurement]:
             time.sleep(1.0)  # the flood at full strength before the clock
             loaded = asyncio.run(_steady(url, steady.key, seconds, "flooded"))
             flooder.join(60)
+            if flooder.exitcode != 0:  # a flood that never ran would make any figure look fair
+                raise RuntimeError(f"the flooding process failed (exit code {flooder.exitcode}): see its traceback")
     finally:
         for tenant, key_id in ((steady_tenant, key_ids[0]), (flood_tenant, key_ids[1])):
             cleanup(ctx, settings, tenant, key_id)
@@ -144,6 +148,8 @@ def run(ctx: BenchContext) -> list[Measurement]:
                 "flood_refused": refused,
                 "rate_limit_per_second": settings.api_rate_limit_per_second,
                 "rate_limit_burst": settings.api_rate_limit_burst,
+                "rate_limit_hold_ms": settings.api_rate_limit_hold_ms,
+                "concurrency_per_key": settings.api_concurrency_per_key,
             },
         )
     ]

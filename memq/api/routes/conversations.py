@@ -8,9 +8,11 @@ from __future__ import annotations
 from dataclasses import asdict
 from typing import Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request
+from starlette.concurrency import run_in_threadpool
 
 from memq.api.auth import acting, caller, services
+from memq.api.fair_share import away
 from memq.api.formats import JSON_BY_DEFAULT, Format, markdown, markdown_or_json
 from memq.api.models import (
     ContextOut,
@@ -24,7 +26,7 @@ from memq.api.models import (
 )
 from memq.api.services import Services
 from memq.shared.activity import Actor
-from memq.shared.forget import forget_conversation
+from memq.shared.forget import Forgotten, forget_conversation
 from memq.shared.ids import check_conversation_id
 
 router = APIRouter(prefix="/v1/conversations", tags=["conversations"])
@@ -121,7 +123,8 @@ def context(
     summary="Forget the conversation: every trace of it",
     responses={503: {"model": ErrorOut, "description": "a worker is processing it; try again"}},
 )
-def forget(
+async def forget(
+    request: Request,
     conversation_id: str = ConversationId,
     tenant: str = Depends(caller),
     who: Actor = Depends(acting),
@@ -130,14 +133,19 @@ def forget(
     """Its episodes and messages, pending reviews, cached manifest and every Redis key and
     index entry, including work in flight. Idempotent."""
     check_conversation_id(conversation_id, svc.settings.conversation_id_max_length)
-    with svc.conn(tenant) as conn:
-        done = forget_conversation(
-            svc.redis,
-            conn,
-            svc.producer.keys(conversation_id, tenant),
-            wait_seconds=svc.settings.forget_wait_seconds,
-            actor=who,
-        )
+
+    def run() -> Forgotten:
+        with svc.conn(tenant) as conn:
+            return forget_conversation(
+                svc.redis,
+                conn,
+                svc.producer.keys(conversation_id, tenant),
+                wait_seconds=svc.settings.forget_wait_seconds,
+                actor=who,
+            )
+
+    async with away(request):  # it may wait for a worker to let go: outside the key's turns
+        done = await run_in_threadpool(run)
     return ForgetOut(
         conversation_id=conversation_id, forgotten=done.existed, episodes=done.episodes, messages=done.messages
     )

@@ -7,10 +7,11 @@ from __future__ import annotations
 import asyncio
 import time
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
 from memq.api.auth import caller, services
+from memq.api.fair_share import away
 from memq.api.models import ConversationStatusOut, ErrorOut, FlushOut, MessageIn, MessagesIn, MessagesOut
 from memq.api.services import Services
 from memq.producer.client import NO_WORKER
@@ -77,6 +78,7 @@ def add_messages(
     responses={404: {"model": ErrorOut, "description": "no message was ever accepted for this conversation"}},
 )
 async def flush(
+    request: Request,
     conversation_id: str = ConversationId,
     wait: float = Query(
         0, ge=0, le=WAIT_MAX, description=f"Wait up to this many seconds (at most {WAIT_MAX:.0f}) for it to be idle."
@@ -88,14 +90,15 @@ async def flush(
     wait ends (``idle`` false: the messages are kept, ask ``/status`` later)."""
     await run_in_threadpool(svc.memory(tenant).require, conversation_id)
     flushed = await run_in_threadpool(svc.producer.flush, conversation_id, tenant=tenant)
-    warning = NO_WORKER if flushed and not await run_in_threadpool(svc.producer.worker_answers) else None
-    idle = None
-    if wait:
-        deadline = time.monotonic() + wait
-        while not (idle := (await run_in_threadpool(svc.producer.status, conversation_id, tenant=tenant)).idle):
-            if time.monotonic() >= deadline:
-                break
-            await asyncio.sleep(min(WAIT_STEP, max(0.0, deadline - time.monotonic())))
+    async with away(request):  # waits (a worker's answer, idle) outside the key's turns
+        warning = NO_WORKER if flushed and not await run_in_threadpool(svc.producer.worker_answers) else None
+        idle = None
+        if wait:
+            deadline = time.monotonic() + wait
+            while not (idle := (await run_in_threadpool(svc.producer.status, conversation_id, tenant=tenant)).idle):
+                if time.monotonic() >= deadline:
+                    break
+                await asyncio.sleep(min(WAIT_STEP, max(0.0, deadline - time.monotonic())))
     return FlushOut(conversation_id=conversation_id, flushed=flushed, warning=warning, idle=idle)
 
 

@@ -12,6 +12,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, Field
 
 from memq.api.auth import acting, caller, services
+from memq.api.fair_share import away
 from memq.api.services import Services
 from memq.memory.portability.format import FORMAT, VERSION, FormatError
 from memq.shared.activity import Actor
@@ -94,7 +95,8 @@ async def import_(
 ) -> dict[str, Any]:
     from memq.memory.portability.importer import ImportStopped
 
-    body = await request.body()  # bounded by the body limit (memq.api.limits)
+    async with away(request):  # an upload's pace is the client's: outside the key's turns
+        body = await request.body()  # bounded by the body limit (memq.api.limits)
 
     def run() -> dict[str, Any]:
         report = svc.memory(tenant).import_lines(body.splitlines(keepends=True), actor=who)

@@ -6,10 +6,12 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter, Depends, Path, Query
+from fastapi import APIRouter, Depends, Path, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
+from starlette.concurrency import run_in_threadpool
 
 from memq.api.auth import acting, caller, services
+from memq.api.fair_share import away
 from memq.api.models import ErrorOut
 from memq.api.services import Services
 from memq.shared.activity import Actor
@@ -106,21 +108,26 @@ def conversations(
     summary="Forget the user: every conversation of the user, and its audit rows",
     responses={503: {"model": ErrorOut, "description": "a worker is processing one of them; try again"}},
 )
-def forget(
+async def forget(
+    request: Request,
     user_id: str = UserId,
     tenant: str = Depends(caller),
     who: Actor = Depends(acting),
     svc: Services = Depends(services),
 ) -> dict[str, Any]:
     """Each conversation as ``DELETE /v1/conversations/{id}`` forgets it. Idempotent."""
-    with svc.conn(tenant) as conn:
-        done = forget_user(
-            svc.redis,
-            conn,
-            svc.settings,
-            tenant=tenant,
-            user_id=user_id,
-            wait_seconds=svc.settings.forget_wait_seconds,
-            actor=who,
-        )
-    return done.to_json()
+
+    def run() -> dict[str, Any]:
+        with svc.conn(tenant) as conn:
+            return forget_user(
+                svc.redis,
+                conn,
+                svc.settings,
+                tenant=tenant,
+                user_id=user_id,
+                wait_seconds=svc.settings.forget_wait_seconds,
+                actor=who,
+            ).to_json()
+
+    async with away(request):  # it may wait for workers to let go: outside the key's turns
+        return await run_in_threadpool(run)

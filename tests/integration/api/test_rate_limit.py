@@ -113,3 +113,28 @@ def test_a_key_still_refused_is_answered_before_its_request_is_read(limited, aut
 
     assert without_wait(gated) == without_wait(routed)
     assert gated.json()["error"]["type"] == "rate_limited" and int(gated.headers["Retry-After"]) >= 1
+
+
+def test_a_key_that_comes_back_before_its_retry_after_is_answered_after_a_hold(api_services, settings, auth):
+    """Refused once (by Redis), a key that sends again at once meets the gate, which holds its
+    429 MEMQ_API_RATE_LIMIT_HOLD_MS first: a client ignoring Retry-After slows to a few
+    requests a second, in a sleeping coroutine."""
+    import time
+
+    from fastapi.testclient import TestClient
+
+    from memq.api.app import create_app
+    from memq.api.rate_limit import RateLimiter
+
+    held = settings.model_copy(
+        update={"api_rate_limit_per_second": 0.5, "api_rate_limit_burst": 1, "api_rate_limit_hold_ms": 300.0}
+    )
+    svc = dataclasses.replace(api_services, settings=held, rate_limiter=RateLimiter(api_services.redis, held))
+    with TestClient(create_app(held, services=svc), base_url="http://127.0.0.1") as client:
+        assert client.get("/v1/conversations", headers=auth).status_code == 200
+        assert client.get("/v1/conversations", headers=auth).status_code == 429  # the route's check, via Redis
+        started = time.monotonic()
+        again = client.get("/v1/conversations", headers=auth)
+        assert again.status_code == 429 and again.json()["error"]["type"] == "rate_limited"
+        assert time.monotonic() - started >= 0.3  # held before it was answered
+        assert int(again.headers["Retry-After"]) >= 1
