@@ -51,7 +51,7 @@ from memq.shared.mailbox.replies import (
 )
 from memq.shared.mailbox.scripts import Scripts, run_queued
 from memq.shared.mailbox.status import ConversationStatus, conversation_status
-from memq.shared.metrics import count_messages, metrics
+from memq.shared.metrics import count_messages, count_storage_full, metrics
 from memq.shared.settings import Settings, get_settings
 from memq.shared.storage_full import storage_full_cause, storage_full_text
 
@@ -297,7 +297,8 @@ class Producer:
         over: tuple[int, str, QuotaRefusal] | None = None  # (index, conversation, the quota refusing it)
         for call, ((tenant_id, conv), raw_reply) in enumerate(zip(order, replies, strict=True)):
             group = groups[(tenant_id, conv)]
-            if call in refused or (isinstance(raw_reply, Exception) and storage_full_cause(raw_reply)):
+            no_room = storage_full_cause(raw_reply) if isinstance(raw_reply, Exception) else None
+            if call in refused or no_room is not None:
                 # Nothing of this conversation's part was written (a script refused for want of room
                 # refuses at its first write).
                 for index in group:
@@ -305,7 +306,7 @@ class Producer:
                 if call in refused:
                     over = over or (group[0], conv, refused[call])
                 else:
-                    full = full or storage_full_cause(raw_reply)
+                    full = full or no_room
                 continue
             reply = raw_reply if isinstance(raw_reply, Exception) else decode_enqueue(raw_reply)
             if isinstance(reply, (Exception, LeaseNeeded)):  # (a lease: other producers kept taking it)
@@ -348,6 +349,8 @@ class Producer:
                 results,
             )
         if full is not None:
+            count_storage_full(full)  # the operator's signal, wherever the producer runs
+            log.warning("storage_full", cause=full, conversations=len(order))
             raise StorageFull(
                 f"{storage_full_text(full)}: nothing of {sum(r.status == 'rejected' for r in results)} message(s) was "
                 "queued; send them again (same message ids) once the operator has made room (see docs/operations.md)",

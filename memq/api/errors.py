@@ -30,6 +30,7 @@ from memq.shared.errors import (
     StorageFull,
     ValidationError,
 )
+from memq.shared.metrics import count_storage_full
 from memq.shared.storage_full import storage_full_cause, storage_full_text
 from memq.shared.webhooks.destinations import DestinationRefused
 
@@ -50,9 +51,15 @@ def error(
     )
 
 
+def _count_storage_full(cause: str) -> None:
+    """A refusal for want of room met by a route itself (the producer's own, ``StorageFull``,
+    are counted and logged where they are raised)."""
+    count_storage_full(cause)
+    log.warning("storage_full", cause=cause)
+
+
 def _storage_full(cause: str, message: str, results: list | None = None) -> JSONResponse:
     """503 naming what has no room (``cause``), with Retry-After: the operator's to fix."""
-    log.warning("storage_full", cause=cause)
     extra: dict[str, Any] = {"cause": cause}
     if results:
         extra["results"] = _results(results)
@@ -247,6 +254,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(psycopg.Error)
     async def database_error(_: Request, exc: Exception) -> JSONResponse:
         if (cause := storage_full_cause(exc)) is not None:
+            _count_storage_full(cause)
             return _storage_full(cause, f"{storage_full_text(cause)}: nothing was written; try again later")
         if not isinstance(exc, psycopg.OperationalError):
             log.error("database_error", error=type(exc).__name__, sqlstate=getattr(exc, "sqlstate", None))
@@ -257,6 +265,7 @@ def install(app: FastAPI) -> None:
     @app.exception_handler(redis.RedisError)
     async def redis_down(_: Request, exc: Exception) -> JSONResponse:
         if (cause := storage_full_cause(exc)) is not None:
+            _count_storage_full(cause)
             return _storage_full(cause, f"{storage_full_text(cause)}: nothing was written; try again later")
         log.warning("redis_unavailable", error=type(exc).__name__)
         return error(503, "unavailable", "Redis cannot be reached; try again", headers={"Retry-After": "5"})

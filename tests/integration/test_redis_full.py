@@ -24,6 +24,12 @@ def own_producer(own_redis, settings):
 
 
 def test_a_full_redis_refuses_known_and_new_conversations_alike(own_producer, own_redis):
+    import structlog
+
+    from memq.shared.metrics import metrics
+
+    counted = metrics().storage_full.labels(cause="redis_out_of_memory")
+    before = counted._value.get()
     server = redis.Redis.from_url(own_redis.url)
     server.config_set("maxmemory-policy", "noeviction")
     first = own_producer.add_messages([{"conversation_id": "known", "role": "user", "content": "before"}])
@@ -33,11 +39,13 @@ def test_a_full_redis_refuses_known_and_new_conversations_alike(own_producer, ow
     try:
         for conv in ("known", "new"):
             batch = [{"conversation_id": conv, "role": "user", "content": f"while full {i}"} for i in range(3)]
-            with pytest.raises(StorageFull) as full:
+            with pytest.raises(StorageFull) as full, structlog.testing.capture_logs() as logs:
                 own_producer.add_messages(batch)
+            assert {"event": "storage_full", "cause": "redis_out_of_memory"}.items() <= logs[-1].items()
             assert full.value.cause == "redis_out_of_memory"
             assert [r.status for r in full.value.results] == ["rejected"] * 3
         assert server.llen(keys.inbox) == 1  # nothing of either refused batch
+        assert counted._value.get() == before + 2  # the operator's metric, wherever the producer runs
         assert not server.exists(own_producer.keys("new").inbox)
         with pytest.raises(StorageFull):
             own_producer.flush("known")

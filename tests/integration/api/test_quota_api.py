@@ -58,17 +58,23 @@ def test_a_full_redis_is_a_503_naming_the_cause_with_retry_after(api_services, s
     from memq.api.app import create_app
     from memq.producer.client import Producer
     from memq.shared.connections import mailbox_client
+    from memq.shared.metrics import metrics
 
+    counted = metrics().storage_full.labels(cause="redis_out_of_memory")
+    before = counted._value.get()
     mailbox = settings.model_copy(update={"mailbox_redis_url": full_redis.url, "mailbox_redis_cluster": False})
     svc = dataclasses.replace(api_services, producer=Producer(mailbox, client=mailbox_client(mailbox)))
     with TestClient(create_app(settings, services=svc), base_url="http://127.0.0.1") as client:
         answer = client.post("/v1/conversations/full/messages", json=_batch(3, "full"), headers=auth)
+        exposed = client.get("/metrics", headers=auth).text
     assert answer.status_code == 503, answer.text
     assert int(answer.headers["Retry-After"]) >= 1
     error = answer.json()["error"]
     assert (error["type"], error["cause"]) == ("storage_full", "redis_out_of_memory")
     assert "maxmemory" in error["message"] and "send them again" in error["message"]
     assert [r["status"] for r in error["results"]] == ["rejected"] * 3
+    assert counted._value.get() == before + 1  # once, though both the producer and the API saw it
+    assert 'memq_storage_full_total{cause="redis_out_of_memory"}' in exposed
     import redis
 
     assert redis.Redis.from_url(full_redis.url).dbsize() == 0  # nothing written
