@@ -49,10 +49,25 @@ def acting(request: Request, _tenant: str = Depends(caller)) -> Actor:
     return api_actor(key_id(bearer(request.headers.get("authorization")) or ""))
 
 
+def rate_caller(svc: Services, authorization: str | None, tenant: str) -> str:
+    """Whose budget a request spends: its key's; without keys, its tenant's."""
+    return f"key:{key_id(bearer(authorization) or '')}" if svc.settings.api_auth else f"tenant:{tenant}"
+
+
+def over_message_rate(request: Request, svc: Services, tenant: str, messages: int) -> None:
+    """Raise 429 with Retry-After when ``messages`` more are over the caller's message rate
+    (``memq.api.rate_limit.MessageRate``); else they are spent."""
+    who = rate_caller(svc, request.headers.get("authorization"), tenant)
+    refused = svc.message_rate.refusal(who, messages)
+    if refused is not None:
+        message, seconds = refused
+        raise HTTPException(429, message, headers={"Retry-After": str(seconds)})
+
+
 def over_rate(svc: Services, authorization: str | None, tenant: str) -> tuple[str, int] | None:
     """(what to say, Retry-After seconds) when the caller is over its rate limit, else None.
     Each key has its limit (``memq.api.rate_limit``); without keys, each tenant."""
-    who = f"key:{key_id(bearer(authorization) or '')}" if svc.settings.api_auth else f"tenant:{tenant}"
+    who = rate_caller(svc, authorization, tenant)
     wait = svc.rate_limiter.wait_ms(who)
     if wait <= 0 or svc.rate_limiter.limit is None:
         return None

@@ -31,12 +31,23 @@ SCRIPT = (Path(__file__).with_name("lua") / "rate_limit.lua").read_text()
 class Limit:
     per_second: float
     burst: int
+    unit: str = "requests"  # what is counted, and the settings naming its rate and burst
+    settings: tuple[str, str] = ("MEMQ_API_RATE_LIMIT_PER_SECOND", "MEMQ_API_RATE_LIMIT_BURST")
 
     @classmethod
     def of(cls, settings: Settings) -> Limit | None:
         if settings.api_rate_limit_per_second <= 0:
             return None
         return cls(settings.api_rate_limit_per_second, settings.api_rate_limit_burst)
+
+    @classmethod
+    def of_messages(cls, settings: Settings) -> Limit | None:
+        if settings.api_rate_limit_messages_per_second <= 0:
+            return None
+        names = ("MEMQ_API_RATE_LIMIT_MESSAGES_PER_SECOND", "MEMQ_API_RATE_LIMIT_MESSAGES_BURST")
+        return cls(
+            settings.api_rate_limit_messages_per_second, settings.api_rate_limit_messages_burst, "messages", names
+        )
 
     @property
     def interval_ms(self) -> float:
@@ -51,11 +62,24 @@ class Limit:
         """The message of a refused request and its Retry-After (whole seconds, at least 1)."""
         seconds = max(1, math.ceil(wait_ms / 1000))
         rate = f"{self.per_second:g}"
+        verb = "make" if self.unit == "requests" else "add"
         return (
-            f"rate limit: this key may make {rate} requests a second ({self.burst} at once; "
-            f"MEMQ_API_RATE_LIMIT_PER_SECOND, MEMQ_API_RATE_LIMIT_BURST); retry after {seconds} s",
+            f"rate limit: this key may {verb} {rate} {self.unit} a second ({self.burst} at once; "
+            f"{self.settings[0]}, {self.settings[1]}); retry after {seconds} s",
             seconds,
         )
+
+
+def ask(script: Any, key: str, limit: Limit, units: int = 1) -> float:
+    """0 when ``units`` more fit ``key``'s limit now (and they are spent), else the ms until
+    they would; 0 too when Redis cannot be asked (logged): the limit protects the service,
+    it must not be a second way for it to fail."""
+    try:
+        reply = script(keys=[key], args=[f"{limit.interval_ms:.3f}", f"{limit.tolerance_ms:.3f}", str(units)])
+    except RedisError as exc:
+        log.warning("rate_limit_unchecked", error=type(exc).__name__)
+        return 0.0
+    return float(reply)
 
 
 class RateLimiter:
@@ -95,14 +119,27 @@ class RateLimiter:
 
     def _ask(self, caller: str) -> float:
         assert self.limit is not None
-        try:
-            reply = self._script(
-                keys=[self.prefix + caller], args=[f"{self.limit.interval_ms:.3f}", f"{self.limit.tolerance_ms:.3f}"]
-            )
-        except RedisError as exc:
-            log.warning("rate_limit_unchecked", error=type(exc).__name__)
-            return 0.0
-        return float(reply)
+        return ask(self._script, self.prefix + caller, self.limit)
+
+
+class MessageRate:
+    """The messages a key adds through the API, each counted (a batch of 1,000 costs what
+    1,000 single messages do): ``MEMQ_API_RATE_LIMIT_MESSAGES_PER_SECOND`` on average,
+    ``_BURST`` at once, on a budget of its own beside the request rate. Nothing is kept in
+    the process: a smaller batch may fit where a larger one was refused."""
+
+    def __init__(self, client: Any, settings: Settings) -> None:
+        self.limit = Limit.of_messages(settings)
+        self.prefix = f"{settings.key_prefix}:ratelimit:messages:"
+        self._script = client.register_script(SCRIPT)
+
+    def refusal(self, caller: str, messages: int) -> tuple[str, int] | None:
+        """(what to say, Retry-After seconds) when ``messages`` more do not fit ``caller``'s
+        budget now (nothing spent), else None (they are spent)."""
+        if self.limit is None or messages <= 0:
+            return None
+        wait = ask(self._script, self.prefix + caller, self.limit, messages)
+        return self.limit.refusal(wait) if wait > 0 else None
 
 
 class RefusalGate:

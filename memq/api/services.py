@@ -14,7 +14,7 @@ from redis import Redis
 
 from memq.api.fair_share import Turns
 from memq.api.keystore import KeyStore
-from memq.api.rate_limit import RateLimiter
+from memq.api.rate_limit import MessageRate, RateLimiter
 from memq.memory import Connections, Memory
 from memq.producer.client import Producer
 from memq.shared.settings import Settings
@@ -28,9 +28,11 @@ class Services:
     keys: KeyStore
     rate_limiter: RateLimiter
     turns: Turns = field(init=False)  # the process' fair share among keys (memq.api.fair_share)
+    message_rate: MessageRate = field(init=False)  # each key's messages a second (memq.api.rate_limit)
 
     def __post_init__(self) -> None:
         self.turns = Turns(self.settings.api_concurrency_per_key)
+        self.message_rate = MessageRate(self.producer.redis, self.settings)
 
     @property
     def redis(self):

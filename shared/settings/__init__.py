@@ -119,6 +119,11 @@ class Settings(
             )
         if self.worker_stall_exit_seconds and self.worker_stall_exit_seconds <= self.worker_stall_seconds:
             raise ValueError("MEMQ_WORKER_STALL_EXIT_SECONDS must exceed MEMQ_WORKER_STALL_SECONDS (or be 0: never)")
+        if self.api_rate_limit_messages_per_second > 0 and self.api_rate_limit_messages_burst < self.api_max_batch:
+            raise ValueError(
+                "MEMQ_API_RATE_LIMIT_MESSAGES_BURST must be at least MEMQ_API_MAX_BATCH, or a batch that large "
+                "could never pass"
+            )
         if self.mailbox_redis_cluster and not self.mailbox_redis_url:
             raise ValueError("MEMQ_MAILBOX_REDIS_CLUSTER needs MEMQ_MAILBOX_REDIS_URL (a node of the cluster)")
         return self

@@ -26,6 +26,19 @@ class ApiSettings(BaseModel):
     api_rate_limit_burst: int = Field(
         default=200, ge=1, description="Requests one API key may make at once before the rate limit applies."
     )
+    api_rate_limit_messages_per_second: float = Field(
+        default=2000.0,
+        ge=0,
+        description="Messages a second one API key may add on average (a batch counts each of its messages), held "
+        "across API processes through Redis: the request rate alone would let a key send its largest batches as "
+        "often as single messages. Beyond it: 429 with Retry-After. 0: no limit.",
+    )
+    api_rate_limit_messages_burst: int = Field(
+        default=5000,
+        ge=1,
+        description="Messages one API key may add at once before MEMQ_API_RATE_LIMIT_MESSAGES_PER_SECOND applies; "
+        "at least MEMQ_API_MAX_BATCH, so the largest batch can pass.",
+    )
     api_rate_limit_hold_ms: float = Field(
         default=500.0,
         ge=0,

@@ -2283,7 +2283,7 @@ export interface operations {
                     "application/json": components["schemas"]["ErrorOut"];
                 };
             };
-            /** @description rate_limited (Retry-After), or quota_exceeded: a tenant quota refused a part of the batch (limit, setting; nothing of that part written; see results) */
+            /** @description rate_limited (Retry-After: the key's requests or messages a second; nothing written), or quota_exceeded: a tenant quota refused a part of the batch (limit, setting; nothing of that part written; see results) */
             429: {
                 headers: {
                     [name: string]: unknown;

@@ -274,9 +274,11 @@ def _server_env(ctx: BenchContext, settings: Settings, rate_limited: bool = Fals
         }
     )
     if not rate_limited:
-        # capacity is measured, not the per-key limit: the limit's check still runs on
-        # every request (its Redis round trip is part of the cost), at a rate never reached
-        env.update({"MEMQ_API_RATE_LIMIT_PER_SECOND": "1000000000", "MEMQ_API_RATE_LIMIT_BURST": "1000000000"})
+        # capacity is measured, not the per-key limits: their checks still run on every
+        # request (their Redis round trips are part of the cost), at rates never reached
+        never = "1000000000"
+        for limit in ("", "_MESSAGES"):
+            env.update({f"MEMQ_API_RATE_LIMIT{limit}_PER_SECOND": never, f"MEMQ_API_RATE_LIMIT{limit}_BURST": never})
     env.pop("MEMQ_REDIS_URL", None)  # REDIS_URL above is the one
     if settings.mailbox_redis_url:
         env["MEMQ_MAILBOX_REDIS_URL"] = settings.mailbox_redis_url

@@ -10,7 +10,7 @@ import time
 from fastapi import APIRouter, Depends, Path, Query, Request
 from starlette.concurrency import run_in_threadpool
 
-from memq.api.auth import caller, services
+from memq.api.auth import caller, over_message_rate, services
 from memq.api.fair_share import away
 from memq.api.models import ConversationStatusOut, ErrorOut, FlushOut, MessageIn, MessagesIn, MessagesOut
 from memq.api.services import Services
@@ -40,13 +40,15 @@ WAIT_STEP = 0.1  # how often it looks
         413: {"model": ErrorOut, "description": "body too large"},
         429: {
             "model": ErrorOut,
-            "description": "rate_limited (Retry-After), or quota_exceeded: a tenant quota refused a part of the "
-            "batch (limit, setting; nothing of that part written; see results)",
+            "description": "rate_limited (Retry-After: the key's requests or messages a second; nothing written), "
+            "or quota_exceeded: a tenant quota refused a part of the batch (limit, setting; nothing of that part "
+            "written; see results)",
         },
         503: {"model": ErrorOut, "description": "Redis failed (see results) or has no room (storage_full, cause)"},
     },
 )
 def add_messages(
+    request: Request,
     body: MessagesIn | MessageIn,
     conversation_id: str = ConversationId,
     tenant: str = Depends(caller),
@@ -61,6 +63,7 @@ def add_messages(
         raise ValidationError(
             f"at most {svc.settings.api_max_batch} messages per request (MEMQ_API_MAX_BATCH)", field="messages"
         )
+    over_message_rate(request, svc, tenant, len(items))
     raw = [m.model_dump(exclude_none=True) for m in items]
     user_id = body.user_id if isinstance(body, MessagesIn) else None
     results = svc.producer.add_messages(raw, conversation_id=conversation_id, tenant=tenant, user_id=user_id)

@@ -138,3 +138,34 @@ def test_a_key_that_comes_back_before_its_retry_after_is_answered_after_a_hold(a
         assert again.status_code == 429 and again.json()["error"]["type"] == "rate_limited"
         assert time.monotonic() - started >= 0.3  # held before it was answered
         assert int(again.headers["Retry-After"]) >= 1
+
+
+def test_a_batch_spends_the_key_message_rate_by_its_messages(api_services, settings, auth, stranger):
+    """A key's message budget (20 at once here) counts each message of a batch: a batch that
+    does not fit is refused whole with 429 naming the message rate and nothing is written,
+    a smaller one that fits goes on, and neither the key's other routes nor another key are
+    held back."""
+    from fastapi.testclient import TestClient
+
+    from memq.api.app import create_app
+
+    tight = settings.model_copy(
+        update={"api_rate_limit_messages_per_second": 0.5, "api_rate_limit_messages_burst": 20, "api_max_batch": 20}
+    )
+    svc = dataclasses.replace(api_services, settings=tight)
+
+    def batch(n: int, tag: str) -> dict:
+        return {"messages": [{"role": "user", "content": f"{tag} {i}"} for i in range(n)]}
+
+    with TestClient(create_app(tight, services=svc), base_url="http://127.0.0.1") as client:
+        assert client.post("/v1/conversations/rate-a/messages", json=batch(15, "a"), headers=auth).status_code == 202
+        refused = client.post("/v1/conversations/rate-b/messages", json=batch(10, "b"), headers=auth)
+        assert refused.status_code == 429, refused.text
+        error = refused.json()["error"]
+        assert error["type"] == "rate_limited" and "MEMQ_API_RATE_LIMIT_MESSAGES_PER_SECOND" in error["message"]
+        assert int(refused.headers["Retry-After"]) >= 1
+        assert client.get("/v1/conversations/rate-b/status", headers=auth).status_code == 404  # nothing written
+        assert client.post("/v1/conversations/rate-c/messages", json=batch(5, "c"), headers=auth).status_code == 202
+        assert client.get("/v1/conversations", headers=auth).status_code == 200  # the request rate is its own
+        other = client.post("/v1/conversations/rate-a/messages", json=batch(20, "x"), headers=stranger[1])
+        assert other.status_code == 202, other.text  # another key's budget
