@@ -22,7 +22,7 @@ from starlette.routing import Route
 from memq import version
 from memq.api import docs, errors
 from memq.api.auth import UNAUTHORIZED, over_rate, tenant_for
-from memq.api.fair_share import key_of, take_turn
+from memq.api.fair_share import take_turn
 from memq.api.inspect import router as inspector
 from memq.api.limits import BodyLimit
 from memq.api.models import ERRORS
@@ -43,6 +43,7 @@ from memq.api.routes import (
 )
 from memq.api.services import Services
 from memq.producer.client import NO_WORKER
+from memq.shared.auth.api_keys import header_key_id
 from memq.shared.settings import Settings, get_settings
 
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
@@ -156,7 +157,7 @@ class McpAuth:
             return
         scope.setdefault("state", {})["memq_tenant"] = tenant
         services = self.holder["services"]
-        key = key_of(authorization) if services.settings.api_auth and scope.get("method") == "POST" else None
+        key = header_key_id(authorization) if services.settings.api_auth and scope.get("method") == "POST" else None
         if key is None:  # a stream's GET or DELETE holds no turn (memq.api.fair_share)
             await self.app(scope, receive, send)
             return

@@ -10,7 +10,7 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
 from memq.api.services import Services
 from memq.shared.activity import Actor, api_actor
-from memq.shared.auth.api_keys import bearer, key_id
+from memq.shared.auth.api_keys import bearer, header_key_id
 
 scheme = HTTPBearer(auto_error=False, description="An API key from `memq keys create --tenant T`.")
 
@@ -46,12 +46,12 @@ def acting(request: Request, _tenant: str = Depends(caller)) -> Actor:
     or ``api`` when the API runs without keys."""
     if not services(request).settings.api_auth:
         return api_actor(None)
-    return api_actor(key_id(bearer(request.headers.get("authorization")) or ""))
+    return api_actor(header_key_id(request.headers.get("authorization")))
 
 
 def rate_caller(svc: Services, authorization: str | None, tenant: str) -> str:
     """Whose budget a request spends: its key's; without keys, its tenant's."""
-    return f"key:{key_id(bearer(authorization) or '')}" if svc.settings.api_auth else f"tenant:{tenant}"
+    return f"key:{header_key_id(authorization)}" if svc.settings.api_auth else f"tenant:{tenant}"
 
 
 def over_message_rate(request: Request, svc: Services, tenant: str, messages: int) -> None:

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 
 from fastapi import Request
 
-from memq.shared.auth.api_keys import bearer, key_id
+from memq.shared.auth.api_keys import header_key_id
 
 
 class Turn:
@@ -91,19 +91,13 @@ class Turns:
         return 0 if line is None else line.users
 
 
-def key_of(authorization: str | None) -> str | None:
-    """Whose line a request joins: its key's id (None without a well-formed key: such a
-    request is refused 401 before any work)."""
-    return key_id(bearer(authorization) or "")
-
-
 async def take_turn(request: Request) -> AsyncIterator[None]:
     """The routers' dependency (``scope="function"``: held until the route's function
     returns, not while its response is sent). The turn is on ``request.state.memq_turn``
     for a route that steps out of it while it waits."""
     services = request.app.state.services
-    key = key_of(request.headers.get("authorization")) if services.settings.api_auth else None
-    if key is None:  # no keys: one trusted tenant, nobody to share with
+    key = header_key_id(request.headers.get("authorization")) if services.settings.api_auth else None
+    if key is None:  # no keys: one trusted tenant, nobody to share with (a malformed key: a 401, no work)
         yield
         return
     async with services.turns.turn(key) as turn:

@@ -174,7 +174,7 @@ class RefusalGate:
 
     @staticmethod
     def _refused(scope: Any) -> tuple[str, int, float] | None:
-        from memq.shared.auth.api_keys import bearer, key_id
+        from memq.shared.auth.api_keys import header_key_id
 
         services = getattr(scope["app"].state, "services", None)
         if services is None or not services.settings.api_auth or services.rate_limiter.limit is None:
@@ -182,7 +182,7 @@ class RefusalGate:
         authorization = next((v for k, v in scope["headers"] if k == b"authorization"), None)
         if authorization is None or not scope["path"].startswith(("/v1/", "/mcp")):
             return None
-        identity = key_id(bearer(authorization.decode("latin-1")) or "")
+        identity = header_key_id(authorization.decode("latin-1"))
         if identity is None:
             return None
         wait = services.rate_limiter.remembered_ms(f"key:{identity}")

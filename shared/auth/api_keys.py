@@ -42,6 +42,11 @@ def matches(key: str, stored_hash: bytes) -> bool:
     return hmac.compare_digest(digest(key), stored_hash)
 
 
+def header_key_id(header: str | None) -> str | None:
+    """The key id of an ``Authorization: Bearer <key>`` header; None without a well-formed key."""
+    return key_id(bearer(header) or "")
+
+
 def bearer(header: str | None) -> str | None:
     """The token of an ``Authorization: Bearer <token>`` header."""
     if not header:

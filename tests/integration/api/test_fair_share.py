@@ -63,7 +63,8 @@ def test_a_busy_key_waits_its_turn_and_another_key_does_not(api_services, settin
 
     from memq.api.app import create_app
     from memq.api.auth import caller
-    from memq.api.fair_share import key_of, take_turn
+    from memq.api.fair_share import take_turn
+    from memq.shared.auth.api_keys import header_key_id
 
     svc = dataclasses.replace(api_services)  # turns of its own (two a key: the default)
     assert svc.turns.per_key == 2
@@ -76,7 +77,7 @@ def test_a_busy_key_waits_its_turn_and_another_key_does_not(api_services, settin
         return {"released": release.wait(30)}
 
     app.include_router(blocking, dependencies=[Depends(take_turn, scope="function")])
-    a = key_of(auth["Authorization"])
+    a = header_key_id(auth["Authorization"])
     assert a is not None
     with served(app) as url, ThreadPoolExecutor(4) as pool:
 
