@@ -118,8 +118,7 @@ def forget_conversation(
     actor: activity.Actor | None = None,
 ) -> Forgotten:
     """``actor``: who forgets, for the activity log's ``conversation.forget`` entry (None:
-    no entry of its own, as when it is part of forgetting a user; the entries naming the
-    conversation are hashed all the same)."""
+    no entry of its own; the entries naming the conversation are hashed all the same)."""
     token = f"forget:{uuid.uuid4().hex}"
     deadline = time.monotonic() + wait_seconds
     while not client.set(keys.lock, token, nx=True, px=int(lease_seconds * 1000)):

@@ -271,7 +271,9 @@ def forget_user(
     those only Redis knows yet (their messages not drained by a worker: the producer
     wrote the user into their state, ``mailbox_user_conversations``). In the activity
     log, the user's id gives way to its salted hash in every entry naming it (as each
-    conversation's does), and with ``actor`` one ``user.forget`` entry names the hash."""
+    conversation's does), and with ``actor`` each conversation's ``conversation.forget``
+    entry and then one ``user.forget`` entry name the hashes (so that the conversations,
+    too, are known as forgotten: ``shared/db/activity.py``)."""
     from memq.shared.forget import forget_conversation
 
     tenant = check_tenant(tenant or settings.tenant)
@@ -280,7 +282,7 @@ def forget_user(
     known = set(user_conversations(conn, tenant, user_id))
     for conversation_id in sorted(known | set(mailbox_user_conversations(client, settings, tenant, user_id))):
         keys = conversation_keys(settings, tenant, conversation_id)
-        kwargs: dict[str, Any] = {}
+        kwargs: dict[str, Any] = {"actor": actor}
         if wait_seconds is not None:
             kwargs["wait_seconds"] = wait_seconds
         forgotten = forget_conversation(client, conn, keys, **kwargs)

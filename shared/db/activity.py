@@ -9,18 +9,20 @@ writes as it is told (``memq keys revoke`` across tenants)."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import datetime
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from memq.shared.activity import Actor, Entry, Recorded, hashed_id
+from memq.shared.activity import CONVERSATION_FORGET, USER_FORGET, Actor, Entry, Recorded, hashed_id, is_hashed
 from memq.shared.paging import cut
 
 _COLUMNS = "id, at, action, actor, actor_detail, conversation_id, user_id, key_id, webhook_id, counts"
 
 
 def record(conn: psycopg.Connection, tenant: str, entry: Entry) -> None:
+    entry = _forgotten_stay_hashed(conn, tenant, entry)
     conn.execute(
         "INSERT INTO activity (tenant_id, action, actor, actor_detail, conversation_id, user_id, key_id, webhook_id, "
         "counts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
@@ -36,6 +38,29 @@ def record(conn: psycopg.Connection, tenant: str, entry: Entry) -> None:
             Jsonb(dict(entry.counts)),
         ),
     )
+
+
+def _forgotten_stay_hashed(conn: psycopg.Connection, tenant: str, entry: Entry) -> Entry:
+    """An id forgotten once stays forgotten: an entry naming a conversation or user that the
+    tenant forgot before (an export asked for after the forget, to see that nothing is left)
+    names its hash, as the forget's own entry does."""
+    return replace(
+        entry,
+        conversation_id=_as_forgotten(conn, tenant, "conversation_id", entry.conversation_id, CONVERSATION_FORGET),
+        user_id=_as_forgotten(conn, tenant, "user_id", entry.user_id, USER_FORGET),
+    )
+
+
+def _as_forgotten(conn: psycopg.Connection, tenant: str, column: str, value: str | None, forget: str) -> str | None:
+    """``value``'s hash when a ``forget`` entry of the tenant names it; else ``value``."""
+    if value is None or is_hashed(value):
+        return value
+    candidate = hash_of(conn, value)
+    forgotten = conn.execute(
+        f"SELECT 1 FROM activity WHERE tenant_id = %s AND action = %s AND {column} = %s LIMIT 1",
+        (tenant, forget, candidate),
+    ).fetchone()
+    return value if forgotten is None else candidate
 
 
 def salt(conn: psycopg.Connection) -> bytes:

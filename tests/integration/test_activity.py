@@ -75,6 +75,7 @@ def test_each_command_logs_its_action_as_cli_and_the_os_user(service_env, settin
     logged = json.loads(memq("activity", *t, "--json"))
     assert [e["action"] for e in logged] == [
         "user.forget",
+        "conversation.forget",  # the user's one conversation
         "conversation.forget",
         "import",
         "export",
@@ -84,11 +85,12 @@ def test_each_command_logs_its_action_as_cli_and_the_os_user(service_env, settin
         "key.create",
     ]
     assert {(e["actor"], e["actor_detail"]) for e in logged} == {("cli", os_user())}
-    forget_user, forget, imported, export, deleted, added, revoked, made = logged
+    forget_user, forget_bike, forget, imported, export, deleted, added, revoked, made = logged
     assert made["key_id"] == revoked["key_id"] == key.group(1)
     assert added["webhook_id"] == deleted["webhook_id"] == hook["id"]
     assert export["conversation_id"] == forget["conversation_id"] == hash_of(db, "trip-zz")
     assert forget_user["user_id"] == hash_of(db, "lena-zz")
+    assert forget_bike["conversation_id"] == hash_of(db, "bike-zz")
     assert imported["counts"]["skipped"] > 0 and "stopped_at_line" not in imported["counts"]
     stored = str(db.execute("SELECT * FROM activity WHERE tenant_id = %s", (tenant,)).fetchall())
     assert "trip-zz" not in stored and "lena-zz" not in stored and "bike-zz" not in stored

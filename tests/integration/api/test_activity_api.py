@@ -66,6 +66,7 @@ def test_each_action_writes_one_entry_naming_the_callers_key(client, auth, stran
     mine = entries(client, auth)
     assert [e["action"] for e in mine] == [
         "user.forget",
+        "conversation.forget",  # the user's one conversation
         "conversation.forget",
         "export",
         "export",
@@ -73,15 +74,23 @@ def test_each_action_writes_one_entry_naming_the_callers_key(client, auth, stran
         "webhook.create",
     ]
     assert {(e["actor"], e["actor_detail"]) for e in mine} == {(me, None)}
-    user_forget, forget, by_user_export, export, deleted, created = mine
+    user_forget, forget_bike, forget, by_user_export, export, deleted, created = mine
     assert created["webhook_id"] == deleted["webhook_id"] == webhook
     assert "s3cret" not in str(mine) and "example.com" not in str(mine)  # never a webhook's URL
     hashed_trip, hashed_ana = hash_of(db, trip), hash_of(db, ana)
     assert export["conversation_id"] == forget["conversation_id"] == hashed_trip  # the earlier entry too
     assert export["counts"]["lines"] == len(exported.text.splitlines())
     assert by_user_export["user_id"] == user_forget["user_id"] == hashed_ana
-    assert forget["counts"] == {"episodes": 1, "messages": 2}
+    assert forget["counts"] == forget_bike["counts"] == {"episodes": 1, "messages": 2}
+    assert forget_bike["conversation_id"] == hash_of(db, bike)
     assert user_forget["counts"] == {"conversations": 1, "episodes": 1, "messages": 2, "audit_rows": 0}
+    # asked for again after the forget (to see that nothing is left), an export names the hash too
+    assert client.get("/v1/export", params={"conversation_id": trip}, headers=auth).status_code == 200
+    assert client.get("/v1/export", params={"conversation_id": bike}, headers=auth).status_code == 200
+    assert client.get("/v1/export", params={"user_id": ana}, headers=auth).status_code == 200
+    again_ana, again_bike, again_trip = entries(client, auth, action="export")[:3]
+    assert again_trip["conversation_id"] == hashed_trip and again_ana["user_id"] == hashed_ana
+    assert again_bike["conversation_id"] == hash_of(db, bike)  # forgotten with its user
     stored = str(rows(db, tenant))
     for forgotten in (trip, bike, ana):
         assert forgotten not in stored  # in no entry, in no column
