@@ -50,9 +50,10 @@ class ApiSettings(BaseModel):
     api_concurrency_per_key: int = Field(
         default=2,
         ge=0,
-        description="Requests of one API key one API process works on at once; the key's further requests wait "
-        "their turn (in arrival order, not refused), so a busy key cannot crowd the others out of the process. "
-        "0: no limit.",
+        description="Requests of one API key one API process works on at once while no other key has used the "
+        "process in the last second; with others about, this many are shared among the keys present (at least one "
+        "each). A key's further requests wait their turn (in arrival order, not refused), so a busy key cannot crowd "
+        "the others out of the process. 0: no limit.",
     )
     api_keys_refresh_seconds: float = Field(
         default=5.0, gt=0, description="How often the API reloads the keys (a revoked key stops working within this)."

@@ -1,6 +1,7 @@
 """Turns (memq.api.fair_share): at most ``per_key`` requests of one key at once, the rest in
-arrival order; other keys never wait on it; a request out of its turn (waiting) gives it to
-the next; nothing is left behind by a request that ends, however it ends."""
+arrival order; other keys never wait on it; with other keys about, ``per_key`` is shared
+among them; a request out of its turn (waiting) gives it to the next; nothing is left
+behind by a request that ends, however it ends."""
 
 from __future__ import annotations
 
@@ -94,5 +95,55 @@ def test_no_limit_when_zero():
         assert len(log) == 20
         release.set()
         await asyncio.gather(*tasks)
+
+    asyncio.run(main())
+
+
+def test_with_another_key_about_a_busy_key_shares_its_turns():
+    """Alone, a key works ``per_key`` at once; once another key has come within
+    COMPANY_SECONDS, the keys present share them (one each of two here), and when the
+    other has not come for longer, the busy key has them all again."""
+
+    async def main() -> None:
+        now = [0.0]
+        turns, release = Turns(per_key=2, clock=lambda: now[0]), asyncio.Event()
+        log: list[str] = []
+        a0 = asyncio.create_task(_hold(turns, "a", log, "a0", release))
+        await asyncio.sleep(0)
+        b_release = asyncio.Event()
+        b0 = asyncio.create_task(_hold(turns, "b", log, "b0", b_release))  # b comes
+        await asyncio.sleep(0)
+        b_release.set()
+        await b0  # and goes; it was about less than a second ago
+        more = [asyncio.create_task(_hold(turns, "a", log, f"a{i}", release)) for i in (1, 2)]
+        await asyncio.sleep(0)
+        assert log == ["a0", "b0"] and turns.allowed() == 1  # a's second waits: b is about
+        now[0] = 1.5  # b has not come for longer than COMPANY_SECONDS
+        c = asyncio.create_task(_hold(turns, "a", log, "a3", release))  # a's next request sees it
+        await asyncio.sleep(0)
+        assert turns.allowed() == 2
+        release.set()
+        await asyncio.gather(a0, *more, c)
+        assert log == ["a0", "b0", "a1", "a2", "a3"] and not turns._lines
+
+    asyncio.run(main())
+
+
+def test_a_waiter_cancelled_as_its_turn_came_passes_the_turn_on():
+    async def main() -> None:
+        turns, release = Turns(per_key=1), asyncio.Event()
+        log: list[str] = []
+        holding = turns.turn("a")
+        await holding.__aenter__()
+        unlucky = asyncio.create_task(_hold(turns, "a", log, "unlucky", release))
+        last = asyncio.create_task(_hold(turns, "a", log, "last", release))
+        await asyncio.sleep(0)  # both in line
+        await holding.__aexit__(None, None, None)  # the turn goes to the unlucky one (no yield here)
+        unlucky.cancel()  # which is cancelled before it ever runs
+        with pytest.raises(asyncio.CancelledError):
+            await unlucky
+        release.set()
+        await asyncio.wait_for(last, 1)
+        assert log == ["last"] and not turns._lines
 
     asyncio.run(main())
