@@ -22,28 +22,31 @@ _COLUMNS = "id, at, action, actor, actor_detail, conversation_id, user_id, key_i
 
 
 def record(conn: psycopg.Connection, tenant: str, entry: Entry) -> None:
-    entry = _forgotten_stay_hashed(conn, tenant, entry)
-    conn.execute(
-        "INSERT INTO activity (tenant_id, action, actor, actor_detail, conversation_id, user_id, key_id, webhook_id, "
-        "counts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
-        (
-            tenant,
-            entry.action,
-            entry.actor.name,
-            entry.actor.detail,
-            entry.conversation_id,
-            entry.user_id,
-            entry.key_id,
-            entry.webhook_id,
-            Jsonb(dict(entry.counts)),
-        ),
-    )
+    with conn.transaction():  # (a savepoint inside the action's own transaction)
+        entry = _forgotten_stay_hashed(conn, tenant, entry)
+        conn.execute(
+            "INSERT INTO activity (tenant_id, action, actor, actor_detail, conversation_id, user_id, key_id, "
+            "webhook_id, counts) VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s)",
+            (
+                tenant,
+                entry.action,
+                entry.actor.name,
+                entry.actor.detail,
+                entry.conversation_id,
+                entry.user_id,
+                entry.key_id,
+                entry.webhook_id,
+                Jsonb(dict(entry.counts)),
+            ),
+        )
 
 
 def _forgotten_stay_hashed(conn: psycopg.Connection, tenant: str, entry: Entry) -> Entry:
     """An id forgotten once stays forgotten: an entry naming a conversation or user that the
     tenant forgot before (an export asked for after the forget, to see that nothing is left)
-    names its hash, as the forget's own entry does."""
+    names its hash, as the forget's own entry does. An entry written while a forget of the
+    same id commits (an export ending then) waits for it (``_hold``): it then sees the
+    forget and writes the hash, or it came first and the forget's update hashes it."""
     return replace(
         entry,
         conversation_id=_as_forgotten(conn, tenant, "conversation_id", entry.conversation_id, CONVERSATION_FORGET),
@@ -55,12 +58,19 @@ def _as_forgotten(conn: psycopg.Connection, tenant: str, column: str, value: str
     """``value``'s hash when a ``forget`` entry of the tenant names it; else ``value``."""
     if value is None or is_hashed(value):
         return value
+    _hold(conn, tenant, column, value)
     candidate = hash_of(conn, value)
     forgotten = conn.execute(
         f"SELECT 1 FROM activity WHERE tenant_id = %s AND action = %s AND {column} = %s LIMIT 1",
         (tenant, forget, candidate),
     ).fetchone()
     return value if forgotten is None else candidate
+
+
+def _hold(conn: psycopg.Connection, tenant: str, column: str, value: str) -> None:
+    """The id's lock until the transaction ends: a forget of it and an entry naming it
+    written at the same time go one after the other (a transaction-level advisory lock)."""
+    conn.execute("SELECT pg_advisory_xact_lock(hashtextextended(%s, 0))", (f"memq:activity:{tenant}:{column}:{value}",))
 
 
 def salt(conn: psycopg.Connection) -> bytes:
@@ -76,7 +86,9 @@ def hash_of(conn: psycopg.Connection, value: str) -> str:
 
 
 def forget_conversation_id(conn: psycopg.Connection, tenant: str, conversation_id: str) -> str:
-    """Every entry of the tenant naming the conversation names its hash instead; returns the hash."""
+    """Every entry of the tenant naming the conversation names its hash instead; returns the
+    hash. Inside forget's transaction, which then holds the id's lock until it commits."""
+    _hold(conn, tenant, "conversation_id", conversation_id)
     hashed = hash_of(conn, conversation_id)
     conn.execute(
         "UPDATE activity SET conversation_id = %s WHERE tenant_id = %s AND conversation_id = %s",
@@ -86,7 +98,9 @@ def forget_conversation_id(conn: psycopg.Connection, tenant: str, conversation_i
 
 
 def forget_user_id(conn: psycopg.Connection, tenant: str, user_id: str) -> str:
-    """Every entry of the tenant naming the user names its hash instead; returns the hash."""
+    """Every entry of the tenant naming the user names its hash instead; returns the hash.
+    Inside forget's transaction, which then holds the id's lock until it commits."""
+    _hold(conn, tenant, "user_id", user_id)
     hashed = hash_of(conn, user_id)
     conn.execute("UPDATE activity SET user_id = %s WHERE tenant_id = %s AND user_id = %s", (hashed, tenant, user_id))
     return hashed
