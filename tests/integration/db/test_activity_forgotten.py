@@ -38,16 +38,7 @@ def test_an_entry_written_while_its_id_is_forgotten_waits_and_names_the_hash(set
             record(forgetting, tenant, activity.conversation_forgotten(actor, hashed, episodes=1, messages=2))
             ending = threading.Thread(target=export_ends)
             ending.start()
-            wait_until(
-                lambda: forgetting.execute(
-                    "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted"
-                ).fetchone()[0]
-                > 0
-                or failed
-                or written.is_set(),
-                30,
-                interval=0.01,
-            )
+            wait_until(lambda: _lock_waiters(forgetting) > 0 or failed or written.is_set(), 30, interval=0.01)
             assert not failed and not written.is_set()  # the export's entry waits for the forget
         ending.join(30)
         assert not failed and written.is_set()
@@ -56,3 +47,9 @@ def test_an_entry_written_while_its_id_is_forgotten_waits_and_names_the_hash(set
         ).fetchall()
     assert stored == [("conversation.forget", hashed), ("export", hashed)]
     assert conversation not in str(stored)
+
+
+def _lock_waiters(conn) -> int:
+    row = conn.execute("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND NOT granted").fetchone()
+    assert row is not None
+    return int(row[0])
