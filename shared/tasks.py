@@ -12,6 +12,7 @@ COLLAPSE_IDLE = "memq.collapse_idle"
 SWEEP_STALLED = "memq.sweep_stalled"
 WEBHOOK_DELIVERY = "memq.webhook_delivery"
 WEBHOOK_SWEEP = "memq.webhook_sweep"
+PRUNE_ACTIVITY = "memq.prune_activity"
 
 SEGMENTATION_QUEUE = "memq.segmentation"
 EPISODES_QUEUE = "memq.episodes"
@@ -30,4 +31,5 @@ ROUTES = {
     SWEEP_STALLED: {"queue": MAINTENANCE_QUEUE},
     WEBHOOK_DELIVERY: {"queue": WEBHOOKS_QUEUE},
     WEBHOOK_SWEEP: {"queue": WEBHOOKS_QUEUE},
+    PRUNE_ACTIVITY: {"queue": MAINTENANCE_QUEUE},
 }

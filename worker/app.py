@@ -17,7 +17,6 @@ import structlog
 from celery import Celery, signals
 from celery.exceptions import CPendingDeprecationWarning
 
-from memq.shared import tasks
 from memq.shared.celery_config import celery_config
 from memq.shared.connections import redis_url
 from memq.shared.logging import configure_logging
@@ -25,6 +24,7 @@ from memq.shared.settings import get_settings
 from memq.shared.settings.environment import report_openings, report_unrecognised
 from memq.worker import metrics_export
 from memq.worker.broker_recovery import SweepAfterReconnect
+from memq.worker.schedule import beat_schedule
 from memq.worker.watchdog import WatchdogStep
 
 
@@ -45,14 +45,7 @@ def create_app() -> Celery:
     )
     app.conf.update(celery_config(settings, redis_url(settings)))
     app.steps["consumer"].update({WatchdogStep, SweepAfterReconnect})  # see docs/broker-restarts.md
-    app.conf.beat_schedule = {
-        "collapse-idle-conversations": {"task": tasks.COLLAPSE_IDLE, "schedule": settings.collapse_check_seconds},
-        "sweep-stalled-work": {
-            "task": tasks.SWEEP_STALLED,
-            "schedule": max(5.0, min(60.0, settings.stalled_after_seconds / 2)),
-        },
-        "sweep-webhook-outbox": {"task": tasks.WEBHOOK_SWEEP, "schedule": settings.webhook_sweep_seconds},
-    }
+    app.conf.beat_schedule = beat_schedule(settings)
     return app
 
 

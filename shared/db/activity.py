@@ -10,7 +10,7 @@ writes as it is told (``memq keys revoke`` across tenants)."""
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import datetime
+from datetime import datetime, timedelta
 
 import psycopg
 from psycopg.types.json import Jsonb
@@ -104,6 +104,25 @@ def forget_user_id(conn: psycopg.Connection, tenant: str, user_id: str) -> str:
     hashed = hash_of(conn, user_id)
     conn.execute("UPDATE activity SET user_id = %s WHERE tenant_id = %s AND user_id = %s", (hashed, tenant, user_id))
     return hashed
+
+
+def prune(conn: psycopg.Connection, days: float, *, batch: int = 10_000) -> int:
+    """Delete every tenant's entries older than ``days`` (an owner connection), ``batch`` at a
+    time so that no statement holds the table long; returns how many. Forget's entries stay:
+    they name only a hash, and they are what keeps a forgotten id forgotten (``record``)."""
+    cutoff = conn.execute("SELECT now() - %s", (timedelta(days=days),)).fetchone()
+    assert cutoff is not None
+    deleted = 0
+    while True:
+        with conn.transaction():
+            n = conn.execute(
+                "DELETE FROM activity WHERE id IN (SELECT id FROM activity WHERE at < %s AND action <> ALL(%s) "
+                "LIMIT %s)",
+                (cutoff[0], [CONVERSATION_FORGET, USER_FORGET], batch),
+            ).rowcount
+        deleted += n
+        if n < batch:
+            return deleted
 
 
 def activity_page(

@@ -58,6 +58,13 @@ class ApiSettings(BaseModel):
     api_keys_refresh_seconds: float = Field(
         default=5.0, gt=0, description="How often the API reloads the keys (a revoked key stops working within this)."
     )
+    activity_retention_days: float = Field(
+        default=0.0,
+        ge=0,
+        description="How long the activity log keeps its entries; `memq beat` deletes older ones hourly. The "
+        "entries of forget (they name only a hash) are kept: they are what keeps a forgotten id forgotten. 0: "
+        "until the database is.",
+    )
     forget_wait_seconds: float = Field(
         default=90.0,
         gt=0,

@@ -16,6 +16,7 @@ from typing import cast
 import pytest
 from click.testing import CliRunner
 from test_retrieval import axis, write_episode
+from waiting import wait_until
 
 from memq.cli import main
 
@@ -120,3 +121,34 @@ def test_an_export_read_in_part_writes_no_entry(service_env, settings, db, tenan
         whole = "".join(memory.export(actor=cli_actor("ana")))
     row = db.execute("SELECT action, actor_detail, counts FROM activity WHERE tenant_id = %s", (tenant,)).fetchone()
     assert row == ("export", "ana", {"lines": len(whole.splitlines())})
+
+
+def test_the_worker_prunes_entries_past_their_retention_but_keeps_forgets(worker, celery_app, settings, db, tenant):
+    """``memq.prune_activity`` run by a real worker: entries older than the days it is given
+    go, every tenant's; newer ones and forget's own entries (a hash only) stay; with no
+    retention set (the default) it keeps everything."""
+    from memq.shared import activity, tasks
+    from memq.shared.db.activity import hash_of, record
+    from memq.worker.tasks.maintenance import prune_activity
+
+    actor = activity.cli_actor("tester")
+    other = tenant + "-other"
+    record(db, tenant, activity.key_created(actor, "old0000001"))
+    record(db, other, activity.key_created(actor, "old0000002"))
+    record(db, tenant, activity.conversation_forgotten(actor, hash_of(db, "gone"), episodes=1, messages=2))
+    db.execute("UPDATE activity SET at = now() - interval '40 days' WHERE tenant_id = ANY(%s)", ([tenant, other],))
+    record(db, tenant, activity.key_created(actor, "new0000001"))
+
+    def kept() -> list[tuple[str, str | None, str | None]]:
+        rows = db.execute(
+            "SELECT action, key_id, conversation_id FROM activity WHERE tenant_id = ANY(%s) ORDER BY id",
+            ([tenant, other],),
+        ).fetchall()
+        return [tuple(r) for r in rows]
+
+    before = kept()
+    assert prune_activity() == {"status": "kept", "deleted": 0}  # the task's function, in this process
+    assert kept() == before  # MEMQ_ACTIVITY_RETENTION_DAYS is 0: nothing goes
+    celery_app.send_task(tasks.PRUNE_ACTIVITY, kwargs={"days": 30})  # as the beat sends it, to the worker
+    expected = [("conversation.forget", None, hash_of(db, "gone")), ("key.create", "new0000001", None)]
+    wait_until(lambda: kept() == expected, 60, interval=0.05, message=lambda: str(kept()))

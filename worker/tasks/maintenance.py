@@ -14,6 +14,8 @@ time comparison happens inside Redis, on its own clock.
   After a worker reconnects to the broker (``memq.worker.broker_recovery``) the same sweep runs
   at once with age 0, once per reconnection wave across the fleet: what died in a broker
   outage is picked up as soon as the broker is back, not ``MEMQ_STALLED_AFTER_SECONDS`` later.
+- ``prune_activity``: hourly when ``MEMQ_ACTIVITY_RETENTION_DAYS`` is set, the activity log's
+  entries older than that, every tenant's (forget's own entries stay).
 """
 
 from __future__ import annotations
@@ -84,3 +86,18 @@ def sweep_stalled(age: float | None = None, once_per_seconds: float = 0.0) -> di
     if drains or episodes:
         log.warning("stalled_work_requeued", drains=drains, episodes=episodes, age=age)
     return {"drains": drains, "episodes": episodes}
+
+
+@app.task(name=tasks.PRUNE_ACTIVITY, acks_late=True)
+def prune_activity(days: float | None = None) -> dict[str, Any]:
+    """The activity log's entries older than ``days`` (default: MEMQ_ACTIVITY_RETENTION_DAYS;
+    0 keeps them all) deleted, every tenant's."""
+    from memq.shared.db.activity import prune
+
+    days = resources.settings().activity_retention_days if days is None else days
+    if days <= 0:
+        return {"status": "kept", "deleted": 0}
+    with resources.owner_database() as conn:
+        deleted = prune(conn, days)
+    log.info("activity_pruned", deleted=deleted, older_than_days=days)
+    return {"status": "pruned", "deleted": deleted}
