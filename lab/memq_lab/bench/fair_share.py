@@ -4,8 +4,8 @@ other's latency is held against its own unloaded value (target: p99 within 2x).
 The API runs as ``memq api`` does, with the settings' defences: per-key rate limits
 (``MEMQ_API_RATE_LIMIT_PER_SECOND`` / ``_BURST``; beyond them a 429 before any work, held
 ``MEMQ_API_RATE_LIMIT_HOLD_MS`` for a client that did not wait) and turns
-(``MEMQ_API_CONCURRENCY_PER_KEY``: the flood's accepted requests share the process with the
-other tenant's at most that many at a time). The flood comes from a process of its own
+(``MEMQ_API_CONCURRENCY_PER_KEY``, shared among the keys present: with the steady tenant
+about, the flood's accepted requests are worked on one at a time). The flood comes from a process of its own
 (clients that ignore Retry-After and send again at once); the steady tenant sends one small
 batch at a fixed rate from this process, first alone (unloaded), then during the flood.
 """
